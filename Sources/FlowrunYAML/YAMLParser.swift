@@ -1,0 +1,103 @@
+import CYaml
+
+/// One event of libyaml's event stream, as Swift values.
+enum YAMLEvent {
+    case streamStart
+    case streamEnd
+    case documentStart(Mark)
+    case documentEnd
+    case alias(anchor: String, Mark)
+    case scalar(YAMLScalar, anchor: String?, tag: String?, Mark)
+    case sequenceStart(anchor: String?, tag: String?, Mark)
+    case sequenceEnd
+    case mappingStart(anchor: String?, tag: String?, Mark)
+    case mappingEnd
+}
+
+/// Owns a libyaml event parser over a copy of the input, and frees both in `deinit`.
+///
+/// libyaml keeps pointers to the parser struct and the input buffer, so both
+/// live at stable heap addresses for the parser's whole lifetime.
+final class YAMLParser {
+    private let parser: UnsafeMutablePointer<yaml_parser_t>
+    private let input: UnsafeMutableBufferPointer<UInt8>
+
+    init(bytes: [UInt8]) {
+        parser = .allocate(capacity: 1)
+        input = .allocate(capacity: max(bytes.count, 1))
+        _ = input.initialize(from: bytes)
+        yaml_parser_initialize(parser)
+        yaml_parser_set_encoding(parser, YAML_UTF8_ENCODING)
+        yaml_parser_set_input_string(parser, input.baseAddress, bytes.count)
+    }
+
+    deinit {
+        yaml_parser_delete(parser)
+        parser.deallocate()
+        input.deallocate()
+    }
+
+    /// The next event, or libyaml's own error at its problem mark.
+    func next() throws(YAMLProblem) -> YAMLEvent {
+        var event = yaml_event_t()
+        guard yaml_parser_parse(parser, &event) == 1 else { throw currentProblem() }
+        defer { yaml_event_delete(&event) }
+        let mark = Self.mark(event.start_mark)
+        switch event.type {
+        case YAML_STREAM_START_EVENT:
+            return .streamStart
+        case YAML_STREAM_END_EVENT:
+            return .streamEnd
+        case YAML_DOCUMENT_START_EVENT:
+            return .documentStart(mark)
+        case YAML_DOCUMENT_END_EVENT:
+            return .documentEnd
+        case YAML_ALIAS_EVENT:
+            return .alias(anchor: Self.string(event.data.alias.anchor) ?? "", mark)
+        case YAML_SCALAR_EVENT:
+            let data = event.data.scalar
+            let text = String(decoding: UnsafeBufferPointer(start: data.value, count: data.length), as: UTF8.self)
+            return .scalar(
+                YAMLScalar(text, style: Self.style(data.style)),
+                anchor: Self.string(data.anchor), tag: Self.string(data.tag), mark)
+        case YAML_SEQUENCE_START_EVENT:
+            let data = event.data.sequence_start
+            return .sequenceStart(anchor: Self.string(data.anchor), tag: Self.string(data.tag), mark)
+        case YAML_SEQUENCE_END_EVENT:
+            return .sequenceEnd
+        case YAML_MAPPING_START_EVENT:
+            let data = event.data.mapping_start
+            return .mappingStart(anchor: Self.string(data.anchor), tag: Self.string(data.tag), mark)
+        case YAML_MAPPING_END_EVENT:
+            return .mappingEnd
+        default:
+            throw YAMLProblem("unexpected event from libyaml", at: mark)
+        }
+    }
+
+    private func currentProblem() -> YAMLProblem {
+        let problem = parser.pointee.problem.map { String(cString: $0) } ?? "unknown YAML error"
+        let context = parser.pointee.context.map { String(cString: $0) }
+        let message = context.map { "\(problem) (\($0))" } ?? problem
+        return YAMLProblem(message, at: Self.mark(parser.pointee.problem_mark))
+    }
+
+    /// The one place where libyaml's 0-based marks become 1-based.
+    private static func mark(_ mark: yaml_mark_t) -> Mark {
+        Mark(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+    }
+
+    private static func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
+        pointer.map { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
+    }
+
+    private static func style(_ style: yaml_scalar_style_t) -> YAMLScalar.Style {
+        switch style {
+        case YAML_SINGLE_QUOTED_SCALAR_STYLE: return .singleQuoted
+        case YAML_DOUBLE_QUOTED_SCALAR_STYLE: return .doubleQuoted
+        case YAML_LITERAL_SCALAR_STYLE: return .literal
+        case YAML_FOLDED_SCALAR_STYLE: return .folded
+        default: return .plain
+        }
+    }
+}
