@@ -24,7 +24,7 @@ public enum YAMLInput {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while bytes.count <= limits.maxBytes {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw YAMLProblem("cannot read: \(String(cString: strerror(errno)))", at: .start)
@@ -38,26 +38,64 @@ public enum YAMLInput {
 
     /// Refuses text that is not UTF-8, naming where the first bad byte is.
     public static func checkUTF8(_ bytes: [UInt8]) throws(YAMLProblem) {
-        var line = 1
-        var lineStart = 0
+        if let encoding = byteOrderMarkEncoding(bytes) {
+            throw YAMLProblem("the file is \(encoding) text (it starts with a byte order mark); save it as UTF-8", at: .start)
+        }
         var index = 0
         while index < bytes.count {
-            let byte = bytes[index]
-            if byte < 0x80 {
-                if byte == 0x0A { line += 1; lineStart = index + 1 }
+            if bytes[index] < 0x80 {
                 index += 1
                 continue
             }
             let length = sequenceLength(bytes, at: index)
             guard length > 0 else {
-                let column = String(decoding: bytes[lineStart..<index], as: UTF8.self).count + 1
-                let hex = String(byte, radix: 16, uppercase: true)
+                let hex = String(bytes[index], radix: 16, uppercase: true)
                 throw YAMLProblem(
                     "the file is not UTF-8 text (byte 0x\(hex.count == 1 ? "0" + hex : hex) cannot start or continue a character here); save it as UTF-8",
-                    at: Mark(line: line, column: column))
+                    at: mark(ofByte: index, in: bytes))
             }
             index += length
         }
+    }
+
+    /// The 1-based line:column of the byte at `offset`, counting line breaks
+    /// the way libyaml does (LF, CR LF, CR, NEL, LS, PS) and columns in
+    /// Unicode scalars, so marks agree with libyaml's own. `bytes[..<offset]`
+    /// must be UTF-8.
+    static func mark(ofByte offset: Int, in bytes: some Collection<UInt8>) -> Mark {
+        var line = 1
+        var column = 1
+        var previous: UInt8 = 0
+        var beforePrevious: UInt8 = 0
+        for byte in bytes.prefix(offset) {
+            switch byte {
+            case 0x0A where previous == 0x0D:
+                break  // the LF of a CR LF: the CR already started the line
+            case 0x0A, 0x0D:
+                line += 1
+                column = 1
+            case 0x85 where previous == 0xC2,
+                 0xA8 where previous == 0x80 && beforePrevious == 0xE2,
+                 0xA9 where previous == 0x80 && beforePrevious == 0xE2:
+                // NEL, LS, PS: their lead byte already counted as a column.
+                line += 1
+                column = 1
+            case 0x80...0xBF:
+                break  // a continuation byte: same character
+            default:
+                column += 1
+            }
+            beforePrevious = previous
+            previous = byte
+        }
+        return Mark(line: line, column: column)
+    }
+
+    /// A UTF-16 or UTF-32 byte order mark, which libyaml would half-accept.
+    private static func byteOrderMarkEncoding(_ bytes: [UInt8]) -> String? {
+        if bytes.starts(with: [0x00, 0x00, 0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE, 0x00, 0x00]) { return "UTF-32" }
+        if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) { return "UTF-16" }
+        return nil
     }
 
     /// The length of the valid UTF-8 sequence at `index`, or 0 if it is invalid
@@ -89,4 +127,13 @@ public enum YAMLInput {
         let limit = "\(limits.maxBytes / 1_048_576) MiB"
         return YAMLProblem("the file is larger than \(limit) (\(size)+ bytes); workflow files are limited to \(limit)", at: .start)
     }
+}
+
+/// `read(2)`, named apart from `YAMLInput.read(path:limits:)`.
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    Glibc.read(fd, buffer, count)
+    #else
+    Darwin.read(fd, buffer, count)
+    #endif
 }

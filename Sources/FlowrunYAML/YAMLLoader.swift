@@ -4,8 +4,11 @@
 /// leaves no documents; problems found in a well-formed text (duplicate keys,
 /// bad merges) come with the documents, so a validator can report them
 /// together with its own.
+///
+/// An empty text, or one holding only comments, has no documents and no problems.
 public struct YAMLLoadResult: Sendable {
     public var documents: [YAMLNode]
+    /// Sorted by position.
     public var problems: [YAMLProblem]
 }
 
@@ -48,7 +51,7 @@ public struct YAMLLoader: Sendable {
                 }
                 if let document = try builder.consume(event) { documents.append(document) }
             }
-            return YAMLLoadResult(documents: documents, problems: builder.problems)
+            return YAMLLoadResult(documents: documents, problems: builder.problems.sorted { $0.mark < $1.mark })
         } catch {
             return YAMLLoadResult(documents: [], problems: [error])
         }

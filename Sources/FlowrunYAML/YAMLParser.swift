@@ -21,11 +21,14 @@ enum YAMLEvent {
 final class YAMLParser {
     private let parser: UnsafeMutablePointer<yaml_parser_t>
     private let input: UnsafeMutableBufferPointer<UInt8>
+    /// The bytes of `input` that hold text (it has room for at least one).
+    private let inputCount: Int
 
     init(bytes: [UInt8]) {
         parser = .allocate(capacity: 1)
         input = .allocate(capacity: max(bytes.count, 1))
         _ = input.initialize(from: bytes)
+        inputCount = bytes.count
         yaml_parser_initialize(parser)
         yaml_parser_set_encoding(parser, YAML_UTF8_ENCODING)
         yaml_parser_set_input_string(parser, input.baseAddress, bytes.count)
@@ -79,10 +82,19 @@ final class YAMLParser {
         let problem = parser.pointee.problem.map { String(cString: $0) } ?? "unknown YAML error"
         let context = parser.pointee.context.map { String(cString: $0) }
         let message = context.map { "\(problem) (\($0))" } ?? problem
+        // The reader (control characters, bad encoding) reports a byte offset
+        // and leaves problem_mark zeroed.
+        if parser.pointee.error == YAML_READER_ERROR {
+            let value = parser.pointee.problem_value
+            let found = value >= 0 ? " (found U+\(String(value, radix: 16, uppercase: true).leftPadded(to: 4)))" : ""
+            let offset = min(parser.pointee.problem_offset, inputCount)
+            return YAMLProblem(message + found, at: YAMLInput.mark(ofByte: offset, in: input.prefix(inputCount)))
+        }
         return YAMLProblem(message, at: Self.mark(parser.pointee.problem_mark))
     }
 
-    /// The one place where libyaml's 0-based marks become 1-based.
+    /// The one place where libyaml's 0-based marks become 1-based (byte
+    /// offsets become marks in `YAMLInput.mark(ofByte:in:)`).
     private static func mark(_ mark: yaml_mark_t) -> Mark {
         Mark(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
     }
@@ -99,5 +111,11 @@ final class YAMLParser {
         case YAML_FOLDED_SCALAR_STYLE: return .folded
         default: return .plain
         }
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
     }
 }

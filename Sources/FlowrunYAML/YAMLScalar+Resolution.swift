@@ -11,12 +11,23 @@ extension YAMLScalar {
         }
     }
 
-    /// A decimal integer (`12`, `-3`, `+4`), `0o17` or `0x1F`.
+    /// A decimal integer (`12`, `-3`, `+4`), `0o17` or `0x1F`; nil when it
+    /// does not fit an `Int`.
     public var int: Int? {
         guard style == .plain else { return nil }
-        if text.hasPrefix("0x") { return Int(text.dropFirst(2), radix: 16) }
-        if text.hasPrefix("0o") { return Int(text.dropFirst(2), radix: 8) }
-        guard let first = text.first, first.isNumber || first == "-" || first == "+" else { return nil }
+        let utf8 = Substring(text).utf8
+        if utf8.starts(with: "0x".utf8) {
+            let digits = utf8.dropFirst(2)
+            guard !digits.isEmpty, digits.allSatisfy(Self.isHexDigit) else { return nil }
+            return Int(Substring(digits), radix: 16)
+        }
+        if utf8.starts(with: "0o".utf8) {
+            let digits = utf8.dropFirst(2)
+            guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x37).contains($0) }) else { return nil }
+            return Int(Substring(digits), radix: 8)
+        }
+        let digits = utf8.first == UInt8(ascii: "-") || utf8.first == UInt8(ascii: "+") ? utf8.dropFirst() : utf8[...]
+        guard !digits.isEmpty, digits.allSatisfy(Self.isDigit) else { return nil }
         return Int(text)
     }
 
@@ -30,8 +41,43 @@ extension YAMLScalar {
         case ".nan", ".NaN", ".NAN": return .nan
         default: break
         }
-        let allowed = Set("0123456789.eE+-")
-        guard !text.isEmpty, text.allSatisfy(allowed.contains), text.contains(where: \.isNumber) else { return nil }
+        guard isCoreFloat else { return nil }
         return Double(text)
+    }
+
+    /// Matches `[-+]? ( \. [0-9]+ | [0-9]+ ( \. [0-9]* )? ) ( [eE] [-+]? [0-9]+ )?`,
+    /// which also covers decimal integers too large for `Int`.
+    private var isCoreFloat: Bool {
+        var rest = Substring(text).utf8[...]
+        func digits() -> Int {
+            let count = rest.prefix(while: Self.isDigit).count
+            rest = rest.dropFirst(count)
+            return count
+        }
+        func take(_ characters: String) -> Bool {
+            guard let first = rest.first, characters.utf8.contains(first) else { return false }
+            rest = rest.dropFirst()
+            return true
+        }
+        _ = take("-+")
+        if take(".") {
+            guard digits() > 0 else { return false }
+        } else {
+            guard digits() > 0 else { return false }
+            if take(".") { _ = digits() }
+        }
+        if take("eE") {
+            _ = take("-+")
+            guard digits() > 0 else { return false }
+        }
+        return rest.isEmpty
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte)
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        isDigit(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
     }
 }

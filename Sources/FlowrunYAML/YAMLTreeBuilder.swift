@@ -21,8 +21,13 @@ struct YAMLTreeBuilder {
     private let limits: YAMLLimits
     private var stack: [Frame] = []
     private var anchors: [String: Anchored] = [:]
+    /// Anchors of collections still open: an alias to one would be recursive
+    /// (`&a [*a]`), which a tree cannot hold. Counts, as an open anchor may be
+    /// redefined inside itself.
+    private var openAnchors: [String: Int] = [:]
     private var root: YAMLNode?
     private var inDocument = false
+    private var documentMark = Mark.start
     /// Nodes made so far, aliases counted by their expanded size.
     private var nodeCount = 0
     private var expandedByAliases = 0
@@ -39,16 +44,22 @@ struct YAMLTreeBuilder {
         switch event {
         case .streamStart, .streamEnd:
             return nil
-        case .documentStart:
+        case .documentStart(let mark):
             inDocument = true
+            documentMark = mark
             anchors = [:]
+            openAnchors = [:]
             root = nil
             return nil
         case .documentEnd:
             inDocument = false
             defer { root = nil }
-            return root ?? YAMLNode(.scalar(YAMLScalar("")), at: .start)
+            // libyaml gives an empty document an empty scalar; this is a fallback.
+            return root ?? YAMLNode(.scalar(YAMLScalar("")), at: documentMark)
         case .alias(let name, let mark):
+            if openAnchors[name, default: 0] > 0 {
+                throw YAMLProblem("alias '*\(name)' refers to '&\(name)', a collection that contains it; recursive structures are not supported", at: mark)
+            }
             guard let anchored = anchors[name] else {
                 throw YAMLProblem("unknown alias '*\(name)' (no anchor '&\(name)' before it)", at: mark)
             }
@@ -73,8 +84,10 @@ struct YAMLTreeBuilder {
             try push(Frame(isMapping: true, anchor: anchor, tag: tag, mark: mark, firstNode: nodeCount))
         case .sequenceEnd, .mappingEnd:
             guard let frame = stack.popLast() else { return nil }
+            if let anchor = frame.anchor { openAnchors[anchor, default: 1] -= 1 }
             let content: YAMLNode.Content
             if frame.isMapping {
+                // libyaml always pairs keys with values; an odd child would be dropped, not read past.
                 let entries = frame.children
                 let pairs = stride(from: 0, to: entries.count - 1, by: 2).map {
                     YAMLNode.Pair(key: entries[$0], value: entries[$0 + 1])
@@ -96,6 +109,7 @@ struct YAMLTreeBuilder {
             throw YAMLProblem("nesting is deeper than \(limits.maxDepth) levels", at: frame.mark)
         }
         stack.append(frame)
+        if let anchor = frame.anchor { openAnchors[anchor, default: 0] += 1 }
     }
 
     private mutating func attach(_ node: YAMLNode) {
@@ -132,9 +146,15 @@ struct YAMLTreeBuilder {
             }
             let sources: [YAMLNode]
             switch pair.value.content {
-            case .mapping: sources = [pair.value]
-            case .sequence(let items) where items.allSatisfy({ $0.mapping != nil }): sources = items
-            default:
+            case .mapping:
+                sources = [pair.value]
+            case .sequence(let items):
+                if let item = items.first(where: { $0.mapping == nil }) {
+                    problems.append(YAMLProblem("a merge key '<<' takes a mapping or a list of mappings, found \(item.kindDescription) in the list", at: item.mark))
+                    continue
+                }
+                sources = items
+            case .scalar:
                 problems.append(YAMLProblem("a merge key '<<' takes a mapping or a list of mappings, found \(pair.value.kindDescription)", at: pair.value.mark))
                 continue
             }

@@ -1,0 +1,56 @@
+import FlowrunYAML
+
+extension WorkflowDecoder {
+    /// Splits a scalar into text and `${{ … }}` parts and parses each expression,
+    /// reporting problems at their exact place in the file when it can be found.
+    mutating func template(_ text: String, node: YAMLNode, insideShell: Bool = false) -> Template {
+        let nodeLocation = location(node)
+        var segments: [Template.Segment] = []
+        var rest = Substring(text)
+        var occurrence = 0
+        while let open = rest.range(of: "${{") {
+            if open.lowerBound > rest.startIndex { segments.append(.text(String(rest[..<open.lowerBound]))) }
+            let start = source.locate("${{", occurrence: occurrence, after: nodeLocation) ?? nodeLocation
+            occurrence += 1
+            if insideShell, open.lowerBound > rest.startIndex, let before = rest[..<open.lowerBound].last, before == "'" || before == "\"" {
+                diagnostics.append(.warning(
+                    "a value in run: is already inserted as one shell-quoted word; the quote before ${{ becomes part of the text", at: start))
+            }
+            let inner = rest[open.upperBound...]
+            guard let close = Self.closingBraces(in: inner) else {
+                error("'${{' is not closed by '}}'", at: start)
+                return Template(source: text, segments: segments, location: nodeLocation)
+            }
+            let expressionText = String(inner[..<close.lowerBound])
+            var parser = ExpressionParser(names: names) { offset in
+                SourceLocation(file: start.file, line: start.line, column: start.column + 3 + offset)
+            }
+            do throws(ExpressionError) {
+                segments.append(.expression(try parser.parse(expressionText), start))
+            } catch {
+                self.error(error.message, at: SourceLocation(file: start.file, line: start.line, column: start.column + 3 + error.offset))
+            }
+            rest = inner[close.upperBound...]
+        }
+        if !rest.isEmpty { segments.append(.text(String(rest))) }
+        return Template(source: text, segments: segments, location: nodeLocation)
+    }
+
+    /// The `}}` that ends an expression, skipping any inside quoted strings.
+    private static func closingBraces(in text: Substring) -> Range<Substring.Index>? {
+        var quote: Character?
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            if let open = quote {
+                if character == open { quote = nil }
+            } else if character == "'" || character == "\"" {
+                quote = character
+            } else if character == "}", text[index...].hasPrefix("}}") {
+                return index..<text.index(index, offsetBy: 2)
+            }
+            index = text.index(after: index)
+        }
+        return nil
+    }
+}

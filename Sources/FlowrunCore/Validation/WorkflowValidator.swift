@@ -1,0 +1,56 @@
+public import FlowrunYAML
+
+/// What validating a file produced: the workflow when it has no errors, and
+/// every diagnostic (errors and warnings) sorted by position.
+public struct ValidationResult: Sendable {
+    public var workflow: Workflow?
+    public var diagnostics: [Diagnostic]
+    public var source: SourceText
+}
+
+/// The validation stage: file → YAML nodes → `Workflow`, collecting every problem.
+public enum WorkflowValidator {
+    public static func validate(path: String, limits: YAMLLimits = YAMLLimits()) -> ValidationResult {
+        do {
+            let bytes = try YAMLInput.read(path: path, limits: limits)
+            return validate(bytes: bytes, file: path, limits: limits)
+        } catch {
+            let diagnostic = Diagnostic.error(error.message, at: SourceLocation(file: path, mark: error.mark))
+            return ValidationResult(workflow: nil, diagnostics: [diagnostic], source: SourceText(file: path, bytes: []))
+        }
+    }
+
+    public static func validate(bytes: [UInt8], file: String, limits: YAMLLimits = YAMLLimits()) -> ValidationResult {
+        let loaded = YAMLLoader(limits: limits).load(bytes: bytes)
+        // Don't keep the text of a file that is not UTF-8 (it has no lines worth showing).
+        let source = SourceText(file: file, bytes: loaded.documents.isEmpty && !loaded.problems.isEmpty ? [] : bytes)
+        var diagnostics = loaded.problems.map { Diagnostic.error($0.message, at: SourceLocation(file: file, mark: $0.mark)) }
+        guard let root = loaded.documents.first else {
+            if diagnostics.isEmpty {
+                diagnostics.append(.error("the file is empty: a workflow needs at least one task under 'tasks:'", at: SourceLocation(file: file, line: 1, column: 1)))
+            }
+            return ValidationResult(workflow: nil, diagnostics: diagnostics.sortedByPosition(), source: source)
+        }
+        if case .scalar(let scalar) = root.content, scalar.isNull {
+            diagnostics.append(.error("the file has no workflow in it: a workflow needs at least one task under 'tasks:'", at: SourceLocation(file: file, mark: root.mark)))
+            return ValidationResult(workflow: nil, diagnostics: diagnostics.sortedByPosition(), source: source)
+        }
+        let names = NameTable(root: root)
+        var decoder = WorkflowDecoder(file: file, source: source, names: names)
+        let workflow = decoder.decode(root, defaultName: defaultName(for: file))
+        diagnostics += decoder.diagnostics
+        var checker = WorkflowChecker(workflow: workflow, names: names)
+        diagnostics += checker.check()
+        diagnostics = diagnostics.sortedByPosition()
+        return ValidationResult(workflow: diagnostics.hasErrors ? nil : workflow, diagnostics: diagnostics, source: source)
+    }
+
+    /// `workflows/nightly-sync.yaml` → `nightly-sync`.
+    static func defaultName(for file: String) -> String {
+        let base = file.split(separator: "/").last.map(String.init) ?? file
+        for suffix in [".yaml", ".yml"] where base.hasSuffix(suffix) && base.count > suffix.count {
+            return String(base.dropLast(suffix.count))
+        }
+        return base
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import FlowrunCore
+
+/// `flowrun` — run, validate and plan declarative workflows.
+@main
+struct Flowrun: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flowrun",
+        abstract: "Run declarative workflows: tasks, groups, limits, semaphores, timeouts and joins.",
+        discussion: """
+            Exit codes: 0 nothing failed, 1 something failed or timed out, 2 invalid workflow \
+            or command line, 124 the run's timeout fired, 128+N a signal N stopped the run.
+            """,
+        version: "0.1.0",
+        subcommands: [RunCommand.self, ValidateCommand.self],
+        defaultSubcommand: RunCommand.self
+    )
+
+    /// Parses and runs, mapping usage errors to exit 2 (SPEC §7) instead of
+    /// ArgumentParser's 64.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure {
+                Terminal.standardError.write(fullMessage(for: error) + "\n")
+                Terminal.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import FlowrunCore
+
+/// `flowrun FILE [--dry-run] …` — the default command.
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a workflow file (or, with --dry-run, print its plan and run nothing)."
+    )
+
+    enum OutputMode: String, ExpressibleByArgument, CaseIterable {
+        case auto, tty, plain, json
+    }
+
+    @Argument(help: "The workflow file.", completion: .file(extensions: ["yaml", "yml"]))
+    var file: String
+
+    @Flag(help: "Validate and print the plan (order, needs, limits, semaphores, timeouts, groups, joins); run nothing at all.")
+    var dryRun = false
+
+    @Option(name: .customLong("var"), help: ArgumentHelp("Override a variable declared under vars: (repeatable).", valueName: "name=value"))
+    var variables: [String] = []
+
+    @Option(help: "Running tasks at once for the whole run (overrides max_parallel).")
+    var maxParallel: Int?
+
+    @Option(name: .customLong("only"), help: ArgumentHelp("Run only this task, group or join and what it needs (repeatable).", valueName: "name"))
+    var only: [String] = []
+
+    @Flag(help: "Let the first failure cancel everything still running (overrides fail_fast).")
+    var failFast = false
+
+    @Option(help: "auto: tty on a terminal, else plain; tty: live view; plain: one line per event; json: one JSON object per line (with --dry-run: the plan as JSON).")
+    var output: OutputMode = .auto
+
+    @Option(help: ArgumentHelp("Where to write the run record (default: .flowrun/runs/RUN_ID under the current directory).", valueName: "dir"))
+    var logDir: String?
+
+    func validate() throws {
+        for variable in variables where !variable.contains("=") || variable.hasPrefix("=") {
+            throw ValidationError("--var takes name=value, found '\(variable)'")
+        }
+        if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1, found \(maxParallel)") }
+    }
+
+    func run() throws {
+        let result = WorkflowValidator.validate(path: file)
+        let hasErrors = Terminal.report(result.diagnostics, source: result.source)
+        guard let workflow = result.workflow, !hasErrors else { throw ExitCode(2) }
+
+        var options = PlanOptions()
+        options.variables = variables.map { variable in
+            let equals = variable.firstIndex(of: "=")!
+            return (String(variable[..<equals]), String(variable[variable.index(after: equals)...]))
+        }
+        options.maxParallel = maxParallel
+        options.failFast = failFast
+        options.only = only
+        let plan: Plan
+        do {
+            plan = try Planner.plan(workflow, options: options)
+        } catch {
+            Terminal.standardError.write("flowrun: \(error.message)\n")
+            throw ExitCode(2)
+        }
+
+        guard dryRun else {
+            Terminal.standardError.write("flowrun: running workflows is not implemented in this version yet; use --dry-run to see the plan\n")
+            throw ExitCode(2)
+        }
+        Terminal.standardOutput.write(output == .json ? plan.json : plan.text)
+    }
+}

@@ -1,0 +1,48 @@
+import FlowrunCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writing to stdout/stderr and knowing whether they are terminals.
+enum Terminal {
+    struct Stream {
+        let descriptor: Int32
+
+        var isTerminal: Bool { isatty(descriptor) == 1 }
+
+        func write(_ text: String) {
+            var bytes = Array(text.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                offset += written
+            }
+        }
+    }
+
+    static let standardOutput = Stream(descriptor: 1)
+    static let standardError = Stream(descriptor: 2)
+
+    /// Colour only on a terminal and never with `NO_COLOR` set (no-color.org).
+    static var stderrUsesColor: Bool {
+        standardError.isTerminal && getenv("NO_COLOR").map { String(cString: $0).isEmpty } ?? true
+    }
+
+    static func exit(_ code: Int32) -> Never {
+        Glibc.exit(code)
+    }
+
+    /// Prints diagnostics to stderr the way compilers do; returns true when any is an error.
+    @discardableResult
+    static func report(_ diagnostics: [Diagnostic], source: SourceText) -> Bool {
+        let renderer = DiagnosticRenderer(showsSourceLines: standardError.isTerminal, usesColor: stderrUsesColor)
+        for diagnostic in diagnostics {
+            standardError.write(renderer.render(diagnostic, lines: source.lines) + "\n")
+        }
+        return diagnostics.hasErrors
+    }
+}

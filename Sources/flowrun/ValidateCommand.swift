@@ -1,0 +1,49 @@
+import ArgumentParser
+import FlowrunCore
+
+/// `flowrun validate FILE...`
+struct ValidateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate",
+        abstract: "Check workflow files and print every problem as FILE:LINE:COLUMN: error: MESSAGE.",
+        discussion: "Exits 0 when every file is valid (warnings allowed), 2 when any file has an error."
+    )
+
+    @Argument(help: "Workflow files to check.", completion: .file(extensions: ["yaml", "yml"]))
+    var files: [String]
+
+    @Flag(name: .shortAndLong, help: "Print nothing for valid files.")
+    var quiet = false
+
+    func validate() throws {
+        if files.isEmpty { throw ValidationError("name at least one workflow file") }
+    }
+
+    func run() throws {
+        var errorCount = 0
+        var warningCount = 0
+        for file in files {
+            let result = WorkflowValidator.validate(path: file)
+            Terminal.report(result.diagnostics, source: result.source)
+            errorCount += result.diagnostics.filter { $0.severity == .error }.count
+            warningCount += result.diagnostics.filter { $0.severity == .warning }.count
+            if let workflow = result.workflow, !quiet {
+                Terminal.standardOutput.write("\(file): valid (\(Self.summary(of: workflow)))\n")
+            }
+        }
+        if errorCount > 0 {
+            var counts = ["\(errorCount) error\(errorCount == 1 ? "" : "s")"]
+            if warningCount > 0 { counts.append("\(warningCount) warning\(warningCount == 1 ? "" : "s")") }
+            Terminal.standardError.write(counts.joined(separator: ", ") + "\n")
+            throw ExitCode(2)
+        }
+    }
+
+    static func summary(of workflow: Workflow) -> String {
+        let fanOuts = workflow.groups.compactMap(\.fanOut)
+        var tasks = "\(workflow.mainTasks.count + workflow.finally.count + fanOuts.compactMap(\.source.staticCount).reduce(0, +)) tasks"
+        let dynamic = fanOuts.filter { $0.source.staticCount == nil }.count
+        if dynamic > 0 { tasks += " + \(dynamic) fan-out\(dynamic == 1 ? "" : "s") sized at run time" }
+        return "\(tasks), \(workflow.groups.count) group\(workflow.groups.count == 1 ? "" : "s"), \(workflow.joins.count) join\(workflow.joins.count == 1 ? "" : "s")"
+    }
+}
