@@ -1,15 +1,29 @@
 /// Assembles nodes from events: anchors, aliases within a budget, merge keys,
 /// duplicate keys, and the nesting-depth cap.
 struct YAMLTreeBuilder {
-    /// An open collection; a mapping's children alternate key, value.
+    /// An open collection.
     private struct Frame {
         var isMapping: Bool
-        var children: [YAMLNode] = []
+        var items: [YAMLNode] = []
+        var pairs: [YAMLNode.Pair] = []
+        /// A mapping's key still waiting for its value.
+        var pendingKey: YAMLNode?
         var anchor: String?
         var tag: String?
         var mark: Mark
         /// `nodeCount` when the collection opened, to size its anchor.
         var firstNode: Int
+
+        mutating func append(_ node: YAMLNode) {
+            if !isMapping {
+                items.append(node)
+            } else if let key = pendingKey {
+                pairs.append(YAMLNode.Pair(key: key, value: node))
+                pendingKey = nil
+            } else {
+                pendingKey = node
+            }
+        }
     }
 
     /// An anchored node and how many nodes it stands for once expanded.
@@ -85,17 +99,8 @@ struct YAMLTreeBuilder {
         case .sequenceEnd, .mappingEnd:
             guard let frame = stack.popLast() else { return nil }
             if let anchor = frame.anchor { openAnchors[anchor, default: 1] -= 1 }
-            let content: YAMLNode.Content
-            if frame.isMapping {
-                // libyaml always pairs keys with values; an odd child would be dropped, not read past.
-                let entries = frame.children
-                let pairs = stride(from: 0, to: entries.count - 1, by: 2).map {
-                    YAMLNode.Pair(key: entries[$0], value: entries[$0 + 1])
-                }
-                content = .mapping(resolveMerges(pairs))
-            } else {
-                content = .sequence(frame.children)
-            }
+            // libyaml always gives a key its value; a dangling key would be dropped.
+            let content: YAMLNode.Content = frame.isMapping ? .mapping(resolveMerges(frame.pairs)) : .sequence(frame.items)
             nodeCount += 1
             let node = YAMLNode(content, at: frame.mark, tag: frame.tag)
             if let anchor = frame.anchor { anchors[anchor] = Anchored(node: node, size: nodeCount - frame.firstNode) }
@@ -116,29 +121,20 @@ struct YAMLTreeBuilder {
         if stack.isEmpty {
             root = node
         } else {
-            stack[stack.count - 1].children.append(node)
+            stack[stack.count - 1].append(node)
         }
     }
 
     /// Applies merge keys (`<<: *base` or `<<: [*a, *b]`): explicit keys win,
     /// then earlier merged maps win over later ones. Reports duplicate
-    /// explicit keys, naming both places.
+    /// explicit keys, naming both places. Keys compare by their text, so
+    /// `a` and `'a'` are the same key.
     private mutating func resolveMerges(_ pairs: [YAMLNode.Pair]) -> [YAMLNode.Pair] {
-        var explicit: [String: Mark] = [:]
-        var hasMerge = false
-        for pair in pairs {
-            if Self.isMergeKey(pair.key) { hasMerge = true; continue }
-            guard let key = pair.key.scalar?.text else { continue }
-            if let first = explicit[key] {
-                problems.append(YAMLProblem("duplicate key '\(key)' (first defined at \(first))", at: pair.key.mark))
-            } else {
-                explicit[key] = pair.key.mark
-            }
-        }
-        guard hasMerge else { return pairs }
+        guard reportDuplicateKeys(in: pairs) else { return pairs }
 
-        var seen = Set(explicit.keys)
+        var seen = Set(pairs.lazy.filter { !Self.isMergeKey($0.key) }.compactMap { $0.key.scalar?.text })
         var result: [YAMLNode.Pair] = []
+        result.reserveCapacity(pairs.count)
         for pair in pairs {
             guard Self.isMergeKey(pair.key) else {
                 result.append(pair)
@@ -166,6 +162,31 @@ struct YAMLTreeBuilder {
             }
         }
         return result
+    }
+
+    /// Reports each explicit key seen before in the mapping; returns whether
+    /// the mapping has a merge key. Most mappings are small, and a linear
+    /// scan beats hashing there.
+    private mutating func reportDuplicateKeys(in pairs: [YAMLNode.Pair]) -> Bool {
+        var hasMerge = false
+        var firstMarks: [String: Mark] = pairs.count > 16 ? Dictionary(minimumCapacity: pairs.count) : [:]
+        for index in pairs.indices {
+            let key = pairs[index].key
+            if Self.isMergeKey(key) { hasMerge = true; continue }
+            guard let text = key.scalar?.text else { continue }
+            let first: Mark?
+            if pairs.count > 16 {
+                // One hash per key; a duplicate (rare) puts the first mark back.
+                first = firstMarks.updateValue(key.mark, forKey: text)
+                if let first { firstMarks[text] = first }
+            } else {
+                first = pairs[..<index].first { $0.key.scalar?.text == text && !Self.isMergeKey($0.key) }?.key.mark
+            }
+            if let first {
+                problems.append(YAMLProblem("duplicate key '\(text)' (first defined at \(first))", at: key.mark))
+            }
+        }
+        return hasMerge
     }
 
     private static func isMergeKey(_ node: YAMLNode) -> Bool {

@@ -7,6 +7,9 @@ enum DurationSyntax {
 
     static func parse(_ text: String) throws(Problem) -> Duration {
         let trimmed = text.trimmingWhitespace
+        if Substring(trimmed).range(of: "..") != nil {
+            throw Problem(message: "a range like '\(text)' is allowed only for sleep")
+        }
         if let seconds = Double(trimmed), trimmed.first?.isNumber == true || trimmed.first == "." {
             guard seconds.isFinite, seconds >= 0 else { throw Problem(message: "'\(text)' is not a duration") }
             return try checked(seconds, text)

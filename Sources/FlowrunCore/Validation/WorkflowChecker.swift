@@ -9,8 +9,12 @@ struct WorkflowChecker {
     private let mainGraph: DependencyGraph
     private let finallyGraph: DependencyGraph
 
-    init(workflow: Workflow, names: NameTable) {
+    /// False when decoding already found errors, so "no tasks" would only repeat them.
+    private let reportsMissingTasks: Bool
+
+    init(workflow: Workflow, names: NameTable, reportsMissingTasks: Bool) {
         self.workflow = workflow
+        self.reportsMissingTasks = reportsMissingTasks
         self.names = names
         mainGraph = DependencyGraph(mainPhaseOf: workflow)
         finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
@@ -55,7 +59,7 @@ struct WorkflowChecker {
     private mutating func checkSomethingRuns() {
         let hasTask = !workflow.tasks.isEmpty || !workflow.finally.isEmpty
             || workflow.groups.contains { !$0.members.isEmpty || $0.fanOut != nil }
-        if !hasTask, !diagnostics.hasErrors {
+        if !hasTask, reportsMissingTasks, !diagnostics.hasErrors {
             error("the workflow has no tasks: add at least one under 'tasks:', a group or 'finally:'", at: SourceLocation(file: workflow.file, line: 1, column: 1))
         }
     }

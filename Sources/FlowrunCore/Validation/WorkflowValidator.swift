@@ -39,7 +39,7 @@ public enum WorkflowValidator {
         var decoder = WorkflowDecoder(file: file, source: source, names: names)
         let workflow = decoder.decode(root, defaultName: defaultName(for: file))
         diagnostics += decoder.diagnostics
-        var checker = WorkflowChecker(workflow: workflow, names: names)
+        var checker = WorkflowChecker(workflow: workflow, names: names, reportsMissingTasks: !decoder.diagnostics.hasErrors)
         diagnostics += checker.check()
         diagnostics = diagnostics.sortedByPosition()
         return ValidationResult(workflow: diagnostics.hasErrors ? nil : workflow, diagnostics: diagnostics, source: source)
