@@ -51,7 +51,7 @@ public struct YAMLLoader: Sendable {
                 }
                 if let document = try builder.consume(event) { documents.append(document) }
             }
-            return YAMLLoadResult(documents: documents, problems: builder.problems.sorted { $0.mark < $1.mark })
+            return YAMLLoadResult(documents: documents, problems: builder.sortedProblems)
         } catch {
             return YAMLLoadResult(documents: [], problems: [error])
         }

@@ -13,8 +13,11 @@ struct YAMLTreeBuilder {
         var mark: Mark
         /// `nodeCount` when the collection opened, to size its anchor.
         var firstNode: Int
+        /// The deepest collection nesting among the children so far.
+        var childNesting = 0
 
-        mutating func append(_ node: YAMLNode) {
+        mutating func append(_ node: YAMLNode, nesting: Int) {
+            childNesting = max(childNesting, nesting)
             if !isMapping {
                 items.append(node)
             } else if let key = pendingKey {
@@ -26,10 +29,12 @@ struct YAMLTreeBuilder {
         }
     }
 
-    /// An anchored node and how many nodes it stands for once expanded.
+    /// An anchored node, how many nodes it stands for once expanded, and how
+    /// many collections deep it nests (0 for a scalar).
     private struct Anchored {
         var node: YAMLNode
         var size: Int
+        var nesting: Int
     }
 
     private let limits: YAMLLimits
@@ -45,13 +50,25 @@ struct YAMLTreeBuilder {
     /// Nodes made so far, aliases counted by their expanded size.
     private var nodeCount = 0
     private var expandedByAliases = 0
-    private(set) var problems: [YAMLProblem] = []
+    private var problems: [YAMLProblem] = []
+    /// Where the first problem past `limits.maxProblems` was found.
+    private var firstUnreported: Mark?
 
     init(limits: YAMLLimits) {
         self.limits = limits
     }
 
     var hasOpenDocument: Bool { inDocument }
+
+    /// The problems found in well-formed text, sorted by position; past
+    /// `limits.maxProblems`, one last problem says the rest were left out.
+    var sortedProblems: [YAMLProblem] {
+        var sorted = problems.sorted { $0.mark < $1.mark }
+        if let firstUnreported {
+            sorted.append(YAMLProblem("more than \(limits.maxProblems) problems; the rest are not reported", at: firstUnreported))
+        }
+        return sorted
+    }
 
     /// Feeds one event; returns a document when one is complete.
     mutating func consume(_ event: YAMLEvent) throws(YAMLProblem) -> YAMLNode? {
@@ -71,27 +88,12 @@ struct YAMLTreeBuilder {
             // libyaml gives an empty document an empty scalar; this is a fallback.
             return root ?? YAMLNode(.scalar(YAMLScalar("")), at: documentMark)
         case .alias(let name, let mark):
-            if openAnchors[name, default: 0] > 0 {
-                throw YAMLProblem("alias '*\(name)' refers to '&\(name)', a collection that contains it; recursive structures are not supported", at: mark)
-            }
-            guard let anchored = anchors[name] else {
-                throw YAMLProblem("unknown alias '*\(name)' (no anchor '&\(name)' before it)", at: mark)
-            }
-            expandedByAliases += anchored.size
-            guard expandedByAliases <= limits.aliasExpansionBudget else {
-                throw YAMLProblem(
-                    "aliases expand to more than \(limits.aliasExpansionBudget) nodes; refusing to expand further (an alias bomb?)",
-                    at: mark)
-            }
-            nodeCount += anchored.size
-            var node = anchored.node
-            node.mark = mark
-            attach(node)
+            try attachAlias(name, at: mark)
         case .scalar(let scalar, let anchor, let tag, let mark):
             nodeCount += 1
             let node = YAMLNode(.scalar(scalar), at: mark, tag: tag)
-            if let anchor { anchors[anchor] = Anchored(node: node, size: 1) }
-            attach(node)
+            if let anchor { anchors[anchor] = Anchored(node: node, size: 1, nesting: 0) }
+            attach(node, nesting: 0)
         case .sequenceStart(let anchor, let tag, let mark):
             try push(Frame(isMapping: false, anchor: anchor, tag: tag, mark: mark, firstNode: nodeCount))
         case .mappingStart(let anchor, let tag, let mark):
@@ -103,10 +105,39 @@ struct YAMLTreeBuilder {
             let content: YAMLNode.Content = frame.isMapping ? .mapping(resolveMerges(frame.pairs)) : .sequence(frame.items)
             nodeCount += 1
             let node = YAMLNode(content, at: frame.mark, tag: frame.tag)
-            if let anchor = frame.anchor { anchors[anchor] = Anchored(node: node, size: nodeCount - frame.firstNode) }
-            attach(node)
+            let nesting = frame.childNesting + 1
+            if let anchor = frame.anchor {
+                anchors[anchor] = Anchored(node: node, size: nodeCount - frame.firstNode, nesting: nesting)
+            }
+            attach(node, nesting: nesting)
         }
         return nil
+    }
+
+    /// Copies an anchored node in place of its alias, refusing recursion,
+    /// expansion past the budget, and nesting past the depth cap (a chain of
+    /// aliases to deep anchors would otherwise build a tree thousands of
+    /// levels deep, too deep for recursive consumers).
+    private mutating func attachAlias(_ name: String, at mark: Mark) throws(YAMLProblem) {
+        if openAnchors[name, default: 0] > 0 {
+            throw YAMLProblem("alias '*\(name)' refers to '&\(name)', a collection that contains it; recursive structures are not supported", at: mark)
+        }
+        guard let anchored = anchors[name] else {
+            throw YAMLProblem("unknown alias '*\(name)' (no anchor '&\(name)' before it)", at: mark)
+        }
+        expandedByAliases += anchored.size
+        guard expandedByAliases <= limits.aliasExpansionBudget else {
+            throw YAMLProblem(
+                "aliases expand to more than \(limits.aliasExpansionBudget) nodes; refusing to expand further (an alias bomb?)",
+                at: mark)
+        }
+        guard stack.count + anchored.nesting <= limits.maxDepth else {
+            throw YAMLProblem("alias '*\(name)' would nest deeper than \(limits.maxDepth) levels", at: mark)
+        }
+        nodeCount += anchored.size
+        var node = anchored.node
+        node.mark = mark
+        attach(node, nesting: anchored.nesting)
     }
 
     private mutating func push(_ frame: Frame) throws(YAMLProblem) {
@@ -117,11 +148,21 @@ struct YAMLTreeBuilder {
         if let anchor = frame.anchor { openAnchors[anchor, default: 0] += 1 }
     }
 
-    private mutating func attach(_ node: YAMLNode) {
+    private mutating func attach(_ node: YAMLNode, nesting: Int) {
         if stack.isEmpty {
             root = node
         } else {
-            stack[stack.count - 1].append(node)
+            stack[stack.count - 1].append(node, nesting: nesting)
+        }
+    }
+
+    /// Records a problem unless `limits.maxProblems` are already recorded,
+    /// so a file of a million duplicate keys costs no more than one of a hundred.
+    private mutating func report(_ message: @autoclosure () -> String, at mark: Mark) {
+        if problems.count < limits.maxProblems {
+            problems.append(YAMLProblem(message(), at: mark))
+        } else if firstUnreported == nil {
+            firstUnreported = mark
         }
     }
 
@@ -146,12 +187,12 @@ struct YAMLTreeBuilder {
                 sources = [pair.value]
             case .sequence(let items):
                 if let item = items.first(where: { $0.mapping == nil }) {
-                    problems.append(YAMLProblem("a merge key '<<' takes a mapping or a list of mappings, found \(item.kindDescription) in the list", at: item.mark))
+                    report("a merge key '<<' takes a mapping or a list of mappings, found \(item.kindDescription) in the list", at: item.mark)
                     continue
                 }
                 sources = items
             case .scalar:
-                problems.append(YAMLProblem("a merge key '<<' takes a mapping or a list of mappings, found \(pair.value.kindDescription)", at: pair.value.mark))
+                report("a merge key '<<' takes a mapping or a list of mappings, found \(pair.value.kindDescription)", at: pair.value.mark)
                 continue
             }
             for source in sources {
@@ -168,14 +209,15 @@ struct YAMLTreeBuilder {
     /// the mapping has a merge key. Most mappings are small, and a linear
     /// scan beats hashing there.
     private mutating func reportDuplicateKeys(in pairs: [YAMLNode.Pair]) -> Bool {
+        let hashes = pairs.count > 16
         var hasMerge = false
-        var firstMarks: [String: Mark] = pairs.count > 16 ? Dictionary(minimumCapacity: pairs.count) : [:]
+        var firstMarks: [String: Mark] = hashes ? Dictionary(minimumCapacity: pairs.count) : [:]
         for index in pairs.indices {
             let key = pairs[index].key
             if Self.isMergeKey(key) { hasMerge = true; continue }
             guard let text = key.scalar?.text else { continue }
             let first: Mark?
-            if pairs.count > 16 {
+            if hashes {
                 // One hash per key; a duplicate (rare) puts the first mark back.
                 first = firstMarks.updateValue(key.mark, forKey: text)
                 if let first { firstMarks[text] = first }
@@ -183,7 +225,7 @@ struct YAMLTreeBuilder {
                 first = pairs[..<index].first { $0.key.scalar?.text == text && !Self.isMergeKey($0.key) }?.key.mark
             }
             if let first {
-                problems.append(YAMLProblem("duplicate key '\(text)' (first defined at \(first))", at: key.mark))
+                report("duplicate key '\(text)' (first defined at \(first))", at: key.mark)
             }
         }
         return hasMerge

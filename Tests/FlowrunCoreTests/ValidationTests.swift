@@ -404,3 +404,21 @@ import Testing
         #expect(workflow.tasks.map { $0.timeout?.value } == [.seconds(30), .seconds(30), .seconds(30)])
     }
 }
+
+@Suite struct HostileExpressionTests {
+    @Test func deeplyNestedExpressionsAreRefusedNotRecursedInto() {
+        let parentheses = String(repeating: "(", count: 100_000)
+        let result = diagnostics("tasks: { a: { run: \"${{ \(parentheses) }}\" } }")
+        #expect(result.count == 1)
+        #expect(result.first?.hasSuffix("error: the expression nests deeper than 64 levels") == true)
+        let nots = String(repeating: "!", count: 100_000)
+        #expect(diagnostics("tasks: { a: { run: \"${{ \(nots)true }}\" } }").first?.contains("nests deeper than 64 levels") == true)
+    }
+
+    @Test func longOperatorChainsAreRefused() {
+        let chain = Array(repeating: "true", count: 10_000).joined(separator: " && ")
+        let result = diagnostics("tasks: { a: { run: \"${{ \(chain) }}\" } }")
+        #expect(result.count == 1)
+        #expect(result.first?.hasSuffix("error: the expression has more than 256 operators") == true)
+    }
+}

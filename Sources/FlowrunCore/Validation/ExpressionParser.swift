@@ -22,6 +22,12 @@ struct ExpressionParser {
     private let locate: (Int) -> SourceLocation
     private var tokens: [(token: Token, offset: Int)] = []
     private var position = 0
+    /// Parentheses and `!` recurse; a cap keeps `((((…` from exhausting the stack.
+    private var depth = 0
+    static let maxDepth = 64
+    /// Chains like `a && b && …` grow the tree one level per operator.
+    private var operatorCount = 0
+    static let maxOperators = 256
 
     /// `locate` turns an offset in `text` into a position in the file.
     init(names: NameTable, locate: @escaping (Int) -> SourceLocation) {
@@ -45,6 +51,7 @@ struct ExpressionParser {
     private mutating func parseOr() throws(ExpressionError) -> Expression {
         var left = try parseAnd()
         while current.token == .symbol("||") {
+            try countOperator()
             position += 1
             left = .binary(.or, left, try parseAnd())
         }
@@ -54,6 +61,7 @@ struct ExpressionParser {
     private mutating func parseAnd() throws(ExpressionError) -> Expression {
         var left = try parseComparison()
         while current.token == .symbol("&&") {
+            try countOperator()
             position += 1
             left = .binary(.and, left, try parseComparison())
         }
@@ -73,7 +81,19 @@ struct ExpressionParser {
         return .binary(op, left, right)
     }
 
+    private mutating func countOperator() throws(ExpressionError) {
+        operatorCount += 1
+        guard operatorCount <= Self.maxOperators else {
+            throw ExpressionError(message: "the expression has more than \(Self.maxOperators) operators", offset: current.offset)
+        }
+    }
+
     private mutating func parseUnary() throws(ExpressionError) -> Expression {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maxDepth else {
+            throw ExpressionError(message: "the expression nests deeper than \(Self.maxDepth) levels", offset: current.offset)
+        }
         if current.token == .symbol("!") {
             position += 1
             return .not(try parseUnary())

@@ -1,0 +1,33 @@
+@testable import FlowrunCore
+import Foundation
+import Testing
+
+/// Replays the fuzzer's seed corpus and every crash it ever found through the
+/// whole pipeline (load, validate, plan, render): none may crash or hang.
+@Suite struct FuzzCorpusTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func inputs(in folder: String) -> [String] {
+        let url = root.appendingPathComponent(folder)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+        return names.filter { !$0.hasPrefix(".") }.sorted().map { url.appendingPathComponent($0).path }
+    }
+
+    @Test func seedCorpusIsPresent() {
+        #expect(Self.inputs(in: "Fuzz/corpus").count >= 10, "Fuzz/corpus holds the fuzzer's seed corpus")
+    }
+
+    @Test(arguments: inputs(in: "Fuzz/corpus") + inputs(in: "Tests/Fixtures/fuzz-regressions"))
+    func inputRunsThroughThePipeline(path: String) throws {
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        let start = ContinuousClock.now
+        let result = WorkflowValidator.validate(bytes: bytes, file: path)
+        if let workflow = result.workflow, let plan = try? Planner.plan(workflow) {
+            #expect(!plan.text.isEmpty)
+            #expect(!plan.json.isEmpty)
+        } else {
+            #expect(result.diagnostics.hasErrors, "an invalid input is reported with at least one error")
+        }
+        #expect(ContinuousClock.now - start < .seconds(2))
+    }
+}
