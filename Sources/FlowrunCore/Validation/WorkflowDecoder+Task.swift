@@ -60,7 +60,7 @@ extension WorkflowDecoder {
         switch pair.key.scalar?.text {
         case "run":
             guard let script = string(node, what: "run") else { return nil }
-            if script.trimmingWhitespace.isEmpty { error("run needs a script, found nothing", at: node) }
+            if script.allSatisfy(\.isWhitespace) { error("run needs a script, found nothing", at: node) }
             return .run(template(script, node: node, insideShell: true))
         case "sleep":
             guard let scalar = node.scalar, !scalar.isNull else {
