@@ -123,7 +123,7 @@ public enum YAMLInput {
         return length
     }
 
-    private static func tooLarge(_ size: Int, limits: YAMLLimits) -> YAMLProblem {
+    static func tooLarge(_ size: Int, limits: YAMLLimits) -> YAMLProblem {
         let limit = "\(limits.maxBytes / 1_048_576) MiB"
         return YAMLProblem("the file is larger than \(limit) (\(size)+ bytes); workflow files are limited to \(limit)", at: .start)
     }

@@ -37,7 +37,7 @@ public struct YAMLLoader: Sendable {
     public func load(bytes: [UInt8]) -> YAMLLoadResult {
         do throws(YAMLProblem) {
             if bytes.count > limits.maxBytes {
-                throw YAMLProblem("the file is larger than \(limits.maxBytes / 1_048_576) MiB; workflow files are limited to that", at: .start)
+                throw YAMLInput.tooLarge(bytes.count, limits: limits)
             }
             try YAMLInput.checkUTF8(bytes)
             var builder = YAMLTreeBuilder(limits: limits)

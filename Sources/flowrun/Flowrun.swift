@@ -7,9 +7,24 @@ struct Flowrun: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flowrun",
         abstract: "Run declarative workflows: tasks, groups, limits, semaphores, timeouts and joins.",
+        usage: """
+            flowrun FILE [--dry-run] [--var <name=value>]... [--max-parallel <n>]
+                         [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>]
+            flowrun validate FILE...
+            """,
         discussion: """
-            Exit codes: 0 nothing failed, 1 something failed or timed out, 2 invalid workflow \
-            or command line, 124 the run's timeout fired, 128+N a signal N stopped the run.
+            Running a workflow (the default command; `flowrun run --help` has more):
+              --dry-run             validate and print the plan; run nothing at all
+              --var <name=value>    override a variable declared under vars:
+              --max-parallel <n>    running tasks at once for the whole run
+              --only <name>         run only this task, group or join and its needs
+              --fail-fast           the first failure cancels everything running
+              --output <mode>       auto, tty, plain or json (the plan, with --dry-run)
+              --log-dir <dir>       the run record's folder (.flowrun/runs/RUN_ID)
+
+            Exit codes: 0 nothing failed, 1 something failed or timed out, 2 invalid \
+            workflow or command line, 124 the run's timeout fired, 128+N a signal N \
+            stopped the run.
             """,
         version: "0.1.0",
         subcommands: [RunCommand.self, ValidateCommand.self],

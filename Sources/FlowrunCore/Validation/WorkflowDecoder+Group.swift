@@ -58,7 +58,8 @@ extension WorkflowDecoder {
                 error("the range [\(low), \(high)] ends before it starts", at: pairs[0].value)
                 return nil
             }
-            guard high - low < 10_000_000 else {
+            let span = high.subtractingReportingOverflow(low)
+            guard !span.overflow, span.partialValue < 10_000_000 else {
                 error("the range [\(low), \(high)] has more than 10,000,000 items", at: pairs[0].value)
                 return nil
             }
