@@ -26,8 +26,10 @@ let package = Package(
         ),
         // libyaml's event stream → nodes with 1-based line:column marks.
         .target(name: "FlowrunYAML", dependencies: ["CYaml"], swiftSettings: strictSettings),
-        // Model, validation and planning: YAML nodes → Workflow → Plan.
-        .target(name: "FlowrunCore", dependencies: ["FlowrunYAML"], swiftSettings: strictSettings),
+        // The few POSIX calls Glibc's overlay does not expose (spawn flags, subreaper).
+        .target(name: "CFlowrunSystem"),
+        // Model, validation, planning and execution: YAML nodes → Workflow → Plan → run.
+        .target(name: "FlowrunCore", dependencies: ["FlowrunYAML", "CFlowrunSystem"], swiftSettings: strictSettings),
         // Argument parsing and wiring only.
         .executableTarget(
             name: "flowrun",
