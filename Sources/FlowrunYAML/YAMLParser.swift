@@ -90,6 +90,10 @@ final class YAMLParser {
             let offset = min(parser.pointee.problem_offset, inputCount)
             return YAMLProblem(message + found, at: YAMLInput.mark(ofByte: offset, in: input.prefix(inputCount)))
         }
+        let index = Int(parser.pointee.problem_mark.index)
+        if index < inputCount, input[index] == 0x09 {
+            return YAMLProblem("a tab cannot indent YAML; indent with spaces (\(message))", at: Self.mark(parser.pointee.problem_mark))
+        }
         return YAMLProblem(message, at: Self.mark(parser.pointee.problem_mark))
     }
 

@@ -64,10 +64,21 @@ struct RunCommand: ParsableCommand {
             throw ExitCode(2)
         }
 
-        guard dryRun else {
-            Terminal.standardError.write("flowrun: running workflows is not implemented in this version yet; use --dry-run to see the plan\n")
+        guard !dryRun else {
+            Terminal.standardOutput.write(output == .json ? plan.json : plan.text)
+            return
+        }
+        let runOptions = RunOptions(logDirectory: logDir)
+        let record: RunRecord
+        do {
+            record = try RunRecord(runID: runOptions.runID, baseDirectory: runOptions.logDirectory)
+        } catch {
+            Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
         }
-        Terminal.standardOutput.write(output == .json ? plan.json : plan.text)
+        // The live terminal view is still to come; a terminal gets plain lines meanwhile.
+        let reporter: any RunReporter = output == .json ? JSONLinesReporter() : PlainReporter()
+        let outcome = RunEngine(plan: plan, record: record, reporters: [reporter]).run()
+        throw ExitCode(outcome.exitCode)
     }
 }

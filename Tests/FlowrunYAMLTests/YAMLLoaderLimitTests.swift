@@ -121,7 +121,7 @@ import Testing
         let result = load("tasks:\n\tbuild: make\n")
         #expect(result.documents.isEmpty)
         #expect(result.problems.map(\.description) == [
-            "2:1: found character that cannot start any token (while scanning for the next token)"
+            "2:1: a tab cannot indent YAML; indent with spaces (found character that cannot start any token (while scanning for the next token))"
         ])
     }
 }

@@ -2,14 +2,17 @@
 enum Suggestion {
     static func nearest(to word: String, in candidates: some Sequence<String>) -> String? {
         let word = Array(word.lowercased())
+        // Allow about one edit per three characters, at least one.
+        let allowed = max(1, word.count / 3)
         var best: (name: String, distance: Int)?
         for candidate in candidates {
+            // The length difference alone is a lower bound on the distance.
+            guard abs(candidate.count - word.count) <= allowed else { continue }
             let distance = editDistance(word, Array(candidate.lowercased()))
             if distance < (best?.distance ?? .max) { best = (candidate, distance) }
         }
-        guard let best else { return nil }
-        // Allow about one edit per three characters, at least one.
-        return best.distance <= max(1, word.count / 3) ? best.name : nil
+        guard let best, best.distance <= allowed else { return nil }
+        return best.name
     }
 
     /// " (did you mean 'x'?)" or "".

@@ -64,10 +64,24 @@ struct WorkflowChecker {
         }
     }
 
+    /// "did you mean" costs a pass over every name: after this many, a file
+    /// full of unknown names is reported without hints, in linear time.
+    private static let hintBudget = 50
+    /// A box, so that asking for a hint needs no exclusive access to the checker.
+    private final class HintCounter { var given = 0 }
+    private let hints = HintCounter()
+
+    /// " (did you mean 'x'?)" while the budget lasts.
+    private func hint(for word: String, in candidates: @autoclosure () -> [String]) -> String {
+        guard hints.given < Self.hintBudget else { return "" }
+        hints.given += 1
+        return Suggestion.hint(for: word, in: candidates())
+    }
+
     /// "unknown name 'x' (did you mean 'y'?)", or nil when `name` is declared.
     private func unknownName(_ name: String, in what: String) -> String? {
         guard declared[name] == nil else { return nil }
-        return "unknown name '\(name)' in \(what)\(Suggestion.hint(for: name, in: declared.keys))"
+        return "unknown name '\(name)' in \(what)\(hint(for: name, in: Array(declared.keys)))"
     }
 
     private mutating func checkNeeds() {
@@ -154,7 +168,7 @@ struct WorkflowChecker {
             var seen = Set<String>()
             for use in task.semaphores {
                 guard let capacity = capacities[use.name] else {
-                    let hint = Suggestion.hint(for: use.name, in: capacities.keys)
+                    let hint = hint(for: use.name, in: Array(capacities.keys))
                     error("unknown semaphore '\(use.name)'\(hint); declare it under the top-level 'semaphores:'", at: use.location)
                     continue
                 }
@@ -248,7 +262,7 @@ struct WorkflowChecker {
         let declaredVariables = workflow.vars.map(\.name)
         for operand in operands {
             guard case .variable(let name) = operand.path, !declaredVariables.contains(name) else { continue }
-            error("unknown variable '\(operand.text)'\(Suggestion.hint(for: name, in: declaredVariables)); declare it under 'vars:'", at: operand.location)
+            error("unknown variable '\(operand.text)'\(hint(for: name, in: declaredVariables)); declare it under 'vars:'", at: operand.location)
         }
     }
 
@@ -275,7 +289,7 @@ struct WorkflowChecker {
         case .join(let join, _): (kind, name) = (.join, join)
         }
         guard let actual = names.kinds[name] else {
-            error("unknown \(kind.rawValue) '\(name)' in '\(operand.text)'\(Suggestion.hint(for: name, in: names.names(of: kind)))", at: operand.location)
+            error("unknown \(kind.rawValue) '\(name)' in '\(operand.text)'\(hint(for: name, in: names.names(of: kind)))", at: operand.location)
             return
         }
         guard actual == kind else {

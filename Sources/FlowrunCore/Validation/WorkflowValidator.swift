@@ -21,9 +21,10 @@ public enum WorkflowValidator {
     }
 
     public static func validate(bytes: [UInt8], file: String, limits: YAMLLimits = YAMLLimits()) -> ValidationResult {
+        // libyaml counts a UTF-8 byte order mark as a column; without it line 1's columns are right.
+        let bytes = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
         let loaded = YAMLLoader(limits: limits).load(bytes: bytes)
-        // Don't keep the text of a file that is not UTF-8 (it has no lines worth showing).
-        let source = SourceText(file: file, bytes: loaded.documents.isEmpty && !loaded.problems.isEmpty ? [] : bytes)
+        let source = SourceText(file: file, bytes: bytes)
         var diagnostics = loaded.problems.map { Diagnostic.error($0.message, at: SourceLocation(file: file, mark: $0.mark)) }
         guard let root = loaded.documents.first else {
             if diagnostics.isEmpty {
@@ -32,7 +33,7 @@ public enum WorkflowValidator {
             return ValidationResult(workflow: nil, diagnostics: diagnostics.sortedByPosition(), source: source)
         }
         if case .scalar(let scalar) = root.content, scalar.isNull {
-            diagnostics.append(.error("the file has no workflow in it: a workflow needs at least one task under 'tasks:'", at: SourceLocation(file: file, mark: root.mark)))
+            diagnostics.append(.error("the file has no workflow in it: a workflow needs at least one task under 'tasks:'", at: SourceLocation(file: file, line: 1, column: 1)))
             return ValidationResult(workflow: nil, diagnostics: diagnostics.sortedByPosition(), source: source)
         }
         let names = NameTable(root: root)
@@ -41,8 +42,20 @@ public enum WorkflowValidator {
         diagnostics += decoder.diagnostics
         var checker = WorkflowChecker(workflow: workflow, names: names, reportsMissingTasks: !decoder.diagnostics.hasErrors)
         diagnostics += checker.check()
-        diagnostics = diagnostics.sortedByPosition()
+        diagnostics = capped(diagnostics.sortedByPosition(), file: file)
         return ValidationResult(workflow: diagnostics.hasErrors ? nil : workflow, diagnostics: diagnostics, source: source)
+    }
+
+    /// At most `maxDiagnostics` are reported; a file with thousands of
+    /// mistakes gets the first ones and a count of the rest.
+    static let maxDiagnostics = 200
+
+    private static func capped(_ diagnostics: [Diagnostic], file: String) -> [Diagnostic] {
+        guard diagnostics.count > maxDiagnostics else { return diagnostics }
+        let shown = Array(diagnostics.prefix(maxDiagnostics))
+        let rest = diagnostics.count - maxDiagnostics
+        let location = diagnostics[maxDiagnostics].location
+        return shown + [.error("\(rest) more problem\(rest == 1 ? "" : "s") not shown; fix these first", at: location)]
     }
 
     /// `workflows/nightly-sync.yaml` → `nightly-sync`.

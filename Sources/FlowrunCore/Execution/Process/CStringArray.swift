@@ -1,0 +1,40 @@
+import Glibc
+
+/// A NULL-terminated `char *[]` (argv or envp) built in one allocation: the
+/// strings' bytes, each NUL-terminated, then the pointer table. Owned by one
+/// caller for the duration of one spawn; freed in `deinit`.
+struct CStringArray: ~Copyable {
+    private let buffer: UnsafeMutableRawPointer
+    /// argv/envp as posix_spawn takes it.
+    let pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+
+    /// Copies `strings`. Throws EINVAL naming `what` and the index of the first
+    /// string holding a NUL byte, which C would silently cut short.
+    init(_ strings: [String], what: String) throws(ProcessError) {
+        var byteCount = 0
+        for (index, string) in strings.enumerated() {
+            if string.utf8.contains(0) {
+                throw ProcessError(operation: "\(what) \(index) contains a NUL byte", code: EINVAL)
+            }
+            byteCount += string.utf8.count + 1
+        }
+        let tableOffset = (byteCount + 7) & ~7
+        let slot = MemoryLayout<UnsafeMutablePointer<CChar>?>.stride
+        buffer = .allocate(byteCount: tableOffset + (strings.count + 1) * slot, alignment: 8)
+        pointers = (buffer + tableOffset).bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: strings.count + 1)
+        let bytes = buffer.bindMemory(to: CChar.self, capacity: byteCount)
+        var offset = 0
+        for (index, string) in strings.enumerated() {
+            pointers[index] = bytes + offset
+            for byte in string.utf8 {
+                bytes[offset] = CChar(bitPattern: byte)
+                offset += 1
+            }
+            bytes[offset] = 0
+            offset += 1
+        }
+        pointers[strings.count] = nil
+    }
+
+    deinit { buffer.deallocate() }
+}

@@ -1,0 +1,19 @@
+/// Everything `ProcessLauncher` needs to start one task's shell.
+struct LaunchRequest: Sendable {
+    /// The shell's path, e.g. "/bin/sh". A name without "/" is looked up in
+    /// flowrun's own PATH (not `environment`'s).
+    var shell: String
+    /// Run as `shell -c script`.
+    var script: String
+    /// The child's whole environment, "K=V" entries; nothing is inherited.
+    /// Put the tree's `ProcessTreeMarker.environmentEntry` here so
+    /// `ProcessTreeKiller` can find descendants that leave the process group.
+    var environment: [String]
+    /// The child's working directory; nil keeps flowrun's.
+    var workingDirectory: String?
+    /// Becomes the child's fd 1, e.g. a pipe's write end; nil is /dev/null.
+    /// Use a descriptor >= 3 (pipes and files normally are).
+    var standardOutput: Int32?
+    /// Becomes the child's fd 2; nil is /dev/null. May equal `standardOutput`.
+    var standardError: Int32?
+}

@@ -1,0 +1,116 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// Kills task process trees: the process group plus every descendant that
+/// left it (setsid, double fork) but still carries the tree's FLOWRUN_TREE
+/// marker. A process counts as gone once it has exited: zombies are gone.
+///
+/// Limits: a descendant that both leaves the group and drops the marker
+/// (`setsid env -i …`) is not found by `terminate`; once its parent dies it
+/// re-parents to flowrun (a subreaper), where `killAll(…, includingChildren:)`
+/// finds it. Processes of another uid are never touched.
+final class ProcessTreeKiller: Sendable {
+    /// Serial; owns every `TreeTermination` and its sources and timers.
+    private let queue = DispatchQueue(label: "flowrun.tree-killer")
+    /// Trees being stopped, so a second request joins the first instead of
+    /// signalling again. Owned by its mutex.
+    private let active = Mutex<[ProcessTree: TreeTermination]>([:])
+
+    init() {}
+
+    /// Sends SIGTERM once to every process of `tree`, SIGKILL to whatever is
+    /// left after `grace` (a Dispatch timer, no waiting thread), and calls
+    /// `completion` on `completionQueue` once no process of the tree is left.
+    /// Processes that appear during the grace (a trap's clean-up) are waited
+    /// for, not signalled, until the grace ends. Calling again for a tree
+    /// being stopped only adds the completion.
+    func terminate(
+        _ tree: ProcessTree, grace: Duration, on completionQueue: DispatchQueue,
+        completion: @escaping @Sendable () -> Void
+    ) {
+        queue.async { [self] in
+            let (termination, isNew) = termination(for: tree)
+            termination.notify(on: completionQueue, completion)
+            if isNew { termination.start(grace: grace) }
+        }
+    }
+
+    /// Sends SIGKILL now to every process of `tree` (without a SIGTERM first
+    /// unless a `terminate` already sent one) and calls `completion` once none
+    /// is left. Ends the grace of a `terminate` in progress.
+    func kill(_ tree: ProcessTree, on completionQueue: DispatchQueue, completion: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            let (termination, _) = termination(for: tree)
+            termination.notify(on: completionQueue, completion)
+            termination.kill()
+        }
+    }
+
+    /// The tree's termination, made if there is none; on `queue`.
+    private func termination(for tree: ProcessTree) -> (TreeTermination, isNew: Bool) {
+        active.withLock { active in
+            if let existing = active[tree] { return (existing, false) }
+            let made = TreeTermination(tree: tree, queue: queue) { [weak self] finished in
+                self?.active.withLock { active in
+                    if active[finished.tree] === finished { active[finished.tree] = nil }
+                }
+            }
+            active[tree] = made
+            return (made, true)
+        }
+    }
+
+    /// Whether the process group still has a member that has not exited,
+    /// e.g. after its leader exited but left a background job. Cheap when the
+    /// group is empty (one `kill(-pgid, 0)`); otherwise reads /proc so that
+    /// zombies do not count.
+    static func hasLiveMembers(processGroup: Int32) -> Bool {
+        if Glibc.kill(-processGroup, 0) != 0 && errno == ESRCH { return false }
+        return ProcessTable.processIDs().contains { pid in
+            guard let entry = ProcessTable.entry(pid) else { return false }
+            return entry.processGroup == processGroup && !entry.hasExited
+        }
+    }
+
+    /// flowrun's last resort (a second signal, or the final clean-up before
+    /// exit): SIGKILL, at once, every process that carries a marker of run
+    /// `runID`, is in one of `processGroups`, or (if `includingChildren`) is a
+    /// child of flowrun; repeats until a look finds nothing new, then waits up
+    /// to `timeout` for them to exit. Blocks the calling thread. Returns the
+    /// pids still alive at the end (normally none).
+    @discardableResult
+    static func killAll(
+        runID: String, processGroups: Set<Int32> = [], includingChildren: Bool = false,
+        timeout: Duration = .seconds(2)
+    ) -> [Int32] {
+        let membership = TreeMembership(processGroups: processGroups, marker: .run(runID), includesChildren: includingChildren)
+        var handles: [ProcessHandle] = []
+        var seen: Set<ProcessEntry> = []
+        for _ in 0..<100 {
+            let fresh = membership.liveMembers().filter { !seen.contains($0) }
+            if fresh.isEmpty { break }
+            seen.formUnion(fresh)
+            for group in Set(fresh.map(\.processGroup)) where processGroups.contains(group) {
+                Glibc.kill(-group, SIGKILL)
+            }
+            for entry in fresh {
+                guard let handle = ProcessHandle(entry) else { continue }
+                handle.send(SIGKILL)
+                handles.append(handle)
+            }
+        }
+        // Wait for the pidfds to poll readable (exited), not for a sleep.
+        let deadline = ContinuousClock.now + timeout
+        var waiting = handles
+        while !waiting.isEmpty {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            var items = waiting.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+            let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            if poll(&items, nfds_t(items.count), milliseconds) < 0 && errno != EINTR { break }
+            waiting = zip(waiting, items).filter { $1.revents == 0 }.map(\.0)
+        }
+        return waiting.map(\.entry.pid)
+    }
+}

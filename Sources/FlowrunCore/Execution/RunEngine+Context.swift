@@ -1,0 +1,37 @@
+/// Expressions at run time: what a task's `if:`, templates and a group's
+/// `foreach` read, through the `ExpressionContext` the evaluator asks.
+extension RunEngine {
+    /// The values one task (or a group's `foreach`) sees.
+    struct NodeContext: ExpressionContext {
+        let engine: RunEngine
+        let item: String?
+        let index: Int?
+
+        func value(of path: OperandPath) -> ExpressionValue? {
+            engine.operandValue(path, item: item, index: index)
+        }
+    }
+
+    func context(for node: Int?) -> NodeContext {
+        NodeContext(engine: self, item: node.flatMap { nodes[$0].item }, index: node.flatMap { nodes[$0].index })
+    }
+
+    func evaluateCondition(_ condition: Expression, for node: Int) -> Result<Bool, ConditionError> {
+        .success(ExpressionEvaluator.isTrue(condition, in: context(for: node)))
+    }
+
+    /// A template inserted as text (env, cwd, http, names, foreach); on a
+    /// problem (a NUL byte) the text is rendered without the bad value.
+    func renderText(_ template: Template, for node: Int?, item: String? = nil, index: Int? = nil) -> String {
+        let context = NodeContext(engine: self, item: item ?? node.flatMap { nodes[$0].item }, index: index ?? node.flatMap { nodes[$0].index })
+        return (try? TemplateRenderer.render(template, mode: .text, in: context)) ?? ""
+    }
+
+    func renderShell(_ template: Template, for node: Int) throws(TemplateRenderError) -> String {
+        try TemplateRenderer.render(template, mode: .shell, in: context(for: node))
+    }
+}
+
+struct ConditionError: Error {
+    var message: String
+}

@@ -1,0 +1,92 @@
+/// Building the run's nodes from the plan.
+extension RunEngine {
+    func buildNodes() {
+        let workflow = plan.workflow
+        let groupsByName = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // First every node, so needs can point forward.
+        for step in plan.steps {
+            switch step.kind {
+            case .task:
+                var node = RunNode(kind: .task, name: step.name)
+                node.task = step.task
+                add(node)
+            case .group:
+                var node = RunNode(kind: .group, name: step.name)
+                node.groupDefinition = groupsByName[step.name]
+                add(node)
+            case .join:
+                var node = RunNode(kind: .join, name: step.name)
+                node.joinDefinition = step.join
+                add(node)
+            case .fanOut:
+                break
+            }
+        }
+        for step in plan.finallySteps {
+            var node = RunNode(kind: .task, name: step.name)
+            node.task = step.task
+            node.isFinally = true
+            add(node)
+        }
+        for (offset, group) in workflow.groups.enumerated() where group.concurrency != nil {
+            guard let index = indexByName[group.name] else { continue }
+            resourceOfGroup[index] = 1 + workflow.semaphores.count + workflow.groups[..<offset].filter { $0.concurrency != nil }.count
+        }
+
+        // Then the edges.
+        for step in plan.steps + plan.finallySteps {
+            guard let index = indexByName[step.name] else { continue }
+            switch step.kind {
+            case .task:
+                let groupIndex = step.group.flatMap { indexByName[$0] }
+                if let groupIndex {
+                    // A member waits for its own needs and for its group to start.
+                    let own = (step.task?.needs.map(\.value) ?? []).filter { $0 != step.group }
+                    nodes[index].needs = own.compactMap { indexByName[$0] }
+                    nodes[index].group = groupIndex
+                    nodes[groupIndex].members.append(index)
+                } else {
+                    nodes[index].needs = step.needs.compactMap { indexByName[$0] }
+                }
+                nodes[index].demand = demand(for: step.task!, group: groupIndex)
+            case .group:
+                nodes[index].needs = step.needs.compactMap { indexByName[$0] }
+            case .join:
+                let members = step.members.compactMap { indexByName[$0] }
+                nodes[index].members = members
+                nodes[index].required = nodes[index].joinDefinition?.need.value.required(of: members.count) ?? members.count
+                for member in members { nodes[member].joins.append(index) }
+            case .fanOut:
+                break
+            }
+        }
+        for index in nodes.indices where nodes[index].kind != .join {
+            for need in nodes[index].needs { nodes[need].dependents.append(index) }
+            nodes[index].unsettledNeeds = nodes[index].needs.count + (nodes[index].group == nil ? 0 : 1)
+        }
+        // A join is a need of its dependents, but its own members settle it (SPEC §5).
+        for index in nodes.indices where nodes[index].kind == .join {
+            nodes[index].unsettledNeeds = 1
+        }
+        unsettledMain = nodes.filter { !$0.isFinally }.count
+        unsettledFinally = nodes.filter(\.isFinally).count
+    }
+
+    @discardableResult
+    func add(_ node: RunNode) -> Int {
+        let index = nodes.count
+        indexByName[node.name] = index
+        nodes.append(node)
+        return index
+    }
+
+    /// The slots a task holds while running: a run slot, its group's, its semaphores'.
+    func demand(for task: TaskDefinition, group: Int?) -> SlotPool.Demand {
+        var amounts = [Self.runSlots: 1]
+        if let group, let resource = resourceOfGroup[group] { amounts[resource] = 1 }
+        for use in task.semaphores {
+            if let resource = resourceOfSemaphore[use.name] { amounts[resource, default: 0] += use.weight }
+        }
+        return SlotPool.Demand(amounts: amounts)
+    }
+}

@@ -1,0 +1,103 @@
+/// Groups: starting (expanding a fan-out), deadlines, and the status rules of SPEC §4.
+extension RunEngine {
+    /// The group's needs succeeded: create fan-out members, start the deadline, release members.
+    func activateGroup(_ index: Int) {
+        guard let group = nodes[index].groupDefinition else { return }
+        nodes[index].status = .running
+        nodes[index].startedAt = elapsed
+        if let fanOut = group.fanOut {
+            switch fanOutItems(fanOut.source, group: index) {
+            case .success(let items):
+                for (offset, item) in items.enumerated() { addFanOutMember(group: index, template: fanOut.template, item: item, index: offset) }
+            case .failure(let message):
+                // The items could not be read: the group fails without running anything.
+                nodes[index].status = .pending
+                for member in nodes[index].members { settle(member, .skipped, why: "foreach failed") }
+                settle(index, .failed, why: "foreach: \(message)")
+                return
+            }
+        }
+        let members = nodes[index].members
+        nodes[index].unsettledMembers = members.count
+        if let timeout = group.timeout?.value {
+            startTimer("group \(index)", after: timeout) { $0.groupTimedOut(index) }
+        }
+        if members.isEmpty {
+            settle(index, .succeeded, why: "no members")
+            return
+        }
+        for member in members {
+            nodes[member].unsettledNeeds -= 1
+            if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+        }
+    }
+
+    private func addFanOutMember(group: Int, template: TaskDefinition, item: String, index: Int) {
+        let groupName = nodes[group].name
+        var name = "\(groupName)[\(index)]"
+        if let nameTemplate = template.nameTemplate {
+            let rendered = renderText(nameTemplate, for: nil, item: item, index: index)
+            if !rendered.isEmpty, indexByName[rendered] == nil { name = rendered }
+        }
+        var node = RunNode(kind: .task, name: name)
+        node.task = template
+        node.item = item
+        node.index = index
+        node.group = group
+        let own = template.needs.map(\.value).filter { $0 != groupName }
+        node.needs = own.compactMap { indexByName[$0] }
+        node.demand = demand(for: template, group: group)
+        let member = add(node)
+        nodes[group].members.append(member)
+        var unsettled = 1
+        for need in nodes[member].needs where !nodes[need].status.isFinal {
+            nodes[need].dependents.append(member)
+            unsettled += 1
+        }
+        nodes[member].unsettledNeeds = unsettled
+        // Members count toward the group's joins too (the harmonizer's count-up).
+        unsettledMain += 1
+    }
+
+    func memberSettled(_ group: Int) {
+        guard nodes[group].kind == .group, nodes[group].status == .running else { return }
+        nodes[group].unsettledMembers -= 1
+        guard nodes[group].unsettledMembers == 0 else { return }
+        cancelTimer("group \(group)")
+        let members = nodes[group].members.map { nodes[$0] }
+        if nodes[group].groupTimedOut {
+            settle(group, .timedOut, why: "deadline passed")
+        } else if members.contains(where: { $0.isFailure && !($0.task?.continueOnError ?? false) }) {
+            settle(group, .failed, why: "a member failed")
+        } else if let stop = members.compactMap(\.cancelReason).first(where: { $0 != .joinSettled }) {
+            settle(group, .cancelled, reason: stop)
+        } else {
+            settle(group, .succeeded)
+        }
+    }
+
+    private func groupTimedOut(_ index: Int) {
+        guard nodes[index].status == .running else { return }
+        nodes[index].groupTimedOut = true
+        for member in nodes[index].members where !nodes[member].status.isFinal {
+            cancel(member, reason: .groupTimeout)
+        }
+    }
+
+    /// Items of a fan-out: a literal list, a range, or a run-time value.
+    private func fanOutItems(_ source: FanOutSource, group: Int) -> Result<[String], FanOutError> {
+        switch source {
+        case .list(let items):
+            return .success(items)
+        case .range(let low, let high):
+            return .success((low...high).map(String.init))
+        case .expression(let template):
+            let text = renderText(template, for: group, item: nil, index: nil)
+            return .success(FanOutItems.parse(text))
+        }
+    }
+}
+
+struct FanOutError: Error {
+    var message: String
+}

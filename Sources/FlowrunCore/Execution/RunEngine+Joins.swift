@@ -1,0 +1,96 @@
+/// Joins (SPEC §5): complete at quorum and cancel the rest, fail when the
+/// quorum is out of reach, or stop waiting at the deadline with partial results.
+extension RunEngine {
+    /// The join's clock starts when the first of its members starts.
+    func joinClockStarts(_ index: Int) {
+        guard nodes[index].kind == .join, nodes[index].startedAt == nil else { return }
+        nodes[index].startedAt = elapsed
+        nodes[index].status = .running
+        if let timeout = nodes[index].joinDefinition?.timeout?.value {
+            startTimer("join \(index)", after: timeout) { $0.joinTimedOut(index) }
+        }
+        // A join that waits for joins starts their clocks too.
+        for join in nodes[index].joins { joinClockStarts(join) }
+    }
+
+    func joinMemberSettled(_ index: Int) {
+        guard !nodes[index].status.isFinal else { return }
+        nodes[index].settledMembers += 1
+        let succeeded = nodes[index].members.filter { nodes[$0].status == .succeeded }.count
+        nodes[index].succeededMembers = succeeded
+        let total = nodes[index].members.count
+        let required = nodes[index].required
+        if succeeded >= required {
+            completeJoin(index, .succeeded, why: "\(succeeded)/\(total) succeeded")
+        } else if total - nodes[index].settledMembers + succeeded < required {
+            completeJoin(index, .failed, why: "only \(succeeded) of \(total) can succeed, \(required) needed")
+        }
+    }
+
+    /// Joins with nothing to wait for complete at once.
+    func settleEmptyJoins() {
+        for index in nodes.indices where nodes[index].kind == .join && nodes[index].status == .pending && nodes[index].required == 0 {
+            completeJoin(index, .succeeded, why: "nothing to wait for")
+        }
+    }
+
+    private func joinTimedOut(_ index: Int) {
+        guard !nodes[index].status.isFinal, let join = nodes[index].joinDefinition else { return }
+        nodes[index].joinTimedOut = true
+        completeJoin(index, join.onTimeout == .continue ? .succeeded : .timedOut, why: "deadline passed")
+    }
+
+    private func completeJoin(_ index: Int, _ status: TaskStatus, why: String) {
+        cancelTimer("join \(index)")
+        let unsettled = nodes[index].members.filter { !nodes[$0].status.isFinal }
+        settle(index, status, why: why)
+        // Members still running are no longer wanted: cancelled, not failed.
+        for member in unsettled where !nodes[member].status.isFinal {
+            cancel(member, reason: .joinSettled)
+        }
+    }
+
+    func emitJoinCompleted(_ index: Int, status: TaskStatus) {
+        let node = nodes[index]
+        var completed = event(.joinCompleted, index)
+        completed.status = status
+        completed.members = node.members.count
+        completed.succeeded = node.members.filter { nodes[$0].status == .succeeded }.count
+        completed.required = node.required
+        completed.timedOut = node.joinTimedOut
+        completed.duration = node.startedAt.map { elapsed - $0 } ?? 0
+        completed.missing = node.members.filter { !nodes[$0].status.isFinal }.map { nodes[$0].name }
+        completed.report = joinReport(index)
+        emit(completed)
+    }
+
+    /// The values a join reports: its `report:` entries, or every member's stash.
+    private func joinReport(_ index: Int) -> [(key: String, value: String)] {
+        let node = nodes[index]
+        if let items = node.joinDefinition?.report {
+            return items.map { item in (item.text, reportValue(member: item.member, field: item.field, fullText: item.text, members: node.members)) }
+        }
+        var values: [(key: String, value: String)] = []
+        for member in node.members {
+            let memberNode = nodes[member]
+            switch memberNode.kind {
+            case .task:
+                values.append(("\(memberNode.name).stdout", memberNode.stash.stdout))
+                for output in memberNode.stash.outputs { values.append(("\(memberNode.name).outputs.\(output.key)", output.value)) }
+            case .group:
+                values.append(("\(memberNode.name).results", groupResultsJSON(member)))
+            case .join:
+                values.append(("\(memberNode.name).status", memberNode.status.rawValue))
+            }
+        }
+        return values
+    }
+
+    /// A report entry's value; member names may hold dots, so match against members.
+    private func reportValue(member: String, field: String, fullText: String, members: [Int]) -> String {
+        let match = members.map { nodes[$0].name }.filter { fullText.hasPrefix($0 + ".") }.max { $0.count < $1.count }
+        guard let name = match, let memberIndex = indexByName[name] else { return "" }
+        let field = String(fullText.dropFirst(name.count + 1))
+        return stashValue(of: memberIndex, field: field) ?? ""
+    }
+}

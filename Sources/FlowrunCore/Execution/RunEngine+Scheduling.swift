@@ -1,0 +1,219 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// From "needs settled" to "finished": deciding, waiting for slots, attempts,
+/// retries, and telling whatever waits on a node that it has settled.
+extension RunEngine {
+    /// Every need of `index` has settled (and, for a member, its group has started).
+    func needsSettled(_ index: Int) {
+        let node = nodes[index]
+        guard node.status == .pending else { return }
+        if let reason = stopReason(for: index) {
+            settle(index, .cancelled, reason: reason)
+            return
+        }
+        switch node.kind {
+        case .group:
+            if node.needs.allSatisfy({ nodes[$0].isOK }) {
+                activateGroup(index)
+            } else {
+                settle(index, .skipped, why: "a need did not succeed")
+            }
+        case .join:
+            break
+        case .task:
+            guard let task = node.task else { return }
+            let needs = node.needs.map { nodes[$0] }
+            let runs: Bool
+            switch task.when {
+            case .success: runs = needs.allSatisfy(\.isOK)
+            case .failure: runs = needs.contains(where: \.isFailure)
+            case .always: runs = true
+            }
+            guard runs else {
+                settle(index, .skipped, why: task.when == .failure ? "no need failed" : "a need did not succeed")
+                return
+            }
+            if let condition = task.condition {
+                switch evaluateCondition(condition.value, for: index) {
+                case .success(false):
+                    settle(index, .skipped, why: "if: \(condition.value) is false")
+                    return
+                case .failure(let error):
+                    finish(index, with: AttemptResult(status: .failed, reason: "if: \(error.message)"))
+                    return
+                case .success(true):
+                    break
+                }
+            }
+            enqueue(index)
+        }
+    }
+
+    /// Whether a node that became ready must be cancelled instead: the run is
+    /// stopping, or its group has timed out.
+    func stopReason(for index: Int) -> CancelReason? {
+        if nodes[index].isFinally { return killingEverything ? .signal : nil }
+        if let stopping { return stopping }
+        if let group = nodes[index].group, nodes[group].groupTimedOut { return .groupTimeout }
+        return nil
+    }
+
+    /// Asks for slots; starts at once if they are free, else reports what it waits on.
+    func enqueue(_ index: Int) {
+        guard let demand = nodes[index].demand else { return }
+        nodes[index].status = .waiting
+        pool.enqueue(index, demand: demand)
+        admitWaiters()
+        if nodes[index].status == .waiting {
+            var waiting = event(.taskWaiting, index)
+            waiting.waitingOn = pool.shortage(of: demand).map { "\($0.name) \($0.inUse)/\($0.capacity)" }
+            emit(waiting)
+        }
+    }
+
+    func admitWaiters() {
+        for index in pool.admit() {
+            nodes[index].holdsSlots = true
+            startAttempt(index)
+        }
+    }
+
+    func releaseSlots(_ index: Int) {
+        guard nodes[index].holdsSlots, let demand = nodes[index].demand else { return }
+        nodes[index].holdsSlots = false
+        pool.release(demand)
+    }
+
+    private func startAttempt(_ index: Int) {
+        nodes[index].attempt += 1
+        nodes[index].status = .running
+        if nodes[index].startedAt == nil { nodes[index].startedAt = elapsed }
+        for join in nodes[index].joins { joinClockStarts(join) }
+        if let group = nodes[index].group {
+            for join in nodes[group].joins { joinClockStarts(join) }
+        }
+        var started = event(.taskStarted, index)
+        started.attempt = nodes[index].attempt
+        emit(started)
+
+        let attemptNumber = nodes[index].attempt
+        let attempt = makeAttempt(for: index) { [weak self] result in
+            self?.attemptFinished(index, attempt: attemptNumber, result)
+        }
+        attempts[index] = attempt
+        // finally tasks have their own budget, 5 minutes unless they say otherwise.
+        if let timeout = nodes[index].task?.timeout?.value ?? (nodes[index].isFinally ? .seconds(300) : nil) {
+            let key = "timeout \(index)"
+            startTimer(key, after: timeout) { engine in
+                engine.attempts[index]?.stop(as: .timedOut, reason: "timed out after \(timeout.text)")
+            }
+        }
+        attempt.start()
+    }
+
+    private func attemptFinished(_ index: Int, attempt number: Int, _ result: AttemptResult) {
+        guard nodes[index].attempt == number, nodes[index].status == .running else { return }
+        attempts[index] = nil
+        cancelTimer("timeout \(index)")
+        releaseSlots(index)
+        defer { admitWaiters() }
+
+        let task = nodes[index].task!
+        let retriable = result.status == .failed || result.status == .timedOut
+        if retriable, number <= task.retries, stopReason(for: index) == nil {
+            // Back off without holding any slot, then queue again.
+            let delay = task.retryDelay * pow(task.backoff, Double(number - 1))
+            nodes[index].status = .waiting
+            var retrying = event(.taskRetrying, index)
+            retrying.attempt = number + 1
+            retrying.status = result.status
+            retrying.reason = result.reason
+            retrying.delay = delay.seconds
+            emit(retrying)
+            startTimer("retry \(index)", after: delay) { engine in
+                guard engine.nodes[index].status == .waiting else { return }
+                engine.nodes[index].status = .pending
+                engine.enqueue(index)
+            }
+            return
+        }
+        finish(index, with: result)
+    }
+
+    /// Records a task's final result and settles it.
+    func finish(_ index: Int, with result: AttemptResult) {
+        nodes[index].stash.stdout = result.stdout
+        nodes[index].stash.exitCode = result.exitCode
+        nodes[index].stash.outputs = result.outputs
+        nodes[index].stash.duration = nodes[index].startedAt.map { elapsed - $0 }
+        settle(index, result.status, why: result.reason, exitCode: result.exitCode, signal: result.signal)
+    }
+
+    func settle(_ index: Int, _ status: TaskStatus, reason: CancelReason) {
+        nodes[index].cancelReason = reason
+        settle(index, status, why: reason.rawValue)
+    }
+
+    /// Makes a node final, reports it, and tells its group, joins and dependents.
+    func settle(_ index: Int, _ status: TaskStatus, why: String? = nil, exitCode: Int? = nil, signal: Int? = nil) {
+        guard !nodes[index].status.isFinal else { return }
+        if nodes[index].status == .waiting, let demand = nodes[index].demand, !nodes[index].holdsSlots {
+            pool.remove(index, demand: demand)
+        }
+        cancelTimer("retry \(index)")
+        nodes[index].status = status
+        nodes[index].finishedAt = elapsed
+        if nodes[index].isFinally { unsettledFinally -= 1 } else { unsettledMain -= 1 }
+
+        switch nodes[index].kind {
+        case .task:
+            var finished = event(.taskFinished, index)
+            finished.status = status
+            finished.attempt = nodes[index].attempt
+            finished.exitCode = exitCode
+            finished.signal = signal
+            finished.duration = nodes[index].stash.duration
+            finished.reason = why
+            if nodes[index].attempt > 0 {
+                finished.path = record.logPath(for: nodes[index].name)
+                if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
+            }
+            emit(finished)
+            if (status == .failed || status == .timedOut) && !(nodes[index].task?.continueOnError ?? false)
+                && plan.workflow.failFast && !nodes[index].isFinally {
+                stop(because: .failFast)
+            }
+        case .group:
+            var finished = event(.groupFinished, index)
+            finished.status = status
+            finished.members = nodes[index].members.count
+            finished.succeeded = nodes[index].members.filter { nodes[$0].status == .succeeded }.count
+            finished.reason = why
+            finished.duration = nodes[index].startedAt.map { elapsed - $0 }
+            emit(finished)
+        case .join:
+            emitJoinCompleted(index, status: status)
+        }
+
+        if let group = nodes[index].group { memberSettled(group) }
+        for join in nodes[index].joins { joinMemberSettled(join) }
+        for dependent in nodes[index].dependents {
+            nodes[dependent].unsettledNeeds -= 1
+            if nodes[dependent].unsettledNeeds == 0 { needsSettled(dependent) }
+        }
+        finishIfDone()
+    }
+
+    /// The last lines of a failed task's log, for the reporter.
+    func logTail(of index: Int, lines: Int = 10) -> [String] {
+        LogTail.read(path: record.logPath(for: nodes[index].name), lines: lines)
+    }
+}
+
+extension Duration {
+    static func * (duration: Duration, factor: Double) -> Duration {
+        .milliseconds(Int64((duration.seconds * factor * 1000).rounded()))
+    }
+}

@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reading what tasks, groups and joins left behind: for expressions, join
+/// blocks, `groups.G.results` and the summary.
+extension RunEngine {
+    /// `field` as written after a name: `stdout`, `outputs.KEY`, `status`,
+    /// `exit_code`, `duration`; `results` of a group; `timed_out`, `succeeded` of a join.
+    func stashValue(of index: Int, field: String) -> String? {
+        let node = nodes[index]
+        switch field {
+        case "status": return node.status.rawValue
+        case "stdout": return node.stash.stdout
+        case "exit_code": return node.stash.exitCode.map(String.init) ?? ""
+        case "duration": return node.stash.duration.map(JSONText.number) ?? ""
+        case "results": return groupResultsJSON(index)
+        case "timed_out": return node.joinTimedOut ? "true" : "false"
+        case "succeeded": return String(node.members.filter { nodes[$0].status == .succeeded }.count)
+        default:
+            guard field.hasPrefix("outputs.") else { return nil }
+            return node.stash.output(String(field.dropFirst(8))) ?? ""
+        }
+    }
+
+    /// The value an operand reads for the node `reader` (nil for a group's
+    /// `foreach`); `item`/`index` are a fan-out member's.
+    func operandValue(_ path: OperandPath, item: String?, index: Int?) -> ExpressionValue {
+        switch path {
+        case .variable(let name):
+            return .string(plan.workflow.vars.last { $0.name == name }?.value ?? "")
+        case .environment(let name):
+            return .string(getenv(name).map { String(cString: $0) } ?? "")
+        case .item:
+            return .string(item ?? "")
+        case .index:
+            return index.map { .number(Double($0)) } ?? .string("")
+        case .task(let name, let field):
+            guard let target = indexByName[name] else { return .string("") }
+            switch field {
+            case .stdout: return .string(nodes[target].stash.stdout)
+            case .status: return .string(nodes[target].status.rawValue)
+            case .exitCode: return nodes[target].stash.exitCode.map { .number(Double($0)) } ?? .string("")
+            case .duration: return nodes[target].stash.duration.map { .number($0) } ?? .string("")
+            case .output(let key): return .string(nodes[target].stash.output(key) ?? "")
+            }
+        case .group(let name, let field):
+            guard let target = indexByName[name] else { return .string("") }
+            switch field {
+            case .status: return .string(nodes[target].status.rawValue)
+            case .results: return .string(groupResultsJSON(target))
+            }
+        case .join(let name, let field):
+            guard let target = indexByName[name] else { return .string("") }
+            switch field {
+            case .status: return .string(nodes[target].status.rawValue)
+            case .timedOut: return .boolean(nodes[target].joinTimedOut)
+            case .succeeded: return .number(Double(nodes[target].members.filter { nodes[$0].status == .succeeded }.count))
+            }
+        }
+    }
+
+    /// `groups.G.results`: one object per member in index order.
+    func groupResultsJSON(_ group: Int) -> String {
+        let members = nodes[group].members.map { member in
+            var object = JSONObjectWriter()
+            object.add("name", nodes[member].name)
+            object.add("item", nodes[member].item)
+            object.add("status", nodes[member].status.rawValue)
+            object.add("stdout", nodes[member].stash.stdout)
+            var outputs = JSONObjectWriter()
+            for output in nodes[member].stash.outputs { outputs.add(output.key, output.value) }
+            object.addRaw("outputs", outputs.result)
+            return object.result
+        }
+        return "[" + members.joined(separator: ",") + "]"
+    }
+}

@@ -1,0 +1,197 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a plan: the Dispatch core.
+///
+/// Every piece of run state lives on one serial queue (`queue`): node
+/// statuses, slot accounting, timers and attempts. Nothing blocks on it and
+/// no thread is parked per waiting task: a task that waits for its needs is a
+/// counter, one that waits for slots is an entry in `SlotPool`, one that
+/// sleeps or backs off is a `DispatchSourceTimer`, one that runs a process
+/// is a pid in the reaper's table plus two pipe read sources.
+public final class RunEngine: @unchecked Sendable {
+    // @unchecked: all mutable state is confined to `queue`.
+    let queue = DispatchQueue(label: "flowrun.engine")
+    let plan: Plan
+    let record: RunRecord
+    let reporters: [any RunReporter]
+    let clock = ContinuousClock()
+    let startInstant: ContinuousClock.Instant
+
+    var nodes: [RunNode] = []
+    var indexByName: [String: Int] = [:]
+    var pool: SlotPool
+    /// Resource 0 of the pool: the run's `max_parallel` slots.
+    static let runSlots = 0
+    var resourceOfGroup: [Int: Int] = [:]
+    var resourceOfSemaphore: [String: Int] = [:]
+
+    var attempts: [Int: any TaskAttempt] = [:]
+    var timers: [String: any DispatchSourceTimer] = [:]
+    /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
+    var unsettledMain = 0
+    var unsettledFinally = 0
+    var finallyStarted = false
+    /// Set once the run is being stopped: nothing new starts in the main phase.
+    var stopping: CancelReason?
+    var stopSignal: Int32?
+    /// A second signal: everything is killed at once, `finally` included.
+    var killingEverything = false
+    var finished = false
+    private let done = DispatchSemaphore(value: 0)
+    private var signalSources: [any DispatchSourceSignal] = []
+
+    public init(plan: Plan, record: RunRecord, reporters: [any RunReporter]) {
+        self.plan = plan
+        self.record = record
+        self.reporters = [record] + reporters
+        startInstant = clock.now
+        var names = ["max_parallel"]
+        var capacities = [plan.maxParallel]
+        for semaphore in plan.workflow.semaphores {
+            names.append("semaphore \(semaphore.name)")
+            capacities.append(semaphore.capacity)
+        }
+        for group in plan.workflow.groups where group.concurrency != nil {
+            names.append("group \(group.name)")
+            capacities.append(group.concurrency!)
+        }
+        pool = SlotPool(capacities: capacities, names: names)
+        for (offset, semaphore) in plan.workflow.semaphores.enumerated() { resourceOfSemaphore[semaphore.name] = offset + 1 }
+        buildNodes()
+    }
+
+    var elapsed: Double { (clock.now - startInstant).seconds }
+
+    /// Runs to the end and returns how it went. Blocks the calling thread (not a Dispatch worker).
+    public func run() -> RunOutcome {
+        installSignalHandlers()
+        queue.async { self.begin() }
+        done.wait()
+        return RunOutcome(exitCode: exitCode(), recordDirectory: record.directory)
+    }
+
+    func emit(_ event: RunEvent) {
+        for reporter in reporters { reporter.report(event) }
+    }
+
+    func event(_ kind: RunEvent.Kind, _ node: Int? = nil) -> RunEvent {
+        RunEvent(kind, elapsed: elapsed, subject: node.map { nodes[$0].name })
+    }
+
+    private func begin() {
+        var started = event(.runStarted)
+        started.runID = record.runID
+        started.workflow = plan.workflow.name
+        started.path = record.directory
+        started.members = nodes.filter { $0.kind == .task }.count
+        emit(started)
+        if let timeout = plan.workflow.timeout?.value {
+            startTimer("run", after: timeout) { $0.stop(because: .runTimeout) }
+        }
+        for index in nodes.indices where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 && nodes[index].kind != .join {
+            needsSettled(index)
+        }
+        settleEmptyJoins()
+        finishIfDone()
+    }
+
+    /// Called when the main phase and `finally` have both settled.
+    func finishIfDone() {
+        guard !finished else { return }
+        if unsettledMain == 0 && !finallyStarted {
+            startFinally()
+        }
+        guard unsettledMain == 0, finallyStarted, unsettledFinally == 0 else { return }
+        finished = true
+        for timer in timers.values { timer.cancel() }
+        timers.removeAll()
+        var finishedEvent = event(.runFinished)
+        finishedEvent.runID = record.runID
+        finishedEvent.duration = elapsed
+        finishedEvent.counts = statusCounts()
+        finishedEvent.runExitCode = Int(exitCode())
+        finishedEvent.path = record.directory
+        emit(finishedEvent)
+        record.writeSummary(summaryJSON())
+        for reporter in reporters { reporter.finish() }
+        done.signal()
+    }
+
+    func statusCounts() -> [(status: TaskStatus, count: Int)] {
+        let tasks = nodes.filter { $0.kind == .task }
+        return TaskStatus.allCases.filter(\.isFinal).compactMap { status in
+            let count = tasks.filter { $0.status == status }.count
+            return count > 0 ? (status, count) : nil
+        }
+    }
+
+    /// SPEC §7: 128+N for a signal, 124 for the run's timeout, 1 when anything
+    /// failed that was not allowed to, else 0.
+    func exitCode() -> Int32 {
+        if let stopSignal { return 128 + stopSignal }
+        if stopping == .runTimeout { return 124 }
+        return nodes.contains(where: countsAsFailure) ? 1 : 0
+    }
+
+    private func countsAsFailure(_ node: RunNode) -> Bool {
+        switch node.kind {
+        case .task:
+            return node.isFailure && !(node.task?.continueOnError ?? false)
+        case .group:
+            return node.isFailure
+        case .join:
+            return node.isFailure
+        }
+    }
+
+    // MARK: - Timers
+
+    /// A one-shot timer on the engine queue, replaced if `key` is reused.
+    func startTimer(_ key: String, after delay: Duration, _ action: @escaping (RunEngine) -> Void) {
+        timers[key]?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(delay.nanoseconds))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            self.timers[key] = nil
+            action(self)
+        }
+        timers[key] = timer
+        timer.resume()
+    }
+
+    func cancelTimer(_ key: String) {
+        timers.removeValue(forKey: key)?.cancel()
+    }
+
+    // MARK: - Signals
+
+    private func installSignalHandlers() {
+        for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+            source.setEventHandler { [weak self] in self?.received(signal: signalNumber) }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    private func received(signal signalNumber: Int32) {
+        if stopSignal == nil && stopping == nil {
+            stopSignal = signalNumber
+            stop(because: .signal)
+        } else if !killingEverything {
+            if stopSignal == nil { stopSignal = signalNumber }
+            killEverything()
+        }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int {
+        Int(components.seconds) * 1_000_000_000 + Int(components.attoseconds / 1_000_000_000)
+    }
+}

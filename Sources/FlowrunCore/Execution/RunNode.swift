@@ -1,0 +1,76 @@
+/// One task, group or join while a run is in progress. Owned by the engine's
+/// serial queue and addressed by index; tasks of a fan-out are appended when
+/// their group starts.
+struct RunNode {
+    enum Kind { case task, group, join }
+
+    var kind: Kind
+    var name: String
+    var status: TaskStatus = .pending
+    /// What this node waits for, by index (for a member: its own needs only;
+    /// the group's needs are met when the group starts).
+    var needs: [Int] = []
+    /// Nodes that list this one in `needs`.
+    var dependents: [Int] = []
+    /// Needs not yet settled (+1 for a member until its group starts).
+    var unsettledNeeds = 0
+    /// The group a task belongs to.
+    var group: Int?
+    /// Joins that count this node as a member.
+    var joins: [Int] = []
+    var isFinally = false
+    var cancelReason: CancelReason?
+    var startedAt: Double?
+    var finishedAt: Double?
+
+    // Tasks.
+    var task: TaskDefinition?
+    var item: String?
+    var index: Int?
+    var attempt = 0
+    var demand: SlotPool.Demand?
+    var holdsSlots = false
+    var stash = Stash()
+
+    // Groups.
+    var groupDefinition: GroupDefinition?
+    var members: [Int] = []
+    var unsettledMembers = 0
+    var groupTimedOut = false
+
+    // Joins.
+    var joinDefinition: JoinDefinition?
+    var required = 0
+    var succeededMembers = 0
+    var settledMembers = 0
+    var joinTimedOut = false
+
+    init(kind: Kind, name: String) {
+        self.kind = kind
+        self.name = name
+    }
+
+    /// Whether dependents with `when: success` may run after this node.
+    var isOK: Bool {
+        switch status {
+        case .succeeded: return true
+        case .failed, .timedOut: return kind == .task && (task?.continueOnError ?? false)
+        default: return false
+        }
+    }
+
+    /// Whether this node counts as a failure for `when: failure`.
+    var isFailure: Bool { status == .failed || status == .timedOut }
+}
+
+/// What a finished task leaves behind for expressions and joins.
+struct Stash {
+    var stdout = ""
+    var exitCode: Int?
+    var duration: Double?
+    var outputs: [(key: String, value: String)] = []
+
+    func output(_ key: String) -> String? {
+        outputs.last { $0.key == key }?.value
+    }
+}

@@ -1,0 +1,113 @@
+/// The limits a task must hold all at once while it runs: a run slot, a slot
+/// of its group, and weighted slots of named semaphores (SPEC §4 "Limits nest").
+///
+/// Acquisition is all-or-nothing, so no task ever holds a slot while waiting
+/// for another and no deadlock is possible whatever the declaration order.
+/// Fairness is first-come-first-served per resource: a waiter that cannot
+/// start claims the resources it lacks, and later waiters may not take those
+/// until it has started. Waiters with identical needs share one FIFO bucket,
+/// so a 100,000-member fan-out behind one group limit costs O(1) per release.
+///
+/// Not thread-safe: owned by the engine's serial queue.
+struct SlotPool {
+    /// What one task needs: resource index → amount.
+    struct Demand: Hashable {
+        var amounts: [Int: Int]
+    }
+
+    private var free: [Int]
+    private let capacity: [Int]
+    private var names: [String]
+    /// Buckets of waiters with the same demand, each FIFO, with arrival numbers.
+    private var buckets: [Demand: Bucket] = [:]
+    private var arrival = 0
+
+    private struct Bucket {
+        var waiters: [(ticket: Int, waiter: Int)] = []
+        var head = 0
+        var isEmpty: Bool { head >= waiters.count }
+
+        mutating func popFirst() -> Int? {
+            guard !isEmpty else { return nil }
+            defer {
+                head += 1
+                if head > 1024, head * 2 > waiters.count {
+                    waiters.removeFirst(head)
+                    head = 0
+                }
+            }
+            return waiters[head].waiter
+        }
+    }
+
+    /// `capacities[i]` is the size of resource `i`, named `names[i]` for reports.
+    init(capacities: [Int], names: [String]) {
+        capacity = capacities
+        free = capacities
+        self.names = names
+    }
+
+    /// Resource index of a name, for building demands.
+    func index(of name: String) -> Int? { names.firstIndex(of: name) }
+
+    func name(of resource: Int) -> String { names[resource] }
+    func capacity(of resource: Int) -> Int { capacity[resource] }
+    func inUse(_ resource: Int) -> Int { capacity[resource] - free[resource] }
+
+    /// Queues a waiter (an opaque number, e.g. a task index).
+    mutating func enqueue(_ waiter: Int, demand: Demand) {
+        arrival += 1
+        buckets[demand, default: Bucket()].waiters.append((arrival, waiter))
+    }
+
+    /// Takes the slots of every waiter that can start now, in arrival order,
+    /// and returns them.
+    mutating func admit() -> [Int] {
+        var started: [Int] = []
+        var claimed = Set<Int>()
+        var blocked = Set<Demand>()
+        while true {
+            // The earliest waiter among the buckets not yet blocked.
+            var next: (demand: Demand, ticket: Int)?
+            for (demand, bucket) in buckets where !bucket.isEmpty && !blocked.contains(demand) {
+                let ticket = bucket.waiters[bucket.head].ticket
+                if ticket < next?.ticket ?? .max { next = (demand, ticket) }
+            }
+            guard let demand = next?.demand else { break }
+            let lacking = demand.amounts.filter { free[$0.key] < $0.value }.map(\.key)
+            if !lacking.isEmpty || demand.amounts.keys.contains(where: claimed.contains) {
+                claimed.formUnion(lacking)
+                blocked.insert(demand)
+                continue
+            }
+            for (resource, amount) in demand.amounts { free[resource] -= amount }
+            if let waiter = buckets[demand]?.popFirst() { started.append(waiter) }
+            if buckets[demand]?.isEmpty == true { buckets[demand] = nil }
+        }
+        return started
+    }
+
+    /// Gives back what a started waiter held.
+    mutating func release(_ demand: Demand) {
+        for (resource, amount) in demand.amounts {
+            free[resource] += amount
+            precondition(free[resource] <= capacity[resource], "slot of \(names[resource]) released twice")
+        }
+    }
+
+    /// Drops a waiter that will not start after all (cancelled while waiting).
+    mutating func remove(_ waiter: Int, demand: Demand) {
+        guard var bucket = buckets[demand] else { return }
+        if let position = bucket.waiters[bucket.head...].firstIndex(where: { $0.waiter == waiter }) {
+            bucket.waiters.remove(at: position)
+        }
+        buckets[demand] = bucket.isEmpty ? nil : bucket
+    }
+
+    /// What a waiting demand lacks right now, for "waiting: db 1/1".
+    func shortage(of demand: Demand) -> [(name: String, inUse: Int, capacity: Int)] {
+        demand.amounts.keys.sorted().filter { free[$0] < demand.amounts[$0]! }.map {
+            (names[$0], capacity[$0] - free[$0], capacity[$0])
+        }
+    }
+}

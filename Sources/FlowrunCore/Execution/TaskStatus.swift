@@ -1,0 +1,30 @@
+/// Where a task, group or join stands (SPEC §2, §4, §5).
+public enum TaskStatus: String, Sendable, Codable, CaseIterable {
+    // Live.
+    case pending, waiting, running
+    // Final.
+    case succeeded, failed
+    case timedOut = "timed_out"
+    case cancelled, skipped
+
+    public var isFinal: Bool {
+        switch self {
+        case .pending, .waiting, .running: return false
+        default: return true
+        }
+    }
+}
+
+/// Why something was cancelled: decides whether it fails the run.
+public enum CancelReason: String, Sendable, Codable {
+    /// A join met its quorum or passed its deadline with `on_timeout: continue`: not a failure.
+    case joinSettled = "join_settled"
+    /// The group's deadline passed.
+    case groupTimeout = "group_timeout"
+    /// `fail_fast` after another task failed.
+    case failFast = "fail_fast"
+    /// The run's `timeout` fired.
+    case runTimeout = "run_timeout"
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run.
+    case signal
+}

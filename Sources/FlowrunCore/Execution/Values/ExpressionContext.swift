@@ -1,0 +1,22 @@
+/// What an expression can read at run time; the engine implements it.
+///
+/// `nil` means "no value": an output key that was never written, a task that
+/// never ran, an unset `env.NAME`. The evaluator reads it as the empty
+/// string, the way GitHub Actions does, because the validator has already
+/// rejected unknown names and reads outside a task's needs: what is left is
+/// "the upstream task did not produce it", and `''` lets `if:` test for it.
+public protocol ExpressionContext {
+    func value(of path: OperandPath) -> ExpressionValue?
+}
+
+/// A context backed by a dictionary: for `vars`/`env` at the top level, for
+/// tests, and for anything known up front.
+public struct ExpressionValues: ExpressionContext, Sendable {
+    public var values: [OperandPath: ExpressionValue]
+
+    public init(_ values: [OperandPath: ExpressionValue] = [:]) {
+        self.values = values
+    }
+
+    public func value(of path: OperandPath) -> ExpressionValue? { values[path] }
+}

@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `--output plain`: one line per event with a timestamp, stable and easy to
+/// grep; a join's block when it completes; the summary at the end.
+public final class PlainReporter: RunReporter, @unchecked Sendable {
+    // @unchecked: called only on the engine's serial queue.
+    private let descriptor: Int32
+    /// Values longer than this are shortened on screen (whole in the run record).
+    private let valueWidth = 200
+    private var failures: [(name: String, path: String?)] = []
+    private var slowest: [(name: String, duration: Double)] = []
+
+    public init(descriptor: Int32 = 1) {
+        self.descriptor = descriptor
+    }
+
+    public func report(_ event: RunEvent) {
+        var lines: [String] = []
+        let stamp = Self.clock(event.timestamp)
+        let name = event.subject ?? ""
+        switch event.kind {
+        case .runStarted:
+            lines.append("\(stamp) run      \(event.workflow ?? "") started (\(event.members ?? 0) tasks, record \(event.path ?? ""))")
+        case .taskWaiting:
+            lines.append("\(stamp) waiting  \(name): \((event.waitingOn ?? []).joined(separator: ", "))")
+        case .taskStarted:
+            lines.append("\(stamp) start    \(name)" + ((event.attempt ?? 1) > 1 ? " (attempt \(event.attempt!))" : ""))
+        case .taskProgress:
+            lines.append("\(stamp) progress \(name) \(event.progress ?? 0)%")
+        case .taskRetrying:
+            let why = event.reason.map { " (\($0))" } ?? ""
+            lines.append("\(stamp) retry    \(name): \(event.status?.rawValue ?? "failed")\(why), attempt \(event.attempt ?? 2) in \(Self.seconds(event.delay ?? 0))")
+        case .taskFinished:
+            lines += taskFinished(event, stamp: stamp)
+        case .groupFinished:
+            lines.append("\(stamp) group    \(name) \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(Self.seconds(event.duration ?? 0)))")
+        case .joinCompleted:
+            lines += joinBlock(event, stamp: stamp)
+        case .runFinished:
+            lines += summary(event, stamp: stamp)
+        }
+        writeAll(descriptor, lines.joined(separator: "\n") + "\n")
+    }
+
+    public func finish() {}
+
+    private func taskFinished(_ event: RunEvent, stamp: String) -> [String] {
+        let name = event.subject ?? ""
+        let status = event.status ?? .failed
+        var details: [String] = []
+        if let code = event.exitCode, status != .succeeded { details.append("exit \(code)") }
+        if let signal = event.signal { details.append("signal \(signal)") }
+        if let reason = event.reason, status != .succeeded { details.append(reason) }
+        if let duration = event.duration, event.attempt ?? 0 > 0 { details.append(Self.seconds(duration)) }
+        if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
+        let word = status == .succeeded ? "ok      " : status == .failed ? "FAILED  " : status == .timedOut ? "TIMEOUT " : status.rawValue.padding(to: 8)
+        var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
+        if let duration = event.duration, event.attempt ?? 0 > 0 {
+            slowest.append((name, duration))
+        }
+        if status == .failed || status == .timedOut {
+            failures.append((name, event.path))
+            for line in event.logTail ?? [] { lines.append("    | " + line) }
+            if let path = event.path { lines.append("    log: \(path)") }
+        }
+        return lines
+    }
+
+    private func joinBlock(_ event: RunEvent, stamp: String) -> [String] {
+        let name = event.subject ?? ""
+        let outcome = event.timedOut == true ? "timed out" : event.status?.rawValue ?? ""
+        var lines = ["\(stamp) join     \(name) \(outcome): \(event.succeeded ?? 0)/\(event.members ?? 0) succeeded (\(event.required ?? 0) needed) after \(Self.seconds(event.duration ?? 0))"]
+        if let missing = event.missing, !missing.isEmpty { lines.append("    missing: \(missing.joined(separator: ", "))") }
+        for (key, value) in event.report ?? [] {
+            lines.append("    \(key) = \(shorten(value))")
+        }
+        return lines
+    }
+
+    private func summary(_ event: RunEvent, stamp: String) -> [String] {
+        let counts = (event.counts ?? []).map { "\($0.count) \($0.status.rawValue)" }.joined(separator: ", ")
+        var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts) — exit \(event.runExitCode ?? 0)"]
+        let top = slowest.sorted { $0.duration > $1.duration }.prefix(3)
+        if !top.isEmpty { lines.append("    slowest: " + top.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
+        for failure in failures { lines.append("    failed: \(failure.name)" + (failure.path.map { " — \($0)" } ?? "")) }
+        lines.append("    record: \(event.path ?? "")")
+        return lines
+    }
+
+    private func shorten(_ value: String) -> String {
+        let oneLine = value.replacingAll("\n", with: "⏎")
+        return oneLine.count > valueWidth ? String(oneLine.prefix(valueWidth)) + "… (\(value.utf8.count) bytes)" : oneLine
+    }
+
+    /// `14:03:07.250`, local time.
+    static func clock(_ timestamp: Double) -> String {
+        var seconds = time_t(timestamp)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        let milliseconds = Int((timestamp - Double(Int(timestamp))) * 1000)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)"
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value < 10 ? String((value * 100).rounded() / 100) + "s" : value < 120 ? String((value * 10).rounded() / 10) + "s" : Duration.milliseconds(Int64(value * 1000)).text
+    }
+}
+
+/// `--output json`: every event as one JSON object per line (the same lines as `events.jsonl`).
+public final class JSONLinesReporter: RunReporter, @unchecked Sendable {
+    // @unchecked: called only on the engine's serial queue.
+    private let descriptor: Int32
+
+    public init(descriptor: Int32 = 1) {
+        self.descriptor = descriptor
+    }
+
+    public func report(_ event: RunEvent) {
+        writeAll(descriptor, event.jsonLine + "\n")
+    }
+
+    public func finish() {}
+}

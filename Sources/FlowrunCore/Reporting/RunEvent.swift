@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Something that happened during a run. The engine emits these; reporters
+/// (plain, json, tty) and the run record's `events.jsonl` consume the same
+/// stream, so every output mode carries the same events.
+public struct RunEvent: Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case runStarted = "run_started"
+        case taskWaiting = "task_waiting"
+        case taskStarted = "task_started"
+        case taskProgress = "task_progress"
+        case taskRetrying = "task_retrying"
+        case taskFinished = "task_finished"
+        case groupFinished = "group_finished"
+        case joinCompleted = "join_completed"
+        case runFinished = "run_finished"
+    }
+
+    public var kind: Kind
+    /// Seconds since the run started.
+    public var elapsed: Double
+    /// Wall-clock time, seconds since the epoch.
+    public var timestamp: Double
+    /// The task, group or join the event is about (nil for run events).
+    public var subject: String?
+    public var status: TaskStatus?
+    public var attempt: Int?
+    public var exitCode: Int?
+    public var signal: Int?
+    public var duration: Double?
+    public var progress: Int?
+    public var reason: String?
+    /// What a waiting task waits on: `["db 1/1"]`.
+    public var waitingOn: [String]?
+    /// task_retrying: seconds until the next attempt.
+    public var delay: Double?
+    /// task_finished: the log file; run_started: the run folder.
+    public var path: String?
+    /// task_finished of a failure: the last lines of its log.
+    public var logTail: [String]?
+    /// join_completed / group_finished.
+    public var members: Int?
+    public var succeeded: Int?
+    public var required: Int?
+    public var timedOut: Bool?
+    public var missing: [String]?
+    /// join_completed: what it reports, in order: name → value (whole, not shortened).
+    public var report: [(key: String, value: String)]?
+    /// run_started / run_finished.
+    public var runID: String?
+    public var workflow: String?
+    public var counts: [(status: TaskStatus, count: Int)]?
+    public var runExitCode: Int?
+
+    public init(_ kind: Kind, elapsed: Double, subject: String? = nil) {
+        self.kind = kind
+        self.elapsed = elapsed
+        self.subject = subject
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        timestamp = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// One line of `events.jsonl` and of `--output json` (schema: docs/events-json.md).
+    public var jsonLine: String {
+        var json = JSONObjectWriter()
+        json.add("event", kind.rawValue)
+        json.add("time", Self.iso8601(timestamp))
+        json.add("elapsed", elapsed)
+        json.add("run_id", runID)
+        json.add("workflow", workflow)
+        let subjectKey: String
+        switch kind {
+        case .groupFinished: subjectKey = "group"
+        case .joinCompleted: subjectKey = "join"
+        default: subjectKey = "task"
+        }
+        json.add(subjectKey, subject)
+        json.add("status", status?.rawValue)
+        json.add("attempt", attempt)
+        json.add("exit_code", exitCode)
+        json.add("signal", signal)
+        json.add("duration", duration)
+        json.add("progress", progress)
+        json.add("reason", reason)
+        json.add("waiting_on", waitingOn)
+        json.add("delay", delay)
+        json.add("path", path)
+        json.add("log_tail", logTail)
+        json.add("members", members)
+        json.add("succeeded", succeeded)
+        json.add("required", required)
+        json.add("timed_out", timedOut)
+        json.add("missing", missing)
+        if let report {
+            json.addRaw("report", "[" + report.map { JSONText.object([("name", $0.key), ("value", $0.value)]) }.joined(separator: ",") + "]")
+        }
+        if let counts {
+            var object = JSONObjectWriter()
+            for (status, count) in counts { object.add(status.rawValue, count) }
+            json.addRaw("counts", object.result)
+        }
+        json.add("exit_code", runExitCode)
+        return json.result
+    }
+
+    /// `2026-11-22T02:51:03.123Z`
+    static func iso8601(_ seconds: Double) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let milliseconds = Int((seconds - Double(Int(seconds))) * 1000)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+    }
+}
+
+/// Where events go. Called on the engine's serial queue, one event at a time.
+public protocol RunReporter: Sendable {
+    func report(_ event: RunEvent)
+    /// Called once after `run_finished`, to flush.
+    func finish()
+}

@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The run's folder, `.flowrun/runs/RUN_ID/` (or `--log-dir`):
+///
+///     events.jsonl        one event a line, written as it happens
+///     logs/TASK.log       everything the task printed (stdout and stderr), all attempts
+///     outputs/TASK.N      the `$FLOWRUN_OUTPUT` file of attempt N
+///     summary.json        the final state, written when the run ends
+///
+/// Written only from the engine's serial queue.
+public final class RunRecord: RunReporter, @unchecked Sendable {
+    // @unchecked: every method runs on the engine's serial queue.
+    public let runID: String
+    public let directory: String
+    private var eventsDescriptor: Int32 = -1
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Creates the folder (and its parents). `baseDirectory` nil means
+    /// `.flowrun/runs` under the current directory.
+    public init(runID: String, baseDirectory: String?) throws(Failure) {
+        self.runID = runID
+        directory = (baseDirectory ?? ".flowrun/runs") + "/" + runID
+        for path in [directory, directory + "/logs", directory + "/outputs"] {
+            try Self.makeDirectories(path)
+        }
+        eventsDescriptor = open(directory + "/events.jsonl", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        if eventsDescriptor < 0 { throw Failure(description: "cannot write \(directory)/events.jsonl: \(String(cString: strerror(errno)))") }
+    }
+
+    deinit {
+        if eventsDescriptor >= 0 { close(eventsDescriptor) }
+    }
+
+    /// `20261122-025301-4f1c`: sortable, and unique enough for one machine.
+    public static func makeRunID() -> String {
+        var now = time(nil)
+        var parts = tm()
+        localtime_r(&now, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let random = String(UInt16.random(in: 0...UInt16.max), radix: 16)
+        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))-\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))-"
+            + String(repeating: "0", count: 4 - random.count) + random
+    }
+
+    public func logPath(for task: String) -> String { directory + "/logs/" + Self.fileName(task) + ".log" }
+
+    public func outputPath(for task: String, attempt: Int) -> String {
+        directory + "/outputs/" + Self.fileName(task) + "." + String(attempt)
+    }
+
+    public func report(_ event: RunEvent) {
+        writeAll(eventsDescriptor, event.jsonLine + "\n")
+    }
+
+    public func finish() {}
+
+    /// Writes `summary.json` (atomically: a temporary file renamed into place).
+    public func writeSummary(_ json: String) {
+        let path = directory + "/summary.json"
+        let temporary = path + ".tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return }
+        writeAll(descriptor, json)
+        close(descriptor)
+        rename(temporary, path)
+    }
+
+    /// A task name as a file name: `/` and other awkward bytes become `_`.
+    static func fileName(_ name: String) -> String {
+        var result = String(name.unicodeScalars.map { scalar -> Character in
+            let allowed = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "_.-[]=+,@".unicodeScalars.contains(scalar))
+            return allowed ? Character(scalar) : "_"
+        })
+        if result.hasPrefix(".") || result.isEmpty { result = "_" + result }
+        return String(result.prefix(200))
+    }
+
+    private static func makeDirectories(_ path: String) throws(Failure) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o755) != 0 && errno != EEXIST {
+                throw Failure(description: "cannot create \(current): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}
+
+/// Writes every byte, retrying short writes and EINTR.
+func writeAll(_ descriptor: Int32, _ text: String) {
+    var bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        offset += written
+    }
+}
