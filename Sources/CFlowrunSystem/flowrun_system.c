@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include "flowrun_system.h"
+#include <fcntl.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -39,4 +41,8 @@ int flowrun_pidfd_send_signal(int pidfd, int signal) {
 
 const char *flowrun_signal_abbreviation(int signal) {
     return sigabbrev_np(signal);
+}
+
+int flowrun_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
 }

@@ -7,10 +7,13 @@ import Testing
 @Suite struct FuzzCorpusTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
+    /// Every file under `folder`, subfolders included.
     static func inputs(in folder: String) -> [String] {
         let url = root.appendingPathComponent(folder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
-        return names.filter { !$0.hasPrefix(".") }.sorted().map { url.appendingPathComponent($0).path }
+        let paths = FileManager.default.enumerator(atPath: url.path)?.compactMap { $0 as? String } ?? []
+        return paths.filter { !$0.split(separator: "/").contains { $0.hasPrefix(".") } }.sorted()
+            .map { url.appendingPathComponent($0).path }
+            .filter { var isDirectory: ObjCBool = false; return FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory) && !isDirectory.boolValue }
     }
 
     @Test func seedCorpusIsPresent() {

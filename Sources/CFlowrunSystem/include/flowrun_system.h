@@ -40,4 +40,7 @@ void flowrun_sigset_fill_every_signal(sigset_t *set);
 /// sigabbrev_np (glibc 2.32+): "KILL" for SIGKILL, NULL for an unknown number.
 const char *flowrun_signal_abbreviation(int signal);
 
+/// pipe2(fds, O_CLOEXEC): a pipe whose ends no child inherits by accident.
+int flowrun_pipe_cloexec(int fds[2]);
+
 #endif

@@ -12,28 +12,56 @@ public struct SourceText: Sendable {
         }
     }
 
-    /// Where `snippet` occurs for the `occurrence`-th time (0-based) at or after
-    /// `mark`, searching at most `lineLimit` lines; nil when it is not found
-    /// verbatim (e.g. a quoted scalar with escapes).
-    public func locate(_ snippet: String, occurrence: Int, after mark: SourceLocation, lineLimit: Int = 10_000) -> SourceLocation? {
-        guard !snippet.isEmpty, mark.line >= 1 else { return nil }
-        var remaining = occurrence
-        var lineIndex = mark.line - 1
-        var startColumn = mark.column - 1
-        while lineIndex < lines.count, lineIndex < mark.line - 1 + lineLimit {
-            let line = lines[lineIndex]
-            var searchStart = line.index(line.startIndex, offsetBy: min(startColumn, line.count))
-            while let range = line[searchStart...].range(of: snippet) {
-                if remaining == 0 {
-                    return SourceLocation(file: file, line: lineIndex + 1, column: line.distance(from: line.startIndex, to: range.lowerBound) + 1)
-                }
-                remaining -= 1
-                searchStart = range.upperBound
+    /// A place in the text to search on from: a line, a position in it and its column.
+    public struct Cursor: Sendable {
+        var line: Int
+        var index: Substring.Index
+        public var column: Int
+
+        public var location: (line: Int, column: Int) { (line + 1, column) }
+    }
+
+    /// A cursor at a 1-based line and column (nil past the end).
+    public func cursor(at location: SourceLocation) -> Cursor? {
+        let lineIndex = location.line - 1
+        guard lines.indices.contains(lineIndex) else { return nil }
+        let line = lines[lineIndex]
+        let offset = min(max(0, location.column - 1), line.count)
+        return Cursor(line: lineIndex, index: line.index(line.startIndex, offsetBy: offset), column: offset + 1)
+    }
+
+    /// The next place at or after `cursor` where `snippet` occurs verbatim,
+    /// searching at most `lineLimit` lines; nil when it is not found (e.g. a
+    /// quoted scalar with escapes). Successive searches from the returned
+    /// cursor cost time in proportion to the text passed over, not to the
+    /// number of searches.
+    public func find(_ snippet: String, from cursor: Cursor, lineLimit: Int = 10_000) -> Cursor? {
+        guard !snippet.isEmpty else { return nil }
+        var cursor = cursor
+        let lastLine = min(lines.count, cursor.line + lineLimit)
+        while cursor.line < lastLine {
+            let line = lines[cursor.line]
+            if let range = line[cursor.index...].range(of: snippet) {
+                cursor.column += line.distance(from: cursor.index, to: range.lowerBound)
+                cursor.index = range.lowerBound
+                return cursor
             }
-            lineIndex += 1
-            startColumn = 0
+            cursor.line += 1
+            guard cursor.line < lastLine else { break }
+            cursor.index = lines[cursor.line].startIndex
+            cursor.column = 1
         }
         return nil
+    }
+
+    /// The cursor one character after `cursor` (to search for the next occurrence).
+    public func advanced(_ cursor: Cursor, by characters: Int) -> Cursor {
+        var next = cursor
+        let line = lines[cursor.line]
+        let steps = min(characters, line.distance(from: cursor.index, to: line.endIndex))
+        next.index = line.index(cursor.index, offsetBy: steps)
+        next.column += steps
+        return next
     }
 }
 

@@ -1,7 +1,327 @@
+import CFlowrunSystem
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `run: SCRIPT`: one attempt as a process tree.
+///
+/// The shell starts in its own process group with a tree marker in its
+/// environment. Its stdout comes through a pipe, read by a Dispatch source on
+/// `io` (no thread per task): every chunk is appended to the task's log at
+/// once and fed to a `StdoutCapture` (the last 1 MiB, progress lines out), so
+/// memory stays flat whatever the task prints. Its stderr goes straight into
+/// the log. The attempt is over when the shell has exited, its stdout has
+/// closed and nothing of its tree is left: leftovers (a background job, a
+/// `setsid` daemon) are stopped like a timeout would stop them.
+final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
+    // @unchecked: state below is touched on `queue` (the engine's), except
+    // `capture` and the log descriptor, which only the `io` reader touches
+    // until it hands them back on `queue`.
+    struct Setup {
+        var shell: String
+        var script: String
+        var environment: [String]
+        var workingDirectory: String?
+        var logPath: String
+        var outputPath: String
+        var tree: ProcessTreeMarker
+        var grace: Duration
+    }
+
+    private let setup: Setup
+    private let queue: DispatchQueue
+    private let io: DispatchQueue
+    private let reaper: ChildReaper
+    private let killer: ProcessTreeKiller
+    private let onProgress: (Int) -> Void
+    private let completion: (AttemptResult) -> Void
+    /// Whether flowrun has children that are not running task shells.
+    private let escapeesExist: () -> Bool
+
+    /// The shell's pid (= its process group), 0 until started.
+    private(set) var pid: Int32 = 0
+    private var exit: ProcessExit?
+    private var stdoutClosed = false
+    private var stoppedAs: (status: TaskStatus, reason: String)?
+    private var stopping = false
+    private var treeGone = false
+    private var done = false
+    private var readSource: (any DispatchSourceRead)?
+    private var capture = StdoutCapture()
+    private var logDescriptor: Int32 = -1
+    private var lastProgress = -1
+
+    init(_ setup: Setup, queue: DispatchQueue, io: DispatchQueue, reaper: ChildReaper, killer: ProcessTreeKiller,
+         escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, completion: @escaping (AttemptResult) -> Void) {
+        self.escapeesExist = escapeesExist
+        self.setup = setup
+        self.queue = queue
+        self.io = io
+        self.reaper = reaper
+        self.killer = killer
+        self.onProgress = onProgress
+        self.completion = completion
+    }
+
+    var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
+
+    func start() {
+        logDescriptor = open(setup.logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        let output = open(setup.outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if output >= 0 { close(output) }
+        var pipeEnds: [Int32] = [-1, -1]
+        guard logDescriptor >= 0, flowrun_pipe_cloexec(&pipeEnds) == 0 else {
+            fail("cannot set up the task's output: \(String(cString: strerror(errno)))")
+            return
+        }
+        let request = LaunchRequest(
+            shell: setup.shell, script: setup.script, environment: setup.environment,
+            workingDirectory: setup.workingDirectory, standardOutput: pipeEnds[1], standardError: logDescriptor)
+        do {
+            pid = try reaper.launch(request, on: queue) { [weak self] exit in self?.exited(exit) }
+        } catch {
+            close(pipeEnds[0])
+            close(pipeEnds[1])
+            fail("cannot start \(setup.shell): \(error)")
+            return
+        }
+        close(pipeEnds[1])
+        startReading(pipeEnds[0])
+    }
+
+    private func startReading(_ descriptor: Int32) {
+        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: io)
+        let log = logDescriptor
+        source.setEventHandler { [weak self] in
+            guard let self else { return }
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                buffer.withUnsafeBytes { bytes in
+                    let chunk = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
+                    writeAll(log, chunk)
+                    if let progress = self.capture.append(chunk) { self.reportProgress(progress) }
+                }
+            } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+                source.cancel()
+            }
+        }
+        source.setCancelHandler { [weak self] in
+            close(descriptor)
+            guard let self else { return }
+            if let progress = self.capture.finish() { self.reportProgress(progress) }
+            let capture = self.capture
+            self.queue.async { self.stdoutEnded(capture) }
+        }
+        readSource = source
+        source.resume()
+    }
+
+    /// On `io`: forwards whole-percent changes only.
+    private func reportProgress(_ value: Double) {
+        let percent = Int(value.rounded(.down))
+        guard percent != lastProgress else { return }
+        lastProgress = percent
+        queue.async { [weak self] in self?.onProgress(percent) }
+    }
+
+    private var finalCapture: StdoutCapture?
+
+    private func stdoutEnded(_ capture: StdoutCapture) {
+        stdoutClosed = true
+        finalCapture = capture
+        finishIfOver()
+    }
+
+    private func exited(_ exit: ProcessExit) {
+        self.exit = exit
+        finishIfOver()
+    }
+
+    /// Over when the shell has exited, stdout has closed and the tree is gone.
+    private func finishIfOver() {
+        guard !done, exit != nil else { return }
+        if !treeGone && !stopping {
+            if stdoutClosed && !ProcessTreeKiller.hasLiveMembers(processGroup: pid) && !escapeesExist() {
+                treeGone = true
+            } else {
+                // Leftovers hold the group (or stdout) open: stop them as a timeout would.
+                stopTree()
+                return
+            }
+        }
+        guard treeGone else { return }
+        if !stdoutClosed {
+            // Something outside the tree still holds stdout: stop listening.
+            readSource?.cancel()
+            return
+        }
+        complete()
+    }
+
+    private func stopTree() {
+        guard !stopping else { return }
+        stopping = true
+        killer.terminate(tree, grace: setup.grace, on: queue) { [weak self] in
+            guard let self else { return }
+            self.treeGone = true
+            self.finishIfOver()
+        }
+    }
+
+    func stop(as status: TaskStatus, reason: String) {
+        guard !done, stoppedAs == nil else { return }
+        stoppedAs = (status, reason)
+        guard pid > 0 else { return }
+        stopTree()
+    }
+
+    func kill() {
+        guard !done, pid > 0 else { return }
+        if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
+        stopping = true
+        killer.kill(tree, on: queue) { [weak self] in
+            guard let self else { return }
+            self.treeGone = true
+            self.finishIfOver()
+        }
+    }
+
+    private func complete() {
+        guard !done else { return }
+        done = true
+        close(logDescriptor)
+        var result: AttemptResult
+        switch exit {
+        case .exited(let code)?:
+            result = AttemptResult(status: code == 0 ? .succeeded : .failed, exitCode: Int(code), reason: code == 0 ? nil : "exit \(code)")
+        case .signalled(let signal)?:
+            result = AttemptResult(status: .failed, exitCode: 128 + Int(signal), signal: Int(signal), reason: "killed by \(ProcessExit.signalled(signal))")
+        case nil:
+            result = AttemptResult(status: .failed)
+        }
+        if let stoppedAs {
+            result.status = stoppedAs.status
+            result.reason = stoppedAs.reason
+        }
+        result.stdout = finalCapture?.stash ?? ""
+        result.outputs = readOutputs()
+        completion(result)
+    }
+
+    /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
+    private func readOutputs() -> [(key: String, value: String)] {
+        let descriptor = open(setup.outputPath, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return [] }
+        defer { close(descriptor) }
+        var info = stat()
+        fstat(descriptor, &info)
+        let size = Int(info.st_size)
+        var bytes = [UInt8](repeating: 0, count: min(size, OutputFileParser.sizeLimit + 1))
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
+        if !parsed.problems.isEmpty {
+            let log = open(setup.logPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+            if log >= 0 {
+                for problem in parsed.problems { writeAll(log, "flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
+                close(log)
+            }
+        }
+        return parsed.pairs
+    }
+
+    private func fail(_ reason: String) {
+        if logDescriptor >= 0 {
+            writeAll(logDescriptor, "flowrun: \(reason)\n")
+            close(logDescriptor)
+        }
+        done = true
+        let result = AttemptResult(status: .failed, reason: reason)
+        queue.async { self.completion(result) }
+    }
+}
+
+/// Children of flowrun that are not task shells: descendants that escaped
+/// their group and were re-parented to flowrun, the child subreaper.
+enum EscapedChildren {
+    /// Whether flowrun has a child that is not one of `leaders` (the running task shells).
+    static func exist(besides leaders: Set<Int32>) -> Bool {
+        let me = getpid()
+        guard let directory = opendir("/proc/self/task") else { return false }
+        defer { closedir(directory) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.first?.isNumber == true else { continue }
+            let descriptor = open("/proc/\(me)/task/\(name)/children", O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            close(descriptor)
+            guard count > 0 else { continue }
+            for pid in String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ").compactMap({ Int32($0) }) where !leaders.contains(pid) {
+                return true
+            }
+        }
+        return false
+    }
+}
 
 extension RunEngine {
     func makeProcessAttempt(for index: Int, script: Template, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
-        FailedAttempt(reason: "processes are not wired yet", queue: queue, completion: completion)
+        let node = nodes[index]
+        do throws(TemplateRenderError) {
+            let rendered = try renderShell(script, for: index)
+            var environment = baseEnvironment
+            for entry in plan.workflow.env { environment[entry.name] = try renderText(entry.value, for: index) }
+            for entry in node.task?.env ?? [] { environment[entry.name] = try renderText(entry.value, for: index) }
+            let outputPath = record.outputPath(for: node.name, attempt: node.attempt)
+            environment["FLOWRUN_TASK"] = node.name
+            environment["FLOWRUN_RUN_ID"] = record.runID
+            environment["FLOWRUN_OUTPUT"] = outputPath
+            environment["FLOWRUN_ATTEMPT"] = String(node.attempt)
+            if let item = node.item { environment["FLOWRUN_ITEM"] = item }
+            if let position = node.index { environment["FLOWRUN_INDEX"] = String(position) }
+            let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
+            var entries = environment.filter { $0.key != ProcessTreeMarker.variable }.map { "\($0.key)=\($0.value)" }
+            entries.append(marker.environmentEntry(inherited: environment[ProcessTreeMarker.variable]))
+            let setup = ProcessAttempt.Setup(
+                shell: plan.workflow.shell, script: rendered, environment: entries,
+                workingDirectory: try node.task?.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
+                logPath: record.logPath(for: node.name), outputPath: outputPath, tree: marker, grace: plan.workflow.killGrace)
+            guard let reaper else {
+                return FailedAttempt(reason: "cannot watch child processes: \(reaperProblem ?? "unknown error")", queue: queue, completion: completion)
+            }
+            return ProcessAttempt(
+                setup, queue: queue, io: io, reaper: reaper, killer: killer,
+                escapeesExist: { [weak self] in
+                    guard let self else { return false }
+                    let leaders = Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid })
+                    return EscapedChildren.exist(besides: leaders)
+                },
+                onProgress: { [weak self] percent in self?.progressed(index, percent) }, completion: completion)
+        } catch {
+            return FailedAttempt(reason: error.description, queue: queue, completion: completion)
+        }
+    }
+
+    func progressed(_ index: Int, _ percent: Int) {
+        guard nodes[index].status == .running else { return }
+        var progress = event(.taskProgress, index)
+        progress.progress = percent
+        emit(progress)
+    }
+}
+
+/// Writes every byte of a buffer, retrying short writes and EINTR.
+func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) {
+    var offset = 0
+    while offset < bytes.count {
+        let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        offset += written
     }
 }

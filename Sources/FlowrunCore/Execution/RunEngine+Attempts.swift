@@ -8,14 +8,20 @@ extension RunEngine {
         case .sleep(let duration):
             return SleepAttempt(duration, queue: queue, completion: completion)
         case .http(let request):
-            let headers = request.headers.map { ($0.name, renderText($0.value, for: index)) }
-            let url = renderText(request.url, for: index)
-            if let attempt = HTTPAttempt(
-                method: request.method, url: url, headers: headers, body: request.body.map { renderText($0, for: index) },
-                expect: request.expect, logPath: record.logPath(for: nodes[index].name), queue: queue, completion: completion) {
-                return attempt
+            do throws(TemplateRenderError) {
+                var headers: [(String, String)] = []
+                for header in request.headers { headers.append((header.name, try renderText(header.value, for: index))) }
+                let url = try renderText(request.url, for: index)
+                let body = try request.body.map { (body: Template) throws(TemplateRenderError) -> String in try renderText(body, for: index) }
+                if let attempt = HTTPAttempt(
+                    method: request.method, url: url, headers: headers, body: body,
+                    expect: request.expect, logPath: record.logPath(for: nodes[index].name), queue: queue, completion: completion) {
+                    return attempt
+                }
+                return FailedAttempt(reason: "not an http(s) URL: '\(url)'", queue: queue, completion: completion)
+            } catch {
+                return FailedAttempt(reason: error.description, queue: queue, completion: completion)
             }
-            return FailedAttempt(reason: "not an http(s) URL: '\(url)'", queue: queue, completion: completion)
         case .run(let script):
             return makeProcessAttempt(for: index, script: script, completion: completion)
         }

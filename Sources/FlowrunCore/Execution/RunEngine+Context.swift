@@ -20,11 +20,10 @@ extension RunEngine {
         .success(ExpressionEvaluator.isTrue(condition, in: context(for: node)))
     }
 
-    /// A template inserted as text (env, cwd, http, names, foreach); on a
-    /// problem (a NUL byte) the text is rendered without the bad value.
-    func renderText(_ template: Template, for node: Int?, item: String? = nil, index: Int? = nil) -> String {
+    /// A template inserted as text (env, cwd, http, names, foreach).
+    func renderText(_ template: Template, for node: Int?, item: String? = nil, index: Int? = nil) throws(TemplateRenderError) -> String {
         let context = NodeContext(engine: self, item: item ?? node.flatMap { nodes[$0].item }, index: index ?? node.flatMap { nodes[$0].index })
-        return (try? TemplateRenderer.render(template, mode: .text, in: context)) ?? ""
+        return try TemplateRenderer.render(template, mode: .text, in: context)
     }
 
     func renderShell(_ template: Template, for node: Int) throws(TemplateRenderError) -> String {

@@ -9,11 +9,11 @@ extension RunEngine {
             switch fanOutItems(fanOut.source, group: index) {
             case .success(let items):
                 for (offset, item) in items.enumerated() { addFanOutMember(group: index, template: fanOut.template, item: item, index: offset) }
-            case .failure(let message):
+            case .failure(let error):
                 // The items could not be read: the group fails without running anything.
                 nodes[index].status = .pending
                 for member in nodes[index].members { settle(member, .skipped, why: "foreach failed") }
-                settle(index, .failed, why: "foreach: \(message)")
+                settle(index, .failed, why: "foreach: \(error.message)")
                 return
             }
         }
@@ -36,8 +36,11 @@ extension RunEngine {
         let groupName = nodes[group].name
         var name = "\(groupName)[\(index)]"
         if let nameTemplate = template.nameTemplate {
-            let rendered = renderText(nameTemplate, for: nil, item: item, index: index)
-            if !rendered.isEmpty, indexByName[rendered] == nil { name = rendered }
+            // A name that cannot be made (a NUL byte) or is taken keeps the GROUP[INDEX] form.
+            if let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index),
+               !rendered.isEmpty, indexByName[rendered] == nil {
+                name = rendered
+            }
         }
         var node = RunNode(kind: .task, name: name)
         node.task = template
@@ -92,8 +95,11 @@ extension RunEngine {
         case .range(let low, let high):
             return .success((low...high).map(String.init))
         case .expression(let template):
-            let text = renderText(template, for: group, item: nil, index: nil)
-            return .success(FanOutItems.parse(text))
+            do throws(TemplateRenderError) {
+                return .success(FanOutItems.parse(try renderText(template, for: group)))
+            } catch {
+                return .failure(FanOutError(message: error.message))
+            }
         }
     }
 }

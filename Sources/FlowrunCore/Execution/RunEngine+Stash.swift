@@ -48,7 +48,7 @@ extension RunEngine {
             guard let target = indexByName[name] else { return .string("") }
             switch field {
             case .status: return .string(nodes[target].status.rawValue)
-            case .results: return .string(groupResultsJSON(target))
+            case .results: return .json(groupResultsJSON(target))
             }
         case .join(let name, let field):
             guard let target = indexByName[name] else { return .string("") }
@@ -62,17 +62,9 @@ extension RunEngine {
 
     /// `groups.G.results`: one object per member in index order.
     func groupResultsJSON(_ group: Int) -> String {
-        let members = nodes[group].members.map { member in
-            var object = JSONObjectWriter()
-            object.add("name", nodes[member].name)
-            object.add("item", nodes[member].item)
-            object.add("status", nodes[member].status.rawValue)
-            object.add("stdout", nodes[member].stash.stdout)
-            var outputs = JSONObjectWriter()
-            for output in nodes[member].stash.outputs { outputs.add(output.key, output.value) }
-            object.addRaw("outputs", outputs.result)
-            return object.result
-        }
-        return "[" + members.joined(separator: ",") + "]"
+        GroupResults.json(nodes[group].members.map { member in
+            let node = nodes[member]
+            return GroupResults.Member(name: node.name, item: node.item, status: node.status, stdout: node.stash.stdout, outputs: node.stash.outputs)
+        })
     }
 }

@@ -29,6 +29,15 @@ public final class RunEngine: @unchecked Sendable {
     var resourceOfSemaphore: [String: Int] = [:]
 
     var attempts: [Int: any TaskAttempt] = [:]
+    /// Reads task output; serial, so no thread per task.
+    let io = DispatchQueue(label: "flowrun.output")
+    let killer = ProcessTreeKiller()
+    /// Created when the run starts; nil (with the reason) if children cannot be watched.
+    var reaper: ChildReaper?
+    var reaperProblem: String?
+    /// flowrun's own environment, the base of every task's.
+    let baseEnvironment: [String: String]
+    private var treeSerial = 0
     var timers: [String: any DispatchSourceTimer] = [:]
     /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
     var unsettledMain = 0
@@ -59,6 +68,7 @@ public final class RunEngine: @unchecked Sendable {
             capacities.append(group.concurrency!)
         }
         pool = SlotPool(capacities: capacities, names: names)
+        baseEnvironment = Self.currentEnvironment()
         for (offset, semaphore) in plan.workflow.semaphores.enumerated() { resourceOfSemaphore[semaphore.name] = offset + 1 }
         buildNodes()
     }
@@ -68,9 +78,34 @@ public final class RunEngine: @unchecked Sendable {
     /// Runs to the end and returns how it went. Blocks the calling thread (not a Dispatch worker).
     public func run() -> RunOutcome {
         installSignalHandlers()
+        do {
+            reaper = try ChildReaper(scope: .allChildren)
+        } catch {
+            reaperProblem = error.description
+        }
         queue.async { self.begin() }
         done.wait()
-        return RunOutcome(exitCode: exitCode(), recordDirectory: record.directory)
+        // Nothing of the run may outlive flowrun, not even a daemon that left its group.
+        ProcessTreeKiller.killAll(runID: record.runID, includingChildren: true)
+        return RunOutcome(exitCode: queue.sync { exitCode() }, recordDirectory: record.directory)
+    }
+
+    func nextTreeSerial() -> Int {
+        treeSerial += 1
+        return treeSerial
+    }
+
+    private static func currentEnvironment() -> [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return result
     }
 
     func emit(_ event: RunEvent) {

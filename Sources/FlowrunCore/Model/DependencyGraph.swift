@@ -70,15 +70,48 @@ public struct DependencyGraph: Sendable {
         }
     }
 
-    /// True when `target` must settle before `source` starts (directly or not).
-    public func reaches(from source: Int, to target: Int) -> Bool {
-        var visited = Set([source])
-        var queue = dependencies[source]
-        while let next = queue.popLast() {
-            if next == target { return true }
-            if visited.insert(next).inserted { queue.append(contentsOf: dependencies[next]) }
+    /// Answers "must `target` settle before `source` starts?" for many
+    /// readers: a short search from the reader first (most reads are of near
+    /// needs), else the set of everything that waits for `target`, computed
+    /// once per target — so a long chain whose every task reads its first
+    /// task costs linear time, not quadratic.
+    public final class Reachability {
+        private let graph: DependencyGraph
+        private lazy var dependents: [[Int]] = {
+            var dependents = [[Int]](repeating: [], count: graph.nodes.count)
+            for (node, needs) in graph.dependencies.enumerated() {
+                for need in needs { dependents[need].append(node) }
+            }
+            return dependents
+        }()
+        private var waitingFor: [Int: Set<Int>] = [:]
+
+        public init(_ graph: DependencyGraph) {
+            self.graph = graph
         }
-        return false
+
+        public func reaches(from source: Int, to target: Int) -> Bool {
+            var visited = Set([source])
+            var queue = graph.dependencies[source]
+            while let next = queue.popLast() {
+                if next == target { return true }
+                if visited.insert(next).inserted { queue.append(contentsOf: graph.dependencies[next]) }
+                if visited.count > 64 { return closure(of: target).contains(source) }
+            }
+            return false
+        }
+
+        /// Every node that waits for `target`, directly or not.
+        private func closure(of target: Int) -> Set<Int> {
+            if let known = waitingFor[target] { return known }
+            var found = Set<Int>()
+            var queue = dependents[target]
+            while let next = queue.popLast() {
+                if found.insert(next).inserted { queue.append(contentsOf: dependents[next]) }
+            }
+            waitingFor[target] = found
+            return found
+        }
     }
 
     /// Every cycle found, each as a path of node indices whose last element

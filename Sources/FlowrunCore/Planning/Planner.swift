@@ -34,20 +34,23 @@ public enum Planner {
         let steps = mainSteps(workflow, graph: graph, maxParallel: maxParallel, selected: selected)
         let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
         let finallyStages = finallyGraph.stages()
+        let finallyTasks = Dictionary(workflow.finally.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
         let finallySteps = order(finallyGraph).map { index in
-            let task = workflow.finally.first { $0.name == finallyGraph.nodes[index].name }!
-            var step = taskStep(task, node: finallyGraph.nodes[index], workflow: workflow, maxParallel: maxParallel, group: nil)
+            let task = finallyTasks[finallyGraph.nodes[index].name]!
+            var step = taskStep(task, node: finallyGraph.nodes[index], capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: nil)
             step.stage = finallyStages[index]
             step.timers.runTimeout = nil
             // finally has its own budget, 5 minutes unless the task says otherwise.
             step.timers.timeout = task.timeout?.value ?? .seconds(300)
             return step
         }
-        let users = (steps + finallySteps).filter { $0.task != nil }
+        var users: [String: [String]] = [:]
+        for step in steps + finallySteps {
+            for use in step.task?.semaphores ?? [] { users[use.name, default: []].append(step.name) }
+        }
         let semaphores = workflow.semaphores.map { declaration in
-            PlannedSemaphore(
-                name: declaration.name, capacity: declaration.capacity,
-                users: users.filter { $0.task!.semaphores.contains { $0.name == declaration.name } }.map(\.name))
+            PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])
         }
         return Plan(workflow: workflow, maxParallel: maxParallel, steps: steps, finallySteps: finallySteps, semaphores: semaphores, only: options.only)
     }
@@ -99,6 +102,8 @@ public enum Planner {
         let groups = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let tasks = Dictionary(workflow.tasks.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let members = Dictionary(workflow.groups.flatMap { group in group.members.map { ($0.name, $0) } }, uniquingKeysWith: { first, _ in first })
+        let joins = Dictionary(workflow.joins.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
         var joinsOf: [String: [String]] = [:]
         for join in workflow.joins {
             for member in join.wait { joinsOf[member.value, default: []].append(join.name) }
@@ -111,10 +116,10 @@ public enum Planner {
             switch node.kind {
             case .task:
                 let group = node.group.flatMap { groups[$0] }
-                step = taskStep(tasks[node.name] ?? members[node.name]!, node: node, workflow: workflow, maxParallel: maxParallel, group: group)
+                step = taskStep(tasks[node.name] ?? members[node.name]!, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
             case .fanOut:
                 let group = groups[node.group!]!
-                step = taskStep(group.fanOut!.template, node: node, workflow: workflow, maxParallel: maxParallel, group: group)
+                step = taskStep(group.fanOut!.template, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
                 step.fanOutCount = group.fanOut!.source.staticCount
                 step.fanOutSource = group.fanOut!.source
             case .group:
@@ -128,7 +133,7 @@ public enum Planner {
                     concurrency: group.concurrency, join: nil)
                 step.fanOutCount = group.fanOut?.source.staticCount
             case .join:
-                let join = workflow.joins.first { $0.name == node.name }!
+                let join = joins[node.name]!
                 step = PlanStep(
                     name: node.name, kind: .join, location: node.location, stage: 0, needs: join.wait.map(\.value),
                     group: nil, joins: [], task: nil, limits: nil,
@@ -142,8 +147,9 @@ public enum Planner {
         return steps
     }
 
-    private static func taskStep(_ task: TaskDefinition, node: DependencyGraph.Node, workflow: Workflow, maxParallel: Int, group: GroupDefinition?) -> PlanStep {
-        let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
+    private static func taskStep(
+        _ task: TaskDefinition, node: DependencyGraph.Node, capacities: [String: Int], workflow: Workflow, maxParallel: Int, group: GroupDefinition?
+    ) -> PlanStep {
         let limits = TaskLimits(
             runSlots: maxParallel,
             group: group.flatMap { group in group.concurrency.map { (group.name, $0) } },

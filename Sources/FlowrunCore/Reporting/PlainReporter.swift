@@ -52,7 +52,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         var details: [String] = []
         if let code = event.exitCode, status != .succeeded { details.append("exit \(code)") }
         if let signal = event.signal { details.append("signal \(signal)") }
-        if let reason = event.reason, status != .succeeded { details.append(reason) }
+        if let reason = event.reason, status != .succeeded, !details.contains(reason) { details.append(reason) }
         if let duration = event.duration, event.attempt ?? 0 > 0 { details.append(Self.seconds(duration)) }
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
         let word = status == .succeeded ? "ok      " : status == .failed ? "FAILED  " : status == .timedOut ? "TIMEOUT " : status.rawValue.padding(to: 8)

@@ -8,6 +8,8 @@ struct WorkflowChecker {
     private var declared: [String: (kind: String, location: SourceLocation)] = [:]
     private let mainGraph: DependencyGraph
     private let finallyGraph: DependencyGraph
+    private let mainReachability: DependencyGraph.Reachability
+    private let finallyReachability: DependencyGraph.Reachability
 
     /// False when decoding already found errors, so "no tasks" would only repeat them.
     private let reportsMissingTasks: Bool
@@ -18,6 +20,8 @@ struct WorkflowChecker {
         self.names = names
         mainGraph = DependencyGraph(mainPhaseOf: workflow)
         finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
+        mainReachability = DependencyGraph.Reachability(mainGraph)
+        finallyReachability = DependencyGraph.Reachability(finallyGraph)
     }
 
     mutating func check() -> [Diagnostic] {
@@ -66,7 +70,7 @@ struct WorkflowChecker {
 
     /// "did you mean" costs a pass over every name: after this many, a file
     /// full of unknown names is reported without hints, in linear time.
-    private static let hintBudget = 50
+    private static let hintBudget = 20
     /// A box, so that asking for a hint needs no exclusive access to the checker.
     private final class HintCounter { var given = 0 }
     private let hints = HintCounter()
@@ -212,12 +216,13 @@ struct WorkflowChecker {
             if case .expression(let template) = fanOut.source {
                 // foreach is read once the group's own needs have settled.
                 let graph = mainGraph
+                let reachability = mainReachability
                 for operand in template.operands {
                     checkOperand(operand, readBy: "group '\(group.name)'", allowsItem: false, inFinally: false) { name in
                         guard let target = graph.indexByName[name] else { return false }
                         return group.needs.contains { need in
                             guard let needIndex = graph.indexByName[need.value] else { return false }
-                            return needIndex == target || graph.reaches(from: needIndex, to: target)
+                            return needIndex == target || reachability.reaches(from: needIndex, to: target)
                         }
                     }
                 }
@@ -225,12 +230,13 @@ struct WorkflowChecker {
         }
         for task in workflow.finally {
             let graph = finallyGraph
+            let reachability = finallyReachability
             let reader = graph.indexByName[task.name]
             for operand in Self.operands(of: task) {
                 checkOperand(operand, readBy: "'\(task.name)'", allowsItem: false, inFinally: true) { name in
                     // Finally tasks read anything of the main phase; other finally tasks only through needs.
                     guard let target = graph.indexByName[name] else { return true }
-                    return reader.map { graph.reaches(from: $0, to: target) } ?? false
+                    return reader.map { reachability.reaches(from: $0, to: target) } ?? false
                 }
             }
         }
@@ -238,10 +244,11 @@ struct WorkflowChecker {
 
     private mutating func checkOperands(of task: TaskDefinition, allowsItem: Bool) {
         let graph = mainGraph
+        let reachability = mainReachability
         guard let reader = graph.indexByName[task.name] else { return }
         for operand in Self.operands(of: task) {
             checkOperand(operand, readBy: "'\(task.name)'", allowsItem: allowsItem, inFinally: false) { name in
-                graph.indexByName[name].map { graph.reaches(from: reader, to: $0) } ?? false
+                graph.indexByName[name].map { reachability.reaches(from: reader, to: $0) } ?? false
             }
         }
     }

@@ -7,11 +7,13 @@ extension WorkflowDecoder {
         let nodeLocation = location(node)
         var segments: [Template.Segment] = []
         var rest = Substring(text)
-        var occurrence = 0
+        // Each expression is searched for in the file from where the last one was found.
+        var cursor = source.cursor(at: nodeLocation)
         while let open = rest.range(of: "${{") {
             if open.lowerBound > rest.startIndex { segments.append(.text(String(rest[..<open.lowerBound]))) }
-            let start = source.locate("${{", occurrence: occurrence, after: nodeLocation) ?? nodeLocation
-            occurrence += 1
+            let found = cursor.flatMap { source.find("${{", from: $0) }
+            let start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
+            cursor = found.map { source.advanced($0, by: 3) }
             if insideShell, open.lowerBound > rest.startIndex, let before = rest[..<open.lowerBound].last, before == "'" || before == "\"" {
                 diagnostics.append(.warning(
                     "a value in run: is already inserted as one shell-quoted word; the quote before ${{ becomes part of the text", at: start))

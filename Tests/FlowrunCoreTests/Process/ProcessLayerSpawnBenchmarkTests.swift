@@ -16,13 +16,15 @@ struct ProcessLayerSpawnBenchmarkTests {
         let reaper: ChildReaper
         let request: LaunchRequest
         let total: Int
-        let queue = DispatchQueue(label: "bench", attributes: .concurrent)
+        /// Serial, like the engine's queue.
+        let queue: DispatchQueue
         /// (started, finished); owned by its mutex.
         let counts = Mutex((started: 0, finished: 0))
         let done = OneShot<ContinuousClock.Instant>()
 
-        init(reaper: ChildReaper, request: LaunchRequest, total: Int) {
+        init(reaper: ChildReaper, queue: DispatchQueue, request: LaunchRequest, total: Int) {
             self.reaper = reaper
+            self.queue = queue
             self.request = request
             self.total = total
         }
@@ -49,8 +51,11 @@ struct ProcessLayerSpawnBenchmarkTests {
     }
 
     /// Microseconds per task.
-    static func measure(reaper: ChildReaper, shell: String, script: String, total: Int = 2000, concurrency: Int = 2) async -> Double {
-        let chain = Chain(reaper: reaper, request: LaunchRequest(shell: shell, script: script, environment: [testPath]), total: total)
+    static func measure(
+        reaper: ChildReaper, queue: DispatchQueue = DispatchQueue(label: "bench"), shell: String, script: String,
+        total: Int = 2000, concurrency: Int = 2
+    ) async -> Double {
+        let chain = Chain(reaper: reaper, queue: queue, request: LaunchRequest(shell: shell, script: script, environment: [testPath]), total: total)
         let started = ContinuousClock.now
         for _ in 0..<concurrency { chain.next() }
         guard let end = await chain.done.value(within: .seconds(300)) else { return .infinity }
@@ -65,13 +70,27 @@ struct ProcessLayerSpawnBenchmarkTests {
         let viaShell = await Self.measure(reaper: testReaper, shell: "/bin/sh", script: "true")
         print("spawn cost, .launchedChildren: /bin/true \(Int(direct)) µs per task; /bin/sh -c true \(Int(viaShell)) µs per task")
 
-        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+        // `.allChildren` owns every child of its process: each in an exit test's own process.
+        let separate = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            let engine = DispatchQueue(label: "engine")
             let reaper = try ChildReaper(scope: .allChildren)
-            _ = await ProcessLayerSpawnBenchmarkTests.measure(reaper: reaper, shell: "/bin/true", script: "", total: 200)
-            let direct = await ProcessLayerSpawnBenchmarkTests.measure(reaper: reaper, shell: "/bin/true", script: "")
-            let viaShell = await ProcessLayerSpawnBenchmarkTests.measure(reaper: reaper, shell: "/bin/sh", script: "true")
-            print("spawn cost, .allChildren: /bin/true \(Int(direct)) µs per task; /bin/sh -c true \(Int(viaShell)) µs per task")
+            await ProcessLayerSpawnBenchmarkTests.report("own queue", reaper: reaper, engine: engine)
         }
-        if let result { print(String(decoding: result.standardOutputContent, as: UTF8.self), terminator: "") }
+        let targeted = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            // As the engine would: reap passes on the queue completions go to.
+            let engine = DispatchQueue(label: "engine")
+            let reaper = try ChildReaper(scope: .allChildren, target: engine)
+            await ProcessLayerSpawnBenchmarkTests.report("target = completion queue", reaper: reaper, engine: engine)
+        }
+        for result in [separate, targeted] {
+            if let result { print(String(decoding: result.standardOutputContent, as: UTF8.self), terminator: "") }
+        }
+    }
+
+    static func report(_ label: String, reaper: ChildReaper, engine: DispatchQueue) async {
+        _ = await measure(reaper: reaper, queue: engine, shell: "/bin/true", script: "", total: 200)
+        let direct = await measure(reaper: reaper, queue: engine, shell: "/bin/true", script: "")
+        let viaShell = await measure(reaper: reaper, queue: engine, shell: "/bin/sh", script: "true")
+        print("spawn cost, .allChildren, \(label): /bin/true \(Int(direct)) µs per task; /bin/sh -c true \(Int(viaShell)) µs per task")
     }
 }

@@ -52,7 +52,7 @@ final class ChildReaper: Sendable {
     let scope: Scope
     private let state = Mutex(State())
     /// Serial: reap passes never overlap, so no pid is waited for twice.
-    private let reapQueue = DispatchQueue(label: "flowrun.child-reaper")
+    private let reapQueue: DispatchQueue
     /// Never reassigned; libdispatch sources are thread-safe objects that
     /// Swift's Dispatch overlay does not mark Sendable, hence nonisolated(unsafe).
     nonisolated(unsafe) private let signalSource: any DispatchSourceSignal
@@ -62,12 +62,18 @@ final class ChildReaper: Sendable {
     /// Starts reaping. In `.allChildren` scope, also makes this process a
     /// child subreaper. `orphanHandler` (on `orphanQueue`) hears of every
     /// reaped process that was not launched through this reaper.
+    ///
+    /// `target`: a serial queue for reap passes to run on, typically the one
+    /// completions go to (the engine's), saving a thread hand-off per exit.
+    /// Do not call `init` from `target` itself: it waits for a block there.
     init(
         scope: Scope,
+        target: DispatchQueue? = nil,
         orphanQueue: DispatchQueue = .global(),
         orphanHandler: (@Sendable (_ pid: Int32, _ exit: ProcessExit) -> Void)? = nil
     ) throws(ProcessError) {
         self.scope = scope
+        reapQueue = DispatchQueue(label: "flowrun.child-reaper", target: target)
         self.orphanHandler = orphanHandler
         self.orphanQueue = orphanQueue
 

@@ -14,6 +14,15 @@ struct ProcessEntry: Hashable, Sendable {
 
     /// A zombie (or dead) process has exited; it only waits to be reaped.
     var hasExited: Bool { state == UInt8(ascii: "Z") || state == UInt8(ascii: "X") }
+
+    /// This process and no later one that reuses its pid, whatever its state.
+    var identity: ProcessIdentity { ProcessIdentity(pid: pid, startTime: startTime) }
+}
+
+/// A process across pid reuse: its pid and start time.
+struct ProcessIdentity: Hashable, Sendable {
+    var pid: Int32
+    var startTime: UInt64
 }
 
 /// Reads processes out of /proc. Processes come and go while we read: one

@@ -86,11 +86,11 @@ final class ProcessTreeKiller: Sendable {
     ) -> [Int32] {
         let membership = TreeMembership(processGroups: processGroups, marker: .run(runID), includesChildren: includingChildren)
         var handles: [ProcessHandle] = []
-        var seen: Set<ProcessEntry> = []
+        var seen: Set<ProcessIdentity> = []
         for _ in 0..<100 {
-            let fresh = membership.liveMembers().filter { !seen.contains($0) }
+            let fresh = membership.liveMembers().filter { !seen.contains($0.identity) }
             if fresh.isEmpty { break }
-            seen.formUnion(fresh)
+            seen.formUnion(fresh.map(\.identity))
             for group in Set(fresh.map(\.processGroup)) where processGroups.contains(group) {
                 Glibc.kill(-group, SIGKILL)
             }

@@ -1,3 +1,4 @@
+import CFlowrunSystem
 import Dispatch
 import Glibc
 
@@ -9,24 +10,21 @@ import Glibc
 final class TreeTermination: @unchecked Sendable {
     private enum Phase { case terminating, killing, finished }
 
-    /// A live member we wait for: its pidfd and the read source on it.
+    /// A live member we wait for: its pidfd (closed by the source's cancel
+    /// handler, once the source no longer uses it) and the read source on it.
     private struct Watch {
-        var handle: ProcessHandle
+        var entry: ProcessEntry
+        var pidfd: Int32
         var source: any DispatchSourceRead
-    }
 
-    /// Identifies a process across pid reuse.
-    private struct Identity: Hashable {
-        var pid: Int32
-        var startTime: UInt64
-        init(_ entry: ProcessEntry) { pid = entry.pid; startTime = entry.startTime }
+        func send(_ signal: Int32) { flowrun_pidfd_send_signal(pidfd, signal) }
     }
 
     let tree: ProcessTree
     private let queue: DispatchQueue
     private let membership: TreeMembership
     private var phase = Phase.terminating
-    private var watches: [Identity: Watch] = [:]
+    private var watches: [ProcessIdentity: Watch] = [:]
     private var graceTimer: (any DispatchSourceTimer)?
     private var completions: [(DispatchQueue, @Sendable () -> Void)] = []
     private let onFinish: @Sendable (TreeTermination) -> Void
@@ -36,6 +34,12 @@ final class TreeTermination: @unchecked Sendable {
         self.queue = queue
         membership = TreeMembership(tree)
         self.onFinish = onFinish
+    }
+
+    deinit {
+        // Only if the killer went away mid-way: sources must be cancelled to be freed.
+        for watch in watches.values { watch.source.cancel() }
+        graceTimer?.cancel()
     }
 
     /// Adds a completion; it runs once, on `completionQueue`, when the tree is gone.
@@ -48,7 +52,10 @@ final class TreeTermination: @unchecked Sendable {
     func start(grace: Duration) {
         dispatchPrecondition(condition: .onQueue(queue))
         let members = membership.liveMembers()
-        signal(members, SIGTERM, handles: watch(members))
+        let watched = watch(members)
+        signal(members, SIGTERM, to: watched)
+        // A stopped process would keep SIGTERM pending until the SIGKILL.
+        signal(members, SIGCONT, to: watched)
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + grace.dispatchInterval)
         timer.setEventHandler { [weak self] in self?.kill() }
@@ -67,45 +74,45 @@ final class TreeTermination: @unchecked Sendable {
         graceTimer = nil
         let members = membership.liveMembers()
         _ = watch(members)
-        signal(members, SIGKILL, handles: watches.values.map(\.handle))
+        signal(members, SIGKILL, to: Array(watches.values))
         checkDone()
     }
 
     /// Sends `signal` to the process group (once, while it has a live member:
     /// a group with no member may have had its id reused) and through each
-    /// handle outside the group. Group members get it from the group signal
-    /// alone, so SIGTERM reaches each of them exactly once.
-    private func signal(_ members: [ProcessEntry], _ signal: Int32, handles: [ProcessHandle]) {
+    /// pidfd outside the group. Group members get it from the group signal
+    /// alone, so SIGTERM reaches each of them exactly once. SIGKILL goes both
+    /// ways.
+    private func signal(_ members: [ProcessEntry], _ signal: Int32, to watched: [Watch]) {
         if members.contains(where: { $0.processGroup == tree.processGroup }) {
             Glibc.kill(-tree.processGroup, signal)
         }
-        for handle in handles where signal == SIGKILL || handle.entry.processGroup != tree.processGroup {
-            handle.send(signal)
+        for watch in watched where signal == SIGKILL || watch.entry.processGroup != tree.processGroup {
+            watch.send(signal)
         }
     }
 
-    /// Starts waiting for members not yet watched; returns their handles.
-    private func watch(_ members: [ProcessEntry]) -> [ProcessHandle] {
-        var opened: [ProcessHandle] = []
-        for entry in members where watches[Identity(entry)] == nil {
+    /// Starts waiting for members not yet watched; returns the new watches.
+    private func watch(_ members: [ProcessEntry]) -> [Watch] {
+        var added: [Watch] = []
+        for entry in members where watches[entry.identity] == nil {
             guard let handle = ProcessHandle(entry) else { continue }  // already gone
-            let identity = Identity(entry)
-            let source = DispatchSource.makeReadSource(fileDescriptor: handle.descriptor, queue: queue)
+            let identity = entry.identity
+            let pidfd = handle.takeDescriptor()
+            let source = DispatchSource.makeReadSource(fileDescriptor: pidfd, queue: queue)
             source.setEventHandler { [weak self] in self?.memberExited(identity) }
+            source.setCancelHandler { close(pidfd) }
             source.activate()
-            watches[identity] = Watch(handle: handle, source: source)
-            opened.append(handle)
+            let watch = Watch(entry: entry, pidfd: pidfd, source: source)
+            watches[identity] = watch
+            added.append(watch)
         }
-        return opened
+        return added
     }
 
-    private func memberExited(_ identity: Identity) {
+    private func memberExited(_ identity: ProcessIdentity) {
         guard let watch = watches.removeValue(forKey: identity) else { return }
         watch.source.cancel()
-        // The pidfd must outlive the source's registration: close it in the
-        // cancel handler, which runs after the source is unregistered.
-        let fd = watch.handle.takeDescriptor()
-        watch.source.setCancelHandler { close(fd) }
         checkDone()
     }
 
@@ -117,10 +124,11 @@ final class TreeTermination: @unchecked Sendable {
         let members = membership.liveMembers()
         if !members.isEmpty {
             let fresh = watch(members)
-            if phase == .killing { signal(members, SIGKILL, handles: fresh) }
+            if phase == .killing { signal(members, SIGKILL, to: fresh) }
             if !watches.isEmpty { return }
-            // Every one of them exited before we could open it: look again soon.
-            queue.asyncAfter(deadline: .now() + .milliseconds(1)) { [weak self] in self?.checkDone() }
+            // None could be opened (each exited first, or no descriptor was
+            // left): look again shortly.
+            queue.asyncAfter(deadline: .now() + .milliseconds(10)) { [weak self] in self?.checkDone() }
             return
         }
         phase = .finished
