@@ -7,8 +7,8 @@ import Glibc
 /// `run: SCRIPT`: one attempt as a process tree.
 ///
 /// The shell starts in its own process group with a tree marker in its
-/// environment. Its stdout comes through a pipe, read by a Dispatch source on
-/// `io` (no thread per task): every chunk is appended to the task's log at
+/// environment. Its stdout comes through a pipe, read by the `OutputPump`
+/// (one thread for all tasks): every chunk is appended to the task's log at
 /// once and fed to a `StdoutCapture` (the last 1 MiB, progress lines out), so
 /// memory stays flat whatever the task prints. Its stderr goes straight into
 /// the log. The attempt is over when the shell has exited, its stdout has
@@ -16,8 +16,8 @@ import Glibc
 /// `setsid` daemon) are stopped like a timeout would stop them.
 final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     // @unchecked: state below is touched on `queue` (the engine's), except
-    // `capture` and the log descriptor, which only the `io` reader touches
-    // until it hands them back on `queue`.
+    // `capture` and `lastProgress`, which only the pump's thread touches
+    // until it hands the capture back on `queue`.
     struct Setup {
         var shell: String
         var script: String
@@ -31,7 +31,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     private let setup: Setup
     private let queue: DispatchQueue
-    private let io: DispatchQueue
+    private let pump: OutputPump
     private let reaper: ChildReaper
     private let killer: ProcessTreeKiller
     private let onProgress: (Int) -> Void
@@ -47,17 +47,17 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var stopping = false
     private var treeGone = false
     private var done = false
-    private var readSource: (any DispatchSourceRead)?
+    private var readDescriptor: Int32 = -1
     private var capture = StdoutCapture()
     private var logDescriptor: Int32 = -1
     private var lastProgress = -1
 
-    init(_ setup: Setup, queue: DispatchQueue, io: DispatchQueue, reaper: ChildReaper, killer: ProcessTreeKiller,
+    init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, completion: @escaping (AttemptResult) -> Void) {
         self.escapeesExist = escapeesExist
         self.setup = setup
         self.queue = queue
-        self.io = io
+        self.pump = pump
         self.reaper = reaper
         self.killer = killer
         self.onProgress = onProgress
@@ -91,34 +91,21 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func startReading(_ descriptor: Int32) {
-        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: io)
+        readDescriptor = descriptor
         let log = logDescriptor
-        source.setEventHandler { [weak self] in
-            guard let self else { return }
-            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count > 0 {
-                buffer.withUnsafeBytes { bytes in
-                    let chunk = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
-                    writeAll(log, chunk)
-                    if let progress = self.capture.append(chunk) { self.reportProgress(progress) }
-                }
-            } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
-                source.cancel()
-            }
-        }
-        source.setCancelHandler { [weak self] in
-            close(descriptor)
-            guard let self else { return }
-            if let progress = self.capture.finish() { self.reportProgress(progress) }
-            let capture = self.capture
-            self.queue.async { self.stdoutEnded(capture) }
-        }
-        readSource = source
-        source.resume()
+        pump.add(descriptor, OutputPump.Reader(
+            data: { [self] chunk in
+                writeAll(log, chunk)
+                if let progress = capture.append(chunk) { reportProgress(progress) }
+            },
+            end: { [self] in
+                if let progress = capture.finish() { reportProgress(progress) }
+                let capture = self.capture
+                queue.async { self.stdoutEnded(capture) }
+            }))
     }
 
-    /// On `io`: forwards whole-percent changes only.
+    /// On the pump's thread: forwards whole-percent changes only.
     private func reportProgress(_ value: Double) {
         let percent = Int(value.rounded(.down))
         guard percent != lastProgress else { return }
@@ -139,24 +126,26 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         finishIfOver()
     }
 
-    /// Over when the shell has exited, stdout has closed and the tree is gone.
+    /// Over when the shell has exited, nothing of its tree is left and stdout has closed.
     private func finishIfOver() {
         guard !done, exit != nil else { return }
         if !treeGone && !stopping {
-            if stdoutClosed && !ProcessTreeKiller.hasLiveMembers(processGroup: pid) && !escapeesExist() {
-                treeGone = true
-            } else {
-                // Leftovers hold the group (or stdout) open: stop them as a timeout would.
+            if ProcessTreeKiller.hasLiveMembers(processGroup: pid) || escapeesExist() {
+                // Leftovers (a background job, a daemon): stop them as a timeout would.
                 stopTree()
                 return
             }
+            treeGone = true
+            // No writer is left, so stdout ends as soon as its last bytes are read;
+            // should something outside the tree still hold it, stop listening soon.
+            if !stdoutClosed {
+                queue.asyncAfter(deadline: .now() + 2) { [weak self] in
+                    guard let self, !self.done else { return }
+                    self.pump.close(self.readDescriptor)
+                }
+            }
         }
-        guard treeGone else { return }
-        if !stdoutClosed {
-            // Something outside the tree still holds stdout: stop listening.
-            readSource?.cancel()
-            return
-        }
+        guard treeGone, stdoutClosed else { return }
         complete()
     }
 
@@ -293,7 +282,7 @@ extension RunEngine {
                 return FailedAttempt(reason: "cannot watch child processes: \(reaperProblem ?? "unknown error")", queue: queue, completion: completion)
             }
             return ProcessAttempt(
-                setup, queue: queue, io: io, reaper: reaper, killer: killer,
+                setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: { [weak self] in
                     guard let self else { return false }
                     let leaders = Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid })

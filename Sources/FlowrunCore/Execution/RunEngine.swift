@@ -29,8 +29,8 @@ public final class RunEngine: @unchecked Sendable {
     var resourceOfSemaphore: [String: Int] = [:]
 
     var attempts: [Int: any TaskAttempt] = [:]
-    /// Reads task output; serial, so no thread per task.
-    let io = DispatchQueue(label: "flowrun.output")
+    /// Reads every task's output on one thread.
+    let pump = OutputPump()
     let killer = ProcessTreeKiller()
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
@@ -191,7 +191,8 @@ public final class RunEngine: @unchecked Sendable {
         timer.schedule(deadline: .now() + .nanoseconds(delay.nanoseconds))
         timer.setEventHandler { [weak self] in
             guard let self else { return }
-            self.timers[key] = nil
+            // A source must be cancelled before its last reference goes, even after it fired.
+            self.timers.removeValue(forKey: key)?.cancel()
             action(self)
         }
         timers[key] = timer

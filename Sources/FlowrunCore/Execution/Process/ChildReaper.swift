@@ -12,10 +12,16 @@ import Synchronization
 /// ready, so coalesced SIGCHLDs lose nothing. On Linux, libdispatch's signal
 /// source is a signalfd plus a SIGCHLD handler that libdispatch installs
 /// itself: a signal that lands on a thread which does not block it is
-/// re-raised at libdispatch's manager thread, so no thread has to block
-/// SIGCHLD. What must hold: SIGCHLD is never SIG_IGN (the kernel would then
-/// reap children itself and `waitpid` would fail with ECHILD) and nothing
-/// else replaces its disposition; in `.allChildren` scope nothing else in the
+/// re-raised at libdispatch's manager thread, so correctness does not depend
+/// on signal masks. Speed does: that detour costs a signal frame and a
+/// `pthread_kill` per exit, so `init` blocks SIGCHLD in the calling thread
+/// (Dispatch's worker threads block it already). Create the reaper on the
+/// main thread before starting other threads, and they inherit the block;
+/// children do not (`ProcessLauncher` gives them an empty mask).
+///
+/// What must hold: SIGCHLD is never SIG_IGN (the kernel would then reap
+/// children itself and `waitpid` would fail with ECHILD) and nothing else
+/// replaces its disposition; in `.allChildren` scope nothing else in the
 /// process waits for children. `init` returns only once the source is
 /// registered, so no exit between `init` and the first spawn can be missed.
 final class ChildReaper: Sendable {
@@ -86,6 +92,10 @@ final class ChildReaper: Sendable {
             reset.__sigaction_handler.sa_handler = SIG_DFL
             sigaction(SIGCHLD, &reset, nil)
         }
+        var childSignal = sigset_t()
+        sigemptyset(&childSignal)
+        sigaddset(&childSignal, SIGCHLD)
+        pthread_sigmask(SIG_BLOCK, &childSignal, nil)
         if scope == .allChildren, flowrun_set_child_subreaper(1) != 0 {
             throw ProcessError(operation: "prctl PR_SET_CHILD_SUBREAPER", code: errno)
         }
@@ -138,6 +148,8 @@ final class ChildReaper: Sendable {
             do {
                 pid = try spawn()
             } catch {
+                // glibc reaps a child whose exec failed itself; if waitpid(-1)
+                // got there first, that status is reported as an orphan here.
                 let orphans = state.withLock { state in
                     state.spawnsInFlight -= 1
                     return takeOrphansIfIdle(&state)

@@ -9,7 +9,8 @@ import Synchronization
 /// Limits: a descendant that both leaves the group and drops the marker
 /// (`setsid env -i …`) is not found by `terminate`; once its parent dies it
 /// re-parents to flowrun (a subreaper), where `killAll(…, includingChildren:)`
-/// finds it. Processes of another uid are never touched.
+/// finds it. Processes of another uid are never touched. Keep the killer for
+/// the life of the run: terminations in progress end with it.
 final class ProcessTreeKiller: Sendable {
     /// Serial; owns every `TreeTermination` and its sources and timers.
     private let queue = DispatchQueue(label: "flowrun.tree-killer")
