@@ -22,7 +22,8 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         let name = event.subject ?? ""
         switch event.kind {
         case .runStarted:
-            lines.append("\(stamp) run      \(event.workflow ?? "") started (\(event.members ?? 0) tasks, record \(event.path ?? ""))")
+            let tasks = event.members ?? 0
+            lines.append("\(stamp) run      \(event.workflow ?? "") started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(event.path ?? ""))")
         case .taskWaiting:
             lines.append("\(stamp) waiting  \(name): \((event.waitingOn ?? []).joined(separator: ", "))")
         case .taskStarted:
