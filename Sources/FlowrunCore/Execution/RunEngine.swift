@@ -30,7 +30,7 @@ public final class RunEngine: @unchecked Sendable {
 
     var attempts: [Int: any TaskAttempt] = [:]
     /// Reads every task's output on one thread.
-    let pump = OutputPump()
+    let pump: OutputPump
     let killer = ProcessTreeKiller()
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
@@ -69,6 +69,14 @@ public final class RunEngine: @unchecked Sendable {
         }
         pool = SlotPool(capacities: capacities, names: names)
         baseEnvironment = Self.currentEnvironment()
+        // First, on this (the main) thread, before any Dispatch thread exists:
+        // the reaper blocks SIGCHLD here so every later thread inherits that.
+        do {
+            reaper = try ChildReaper(scope: .allChildren, target: queue)
+        } catch {
+            reaperProblem = error.description
+        }
+        pump = OutputPump()
         for (offset, semaphore) in plan.workflow.semaphores.enumerated() { resourceOfSemaphore[semaphore.name] = offset + 1 }
         buildNodes()
     }
@@ -78,11 +86,6 @@ public final class RunEngine: @unchecked Sendable {
     /// Runs to the end and returns how it went. Blocks the calling thread (not a Dispatch worker).
     public func run() -> RunOutcome {
         installSignalHandlers()
-        do {
-            reaper = try ChildReaper(scope: .allChildren)
-        } catch {
-            reaperProblem = error.description
-        }
         queue.async { self.begin() }
         done.wait()
         // Nothing of the run may outlive flowrun, not even a daemon that left its group.
@@ -210,7 +213,11 @@ public final class RunEngine: @unchecked Sendable {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
             source.setEventHandler { [weak self] in self?.received(signal: signalNumber) }
+            // Wait until the source is registered: a signal before that would be lost.
+            let registered = DispatchSemaphore(value: 0)
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
+            registered.wait()
             signalSources.append(source)
         }
     }

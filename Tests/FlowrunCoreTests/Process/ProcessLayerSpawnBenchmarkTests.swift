@@ -50,17 +50,34 @@ struct ProcessLayerSpawnBenchmarkTests {
         }
     }
 
-    /// Microseconds per task.
+    /// Wall-clock microseconds per task, and this process's own CPU time
+    /// (user + system) per task: flowrun's share, whatever the load.
+    struct Cost: CustomStringConvertible {
+        var wall: Double
+        var cpu: Double
+        var description: String { "\(Int(wall)) µs wall, \(Int(cpu)) µs own CPU" }
+    }
+
+    static func cpuMicroseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+    }
+
+    /// Per task.
     static func measure(
         reaper: ChildReaper, queue: DispatchQueue = DispatchQueue(label: "bench"), shell: String, script: String,
         total: Int = 2000, concurrency: Int = 2
-    ) async -> Double {
+    ) async -> Cost {
         let chain = Chain(reaper: reaper, queue: queue, request: LaunchRequest(shell: shell, script: script, environment: [testPath]), total: total)
+        let cpu = cpuMicroseconds()
         let started = ContinuousClock.now
         for _ in 0..<concurrency { chain.next() }
-        guard let end = await chain.done.value(within: .seconds(300)) else { return .infinity }
+        guard let end = await chain.done.value(within: .seconds(300)) else { return Cost(wall: .infinity, cpu: .infinity) }
         let (seconds, attoseconds) = (end - started).components
-        return (Double(seconds) + Double(attoseconds) / 1e18) * 1e6 / Double(total)
+        return Cost(
+            wall: (Double(seconds) + Double(attoseconds) / 1e18) * 1e6 / Double(total),
+            cpu: (cpuMicroseconds() - cpu) / Double(total))
     }
 
     @Test func spawnCostWithEachReaperScope() async {
@@ -68,7 +85,7 @@ struct ProcessLayerSpawnBenchmarkTests {
         _ = await Self.measure(reaper: testReaper, shell: "/bin/true", script: "", total: 200)
         let direct = await Self.measure(reaper: testReaper, shell: "/bin/true", script: "")
         let viaShell = await Self.measure(reaper: testReaper, shell: "/bin/sh", script: "true")
-        print("spawn cost, .launchedChildren: /bin/true \(Int(direct)) µs per task; /bin/sh -c true \(Int(viaShell)) µs per task")
+        print("spawn cost per task, .launchedChildren: /bin/true \(direct); /bin/sh -c true \(viaShell)")
 
         // `.allChildren` owns every child of its process: each in an exit test's own process.
         let separate = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
@@ -91,6 +108,6 @@ struct ProcessLayerSpawnBenchmarkTests {
         _ = await measure(reaper: reaper, queue: engine, shell: "/bin/true", script: "", total: 200)
         let direct = await measure(reaper: reaper, queue: engine, shell: "/bin/true", script: "")
         let viaShell = await measure(reaper: reaper, queue: engine, shell: "/bin/sh", script: "true")
-        print("spawn cost, .allChildren, \(label): /bin/true \(Int(direct)) µs per task; /bin/sh -c true \(Int(viaShell)) µs per task")
+        print("spawn cost per task, .allChildren, \(label): /bin/true \(direct); /bin/sh -c true \(viaShell)")
     }
 }
