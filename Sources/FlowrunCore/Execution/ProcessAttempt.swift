@@ -67,9 +67,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
 
     func start() {
+        // $FLOWRUN_OUTPUT is not created here: `>>` creates it, and a task that
+        // writes no outputs costs no file (each attempt has its own name).
         logDescriptor = open(setup.logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        let output = open(setup.outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        if output >= 0 { close(output) }
         var pipeEnds: [Int32] = [-1, -1]
         guard logDescriptor >= 0, flowrun_pipe_cloexec(&pipeEnds) == 0 else {
             fail("cannot set up the task's output: \(String(cString: strerror(errno)))")
@@ -234,25 +234,20 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 /// Children of flowrun that are not task shells: descendants that escaped
 /// their group and were re-parented to flowrun, the child subreaper.
 enum EscapedChildren {
-    /// Whether flowrun has a child that is not one of `leaders` (the running task shells).
+    /// Whether flowrun has a child that is not one of `leaders` (the running
+    /// task shells). Orphans are re-parented to the subreaper's main thread
+    /// (flowrun never spawns from it), so one file tells: its `children`.
     static func exist(besides leaders: Set<Int32>) -> Bool {
         let me = getpid()
-        guard let directory = opendir("/proc/self/task") else { return false }
-        defer { closedir(directory) }
+        let descriptor = open("/proc/\(me)/task/\(me)/children", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.first?.isNumber == true else { continue }
-            let descriptor = open("/proc/\(me)/task/\(name)/children", O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { continue }
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            close(descriptor)
-            guard count > 0 else { continue }
-            for pid in String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ").compactMap({ Int32($0) }) where !leaders.contains(pid) {
-                return true
-            }
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return false }
+        return String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ").contains {
+            Int32($0).map { !leaders.contains($0) } ?? false
         }
-        return false
     }
 }
 
@@ -261,19 +256,31 @@ extension RunEngine {
         let node = nodes[index]
         do throws(TemplateRenderError) {
             let rendered = try renderShell(script, for: index)
-            var environment = baseEnvironment
-            for entry in plan.workflow.env { environment[entry.name] = try renderText(entry.value, for: index) }
-            for entry in node.task?.env ?? [] { environment[entry.name] = try renderText(entry.value, for: index) }
+            // Only what a task sets on top of flowrun's own environment is built per task.
+            var overrides: [(key: String, value: String)] = []
+            for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
+            for entry in node.task?.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
             let outputPath = record.outputPath(for: node.name, attempt: node.attempt)
-            environment["FLOWRUN_TASK"] = node.name
-            environment["FLOWRUN_RUN_ID"] = record.runID
-            environment["FLOWRUN_OUTPUT"] = outputPath
-            environment["FLOWRUN_ATTEMPT"] = String(node.attempt)
-            if let item = node.item { environment["FLOWRUN_ITEM"] = item }
-            if let position = node.index { environment["FLOWRUN_INDEX"] = String(position) }
+            overrides.append(("FLOWRUN_TASK", node.name))
+            overrides.append(("FLOWRUN_RUN_ID", record.runID))
+            overrides.append(("FLOWRUN_OUTPUT", outputPath))
+            overrides.append(("FLOWRUN_ATTEMPT", String(node.attempt)))
+            if let item = node.item { overrides.append(("FLOWRUN_ITEM", item)) }
+            if let position = node.index { overrides.append(("FLOWRUN_INDEX", String(position))) }
             let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
-            var entries = environment.filter { $0.key != ProcessTreeMarker.variable }.map { "\($0.key)=\($0.value)" }
-            entries.append(marker.environmentEntry(inherited: environment[ProcessTreeMarker.variable]))
+            overrides.append((ProcessTreeMarker.variable, marker.environmentEntry(inherited: baseEnvironment[ProcessTreeMarker.variable]).split(separator: "=", maxSplits: 1).last.map(String.init) ?? ""))
+            var entries: [String]
+            if overrides.contains(where: { baseEnvironment[$0.key] != nil }) {
+                let replaced = Set(overrides.map(\.key))
+                entries = baseEnvironment.filter { !replaced.contains($0.key) }.map { "\($0.key)=\($0.value)" }
+            } else {
+                entries = baseEnvironmentEntries
+            }
+            // Later entries win, as in the environment order FORMAT.md §8 gives.
+            var seen = Set<String>()
+            for override in overrides.reversed() where seen.insert(override.key).inserted {
+                entries.append("\(override.key)=\(override.value)")
+            }
             let setup = ProcessAttempt.Setup(
                 shell: plan.workflow.shell, script: rendered, environment: entries,
                 workingDirectory: try node.task?.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },

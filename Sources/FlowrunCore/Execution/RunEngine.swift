@@ -35,8 +35,9 @@ public final class RunEngine: @unchecked Sendable {
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
     var reaperProblem: String?
-    /// flowrun's own environment, the base of every task's.
+    /// flowrun's own environment, the base of every task's, and the same as "K=V" entries.
     let baseEnvironment: [String: String]
+    let baseEnvironmentEntries: [String]
     private var treeSerial = 0
     var timers: [String: any DispatchSourceTimer] = [:]
     /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
@@ -69,6 +70,7 @@ public final class RunEngine: @unchecked Sendable {
         }
         pool = SlotPool(capacities: capacities, names: names)
         baseEnvironment = Self.currentEnvironment()
+        baseEnvironmentEntries = baseEnvironment.map { "\($0.key)=\($0.value)" }
         // First, on this (the main) thread, before any Dispatch thread exists:
         // the reaper blocks SIGCHLD here so every later thread inherits that.
         do {
