@@ -40,23 +40,12 @@ struct JSONObjectWriter {
 }
 
 enum JSONText {
+    /// One escaping routine for all of flowrun's JSON: `JSONValue`'s.
     static func quoted(_ string: String) -> String {
-        var result = "\""
+        var result = ""
         result.reserveCapacity(string.utf8.count + 2)
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
+        JSONValue.writeQuoted(string, to: &result)
+        return result
     }
 
     /// Seconds with millisecond precision, `2` not `2.0`.

@@ -97,13 +97,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
 
     /// `14:03:07.250`, local time.
     static func clock(_ timestamp: Double) -> String {
-        var seconds = time_t(timestamp)
-        var parts = tm()
-        localtime_r(&seconds, &parts)
-        let milliseconds = Int((timestamp - Double(Int(timestamp))) * 1000)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
-        return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)"
+        ClockText(timestamp, local: true).time
     }
 
     static func seconds(_ value: Double) -> String {

@@ -108,13 +108,27 @@ public struct RunEvent: Sendable {
 
     /// `2026-11-22T02:51:03.123Z`
     static func iso8601(_ seconds: Double) -> String {
-        var time = time_t(seconds)
+        let time = ClockText(seconds, local: false)
+        return "\(time.date)T\(time.time)Z"
+    }
+}
+
+/// A timestamp's date and time of day as text, to the millisecond.
+struct ClockText {
+    /// `2026-11-22`
+    var date: String
+    /// `14:03:07.250`
+    var time: String
+
+    init(_ seconds: Double, local: Bool) {
+        var whole = time_t(seconds)
         var parts = tm()
-        gmtime_r(&time, &parts)
-        let milliseconds = Int((seconds - Double(Int(seconds))) * 1000)
+        if local { localtime_r(&whole, &parts) } else { gmtime_r(&whole, &parts) }
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let milliseconds = min(999, Int((seconds - Double(Int(seconds))) * 1000))
         let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+        date = "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
+        time = "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)"
     }
 }
 
