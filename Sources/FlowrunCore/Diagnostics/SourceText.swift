@@ -4,12 +4,13 @@ public struct SourceText: Sendable {
     public var file: String
     public var lines: [Substring]
 
+    private static let lineBreaks: Set<Character> = ["\n", "\r", "\r\n", "\u{85}", "\u{2028}", "\u{2029}"]
+
     public init(file: String, bytes: [UInt8]) {
         self.file = file
         let text = String(decoding: bytes, as: UTF8.self)
-        lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            $0.last == "\r" ? $0.dropLast() : $0
-        }
+        // The breaks libyaml counts lines by, so line numbers agree with its marks.
+        lines = text.split(omittingEmptySubsequences: false) { Self.lineBreaks.contains($0) }
     }
 
     /// A place in the text to search on from: a line, a position in it and its column.
@@ -58,9 +59,9 @@ public struct SourceText: Sendable {
     public func advanced(_ cursor: Cursor, by characters: Int) -> Cursor {
         var next = cursor
         let line = lines[cursor.line]
-        let steps = min(characters, line.distance(from: cursor.index, to: line.endIndex))
-        next.index = line.index(cursor.index, offsetBy: steps)
-        next.column += steps
+        let end = line.index(cursor.index, offsetBy: characters, limitedBy: line.endIndex) ?? line.endIndex
+        next.column += line.distance(from: cursor.index, to: end)
+        next.index = end
         return next
     }
 }
