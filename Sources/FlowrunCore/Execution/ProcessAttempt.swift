@@ -51,6 +51,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var capture = StdoutCapture()
     private var logDescriptor: Int32 = -1
     private var lastProgress = -1
+    private var stdoutDeadlineSet = false
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, completion: @escaping (AttemptResult) -> Void) {
@@ -136,16 +137,21 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 return
             }
             treeGone = true
-            // No writer is left, so stdout ends as soon as its last bytes are read;
-            // should something outside the tree still hold it, stop listening soon.
-            if !stdoutClosed {
+        }
+        guard treeGone else { return }
+        // No writer of the tree is left, so stdout ends as soon as its last bytes
+        // are read; should something outside the tree still hold it (a setsid,
+        // env -i escapee), stop listening soon — whichever way the tree went.
+        if !stdoutClosed {
+            if !stdoutDeadlineSet {
+                stdoutDeadlineSet = true
                 queue.asyncAfter(deadline: .now() + 2) { [weak self] in
                     guard let self, !self.done else { return }
                     self.pump.close(self.readDescriptor)
                 }
             }
+            return
         }
-        guard treeGone, stdoutClosed else { return }
         complete()
     }
 

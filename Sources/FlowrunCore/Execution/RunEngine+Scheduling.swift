@@ -28,7 +28,7 @@ extension RunEngine {
             let runs: Bool
             switch task.when {
             case .success: runs = needs.allSatisfy(\.isOK)
-            case .failure: runs = needs.contains(where: \.isFailure)
+            case .failure: runs = needs.contains { $0.isFailure && !$0.isOK }
             case .always: runs = true
             }
             guard runs else {

@@ -225,11 +225,12 @@ public final class RunEngine: @unchecked Sendable {
     }
 
     private func received(signal signalNumber: Int32) {
-        if stopSignal == nil && stopping == nil {
+        if stopSignal == nil {
+            // The first signal. If fail_fast or the run's timeout is already
+            // stopping the run, it only decides the exit code; finally still runs.
             stopSignal = signalNumber
-            stop(because: .signal)
+            if stopping == nil { stop(because: .signal) }
         } else if !killingEverything {
-            if stopSignal == nil { stopSignal = signalNumber }
             killEverything()
         }
     }

@@ -1,0 +1,142 @@
+import Foundation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - A flowrun that the test can signal
+
+/// `flowrun` started directly (no launcher) as the leader of its own process
+/// group, as a shell starts a foreground job: `signalGroup` is what a
+/// terminal does on Ctrl-C. Its stdout and stderr go to files. Nothing
+/// hangs: `finish()` kills the group at the hard timeout, and `deinit` kills
+/// it if the test never waited.
+final class LiveFlowrun {
+    struct Ended: CustomStringConvertible {
+        var exitStatus: Int32?
+        var signal: Int32?
+        /// True when the hard timeout killed it.
+        var hung: Bool
+        /// From the start to the moment the exit was seen.
+        var wallSeconds: Double
+        var stdout: String
+        var stderr: String
+
+        var description: String {
+            let how = exitStatus.map { "exit \($0)" } ?? signal.map { "signal \($0)" } ?? "?"
+            return "flowrun → \(how)\(hung ? " (killed at the hard timeout: a hang)" : ""), \(String(format: "%.2f s", wallSeconds))\n"
+                + "--- stdout ---\n\(stdout.suffix(3000))\n--- stderr ---\n\(stderr.suffix(2000))"
+        }
+    }
+
+    let pid: pid_t
+    let started = ContinuousClock.now
+    private let hardDeadline: ContinuousClock.Instant
+    private let stdoutPath: String
+    private let stderrPath: String
+    private let scratch: TemporaryDirectory
+    private var ended: Ended?
+
+    /// `inheritedDescriptor`: also give flowrun an open descriptor (on /dev/null) at this number,
+    /// the way a careless parent leaks one.
+    init(_ arguments: [String], environment overrides: [String: String], directory: String, hardTimeout: Duration,
+         inheritedDescriptor: Int32? = nil) throws {
+        scratch = try TemporaryDirectory(prefix: "flowrun-live")
+        stdoutPath = scratch.path + "/stdout"
+        stderrPath = scratch.path + "/stderr"
+        hardDeadline = started + hardTimeout
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = "1"
+        environment.merge(overrides) { _, new in new }
+
+        var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        if let inheritedDescriptor {
+            // Opened in the child only (no other test's child can inherit it), without close-on-exec.
+            posix_spawn_file_actions_addopen(&actions, inheritedDescriptor, "/dev/null", O_RDONLY, 0)
+        }
+        guard let addChdir = cLibrarySymbol(
+            "posix_spawn_file_actions_addchdir_np",
+            as: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32).self)
+        else { throw FlowrunBinaryError("no posix_spawn_file_actions_addchdir_np") }
+        _ = addChdir(&actions, directory)
+
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+
+        let binary = try FlowrunBinary.path()
+        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid = pid_t()
+        let result = posix_spawn(&pid, binary, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw FlowrunBinaryError("posix_spawn \(binary): \(String(cString: strerror(result)))") }
+        self.pid = pid
+    }
+
+    deinit {
+        if ended == nil {
+            kill(-pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }
+    }
+
+    var elapsed: Double { (ContinuousClock.now - started).seconds }
+
+    /// `kill(-pgid, signal)`: the whole foreground job, as a terminal does it.
+    func signalGroup(_ signal: Int32) {
+        precondition(ended == nil, "signalling a process already reaped")
+        kill(-pid, signal)
+    }
+
+    /// Reaps flowrun if it has exited within `timeout`; nil if it is still running.
+    func wait(upTo timeout: Duration) -> Ended? {
+        if let ended { return ended }
+        _ = poll(until: timeout, every: .milliseconds(2)) { reap(options: WNOHANG) }
+        return ended
+    }
+
+    /// Waits for the exit; at the hard timeout kills the group and reports a hang.
+    func finish() -> Ended {
+        if let ended { return ended }
+        let left = hardDeadline - ContinuousClock.now
+        if let ended = wait(upTo: max(left, .zero)) { return ended }
+        kill(-pid, SIGKILL)
+        _ = reap(options: 0)
+        ended?.hung = true
+        return ended!
+    }
+
+    private func reap(options: Int32) -> Bool {
+        var status: Int32 = 0
+        var result: pid_t
+        repeat { result = waitpid(pid, &status, options) } while result < 0 && errno == EINTR
+        guard result == pid else { return false }
+        let signal = status & 0x7F
+        ended = Ended(
+            exitStatus: signal == 0 ? (status >> 8) & 0xFF : nil, signal: signal == 0 ? nil : signal, hung: false,
+            wallSeconds: elapsed,
+            stdout: ProcessProbe.text(stdoutPath) ?? "", stderr: ProcessProbe.text(stderrPath) ?? "")
+        return true
+    }
+}

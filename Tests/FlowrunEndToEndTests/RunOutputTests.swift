@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension RunEndToEnd {
+    /// SPEC §2 "Outputs: the stash", §7 run record: output streams to the
+    /// task's log as it arrives (no pipe deadlock, flat memory), the stash
+    /// keeps the last 1 MiB, progress lines are events, not output.
+    @Suite struct RunOutputTests {
+        static let bigSize = 200_000_000
+
+        /// 200 MB on stdout (and a line on stderr before and after): the task
+        /// finishes, flowrun's own peak RSS (measured by the harness's exact
+        /// launcher) stays under 50 MB, the log holds every byte, the stash
+        /// is the last 1 MiB.
+        @Test func twoHundredMegabytesOnStdoutLandInTheLogWithFlatMemory() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  flood:
+                    run: |
+                      echo "before the flood" >&2
+                      head -c \(Self.bigSize) /dev/zero | tr '\\0' 'x'
+                      echo "after the flood" >&2
+                """, timeout: .seconds(90))
+            print(String(format: "run-output 200MB: %.2f s wall, %.1f MB peak RSS%@", run.wallSeconds, run.peakRSSMegabytes,
+                         run.peakRSSIsExact ? "" : " (inexact)"))
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(run.peakRSSIsExact, "no C compiler for the RSS launcher: the figure includes the test runner")
+            #expect(run.peakRSSMegabytes < 50, "flowrun's peak RSS was \(run.peakRSSMegabytes) MB\n\(run)")
+
+            let record = try sandbox.record()
+            #expect(record.status("flood") == "succeeded", "\(record.overview)")
+            let logSize = try Self.size(of: record.logPath("flood"))
+            let stderrBytes = "before the flood\n".utf8.count + "after the flood\n".utf8.count
+            #expect(logSize == Self.bigSize + stderrBytes, "the log holds \(logSize) bytes, expected \(Self.bigSize) + \(stderrBytes) of stderr")
+            // The log's start and end: stderr lines around the flood.
+            let head = try Self.bytes(of: record.logPath("flood"), from: 0, count: 17)
+            #expect(String(decoding: head, as: UTF8.self) == "before the flood\n")
+            // stderr goes straight to the log while stdout passes through a
+            // pipe, so the last stderr line may precede the last pipe-full of x.
+            let tail = try Self.bytes(of: record.logPath("flood"), from: logSize - 300_000, count: 300_000)
+            #expect(String(decoding: tail, as: UTF8.self).contains("xxxxafter the flood\nxxxx")
+                        || String(decoding: tail, as: UTF8.self).hasSuffix("xafter the flood\n"), "no 'after the flood' line near the end of the log")
+
+            let stash = try #require(record.stdout("flood"))
+            #expect(stash.utf8.count <= 1 << 20, "the stash holds \(stash.utf8.count) bytes, more than 1 MiB")
+            #expect(stash.utf8.count >= (1 << 20) - 1, "the stash should be the last 1 MiB, holds \(stash.utf8.count) bytes")
+            #expect(stash.utf8.allSatisfy { $0 == UInt8(ascii: "x") }, "the stash holds bytes other than the task's stdout")
+            let summarySize = try Self.size(of: record.directory + "/summary.json")
+            #expect(summarySize < 2 << 20, "summary.json is \(summarySize) bytes")
+        }
+
+        /// stdout and stderr both land in the log; stderr never reaches the stash.
+        @Test func stderrLandsInTheLogButNotInTheStash() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  both:
+                    run: |
+                      echo out-1
+                      echo err-1 >&2
+                      echo out-2
+                      echo err-2 >&2
+                      exit 3
+                """)
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.status("both") == "failed")
+            #expect(record.stdout("both") == "out-1\nout-2")
+            #expect(integer(record.task("both")?["exit_code"]) == 3)
+            let log = try #require(ProcessProbe.text(record.logPath("both")))
+            for line in ["out-1", "err-1", "out-2", "err-2"] {
+                #expect(log.contains(line + "\n"), "the log lacks \(line):\n\(log)")
+            }
+            // The plain reporter shows a failed task's log tail and its path.
+            #expect(run.stdout.contains("| err-2"), "\(run)")
+            #expect(run.stdout.contains("log: \(record.logPath("both"))"), "\(run)")
+        }
+
+        /// `::progress::N` lines become task_progress events (in order) and
+        /// are left out of the stash; the log keeps everything printed. The
+        /// task prints the next line only once the event for the previous one
+        /// is in events.jsonl, so no two progress lines share a read.
+        @Test func progressLinesAreEventsNotOutput() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  steps:
+                    run: |
+                      events="$(dirname "$(dirname "$FLOWRUN_OUTPUT")")/events.jsonl"
+                      seen() { n=0; until grep -q "progress.:$1[,}]" "$events"; do n=$((n+1)); [ $n -gt 1000 ] && return 1; sleep 0.01; done; }
+                      echo first
+                      echo "::progress::25"
+                      seen 25
+                      echo second
+                      echo "::progress::75"
+                      seen 75
+                      echo "::progress::100"
+                      echo third
+                  reader:
+                    needs: steps
+                    run: printf '%s' ${{ tasks.steps.stdout }} > "$SANDBOX/seen"
+                """, output: "json")
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            let progress = record.events("task_progress", task: "steps").compactMap { integer($0["progress"]) }
+            #expect(progress == [25, 75, 100], "\(record.overview)")
+            #expect(record.stdout("steps") == "first\nsecond\nthird")
+            #expect(sandbox.read("seen") == "first\nsecond\nthird")
+            let log = try #require(ProcessProbe.text(record.logPath("steps")))
+            #expect(log == "first\n::progress::25\nsecond\n::progress::75\n::progress::100\nthird\n", "the log keeps every line printed")
+            // --output json prints the same events as events.jsonl.
+            let printed = run.stdout.split(separator: "\n").map(String.init)
+            #expect(printed == record.eventLines.filter { !$0.isEmpty }, "--output json and events.jsonl differ\n\(run)")
+        }
+
+        /// A burst of progress lines read at once may be reported as its
+        /// latest value only (a coalescing choice, fine for a progress bar):
+        /// each value reported is one the task printed, the last is the last
+        /// printed, and no progress line reaches the stash. Lines that only
+        /// look like progress stay output.
+        @Test func aBurstOfProgressLinesEndsAtTheLastValue() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  burst:
+                    run: |
+                      echo "::progress::abc"
+                      echo "::progress::150"
+                      echo "say ::progress::50"
+                      i=0; while [ $i -le 100 ]; do echo "::progress::$i"; echo "line $i"; i=$((i+10)); done
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            let progress = record.events("task_progress", task: "burst").compactMap { integer($0["progress"]) }
+            #expect(progress.last == 100, "\(progress)")
+            #expect(progress.allSatisfy { $0 % 10 == 0 }, "\(progress)")
+            let stash = try #require(record.stdout("burst"))
+            let expected = ["::progress::abc", "::progress::150", "say ::progress::50"] + stride(from: 0, through: 100, by: 10).map { "line \($0)" }
+            #expect(stash == expected.joined(separator: "\n"))
+        }
+
+        /// Output is written to the log as it arrives, not at the end: while
+        /// the task still runs, its log already holds what it printed.
+        @Test func theLogIsWrittenWhileTheTaskRuns() throws {
+            let sandbox = try RunSandbox()
+            let flowrun = try sandbox.start("""
+                tasks:
+                  slow:
+                    run: |
+                      echo "early line"
+                      echo "early error" >&2
+                      while [ ! -e "$SANDBOX/go" ]; do sleep 0.02; done
+                      echo "late line"
+                """)
+            let logged = poll(until: .seconds(15)) {
+                guard let run = try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory).first else { return false }
+                let log = ProcessProbe.text(sandbox.logDirectory + "/" + run + "/logs/slow.log") ?? ""
+                return log.contains("early line\n") && log.contains("early error\n")
+            }
+            #expect(logged, "the log did not show the task's output while it ran")
+            #expect(FileManager.default.createFile(atPath: sandbox.file("go"), contents: nil))
+            let ended = flowrun.finish()
+            #expect(ended.exitStatus == 0, "\(ended)")
+            let record = try sandbox.record()
+            #expect(record.stdout("slow") == "early line\nlate line")
+        }
+
+        static func size(of path: String) throws -> Int {
+            var info = stat()
+            guard stat(path, &info) == 0 else { throw FlowrunBinaryError("stat \(path): \(String(cString: strerror(errno)))") }
+            return Int(info.st_size)
+        }
+
+        static func bytes(of path: String, from offset: Int, count: Int) throws -> [UInt8] {
+            guard let handle = FileHandle(forReadingAtPath: path) else { throw FlowrunBinaryError("cannot open \(path)") }
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(offset))
+            return Array(try handle.read(upToCount: count) ?? Data())
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - The run record
+
+/// A run's folder as the test reads it: `events.jsonl` parsed line by line,
+/// `summary.json` parsed.
+struct RunRecordFiles {
+    let directory: String
+    let eventLines: [String]
+    /// Each line of events.jsonl parsed (nil where a line is not a JSON object).
+    let events: [[String: Any]?]
+    let summary: [String: Any]
+
+    init(directory: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        self.directory = directory
+        let eventsText = try #require(ProcessProbe.text(directory + "/events.jsonl"), "no events.jsonl in \(directory)", sourceLocation: sourceLocation)
+        eventLines = eventsText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        events = eventLines.filter { !$0.isEmpty }.map { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+        let summaryData = try #require(FileManager.default.contents(atPath: directory + "/summary.json"), "no summary.json in \(directory)", sourceLocation: sourceLocation)
+        summary = try #require(try JSONSerialization.jsonObject(with: summaryData) as? [String: Any], "summary.json is not an object", sourceLocation: sourceLocation)
+    }
+
+    var runID: String { (directory as NSString).lastPathComponent }
+
+    /// Every parsed event of `kind` (about `task`, if given), in order.
+    func events(_ kind: String, task: String? = nil) -> [[String: Any]] {
+        events.compactMap { $0 }.filter { event in
+            event["event"] as? String == kind && (task == nil || (event["task"] as? String) == task)
+        }
+    }
+
+    /// The names of the tasks that have an event of `kind`, in order.
+    func names(_ kind: String) -> [String] {
+        events(kind).compactMap { $0["task"] as? String }
+    }
+
+    /// The `task_finished` event of `task` (the last, should there be several).
+    func finished(_ task: String) -> [String: Any]? { events("task_finished", task: task).last }
+
+    var tasks: [[String: Any]] { summary["tasks"] as? [[String: Any]] ?? [] }
+
+    /// The summary's entry for `task`.
+    func task(_ name: String) -> [String: Any]? { tasks.first { $0["name"] as? String == name } }
+
+    /// The final status of `task` in summary.json.
+    func status(_ name: String) -> String? { task(name)?["status"] as? String }
+
+    /// The final status of every task in summary.json.
+    var statuses: [String: String] {
+        Dictionary(tasks.compactMap { task in
+            (task["name"] as? String).flatMap { name in (task["status"] as? String).map { (name, $0) } }
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
+    func stdout(_ name: String) -> String? { task(name)?["stdout"] as? String }
+
+    func outputs(_ name: String) -> [String: String] {
+        (task(name)?["outputs"] as? [String: Any] ?? [:]).compactMapValues { $0 as? String }
+    }
+
+    var exitCode: Int? { integer(summary["exit_code"]) }
+
+    func logPath(_ name: String) -> String { directory + "/logs/" + name + ".log" }
+
+    /// Compact text for failure messages.
+    var overview: String {
+        "record \(directory)\n" + eventLines.suffix(60).joined(separator: "\n")
+    }
+}
+
+/// A JSON number as an Int (JSONSerialization's numbers bridge differently per platform).
+func integer(_ value: Any?) -> Int? {
+    switch value {
+    case let value as Int: return value
+    case let value as Double: return Int(exactly: value)
+    case let value as NSNumber: return value.intValue
+    default: return nil
+    }
+}
+
+/// A JSON number as a Double.
+func double(_ value: Any?) -> Double? {
+    switch value {
+    case let value as Double: return value
+    case let value as Int: return Double(value)
+    case let value as NSNumber: return value.doubleValue
+    default: return nil
+    }
+}

@@ -1,0 +1,302 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension RunEndToEnd {
+    /// What a task runs in and with (SPEC §2, §7): its environment, stdin,
+    /// descriptors, process group and working directory; `sleep` and `http`
+    /// actions; and the run record every run leaves.
+    @Suite struct RunTaskEnvironmentTests {
+        // MARK: the task's environment
+
+        @Test func eachTaskGetsItsEnvironmentStdinAndWorkingDirectory() throws {
+            let sandbox = try RunSandbox()
+            for folder in ["sub-a", "sub-b"] {
+                try FileManager.default.createDirectory(atPath: sandbox.file(folder), withIntermediateDirectories: false)
+            }
+            // flowrun itself gets a stray descriptor (9), as from a careless parent: tasks must not see it.
+            let workflow = try sandbox.write(workflow: """
+                env: {GLOBAL: from-top, SHARED: top}
+                vars: {v: from-vars, where: sub-b}
+                tasks:
+                  probe:
+                    env: {SHARED: task, LOCAL: "${{ vars.v }}"}
+                    run: |
+                      ls -l /proc/self/fd/ > "$SANDBOX/probe.fds"
+                      readlink /proc/self/fd/0 > "$SANDBOX/probe.stdin"
+                      cat > "$SANDBOX/probe.read"
+                      {
+                        echo "task=$FLOWRUN_TASK"
+                        echo "run=$FLOWRUN_RUN_ID"
+                        echo "output=$FLOWRUN_OUTPUT"
+                        echo "attempt=$FLOWRUN_ATTEMPT"
+                        echo "global=$GLOBAL"
+                        echo "shared=$SHARED"
+                        echo "local=$LOCAL"
+                        echo "inherited=$FLOWRUN_E2E_TOKEN"
+                        echo "item=${FLOWRUN_ITEM-unset}"
+                        echo "index=${FLOWRUN_INDEX-unset}"
+                        echo "pgid=$(cut -d' ' -f5 /proc/$$/stat)"
+                        echo "pid=$$"
+                      } > "$SANDBOX/probe.env"
+                  default-cwd: {run: pwd -P > "$SANDBOX/cwd-default"}
+                  relative-cwd: {cwd: sub-a, run: pwd -P > "$SANDBOX/cwd-relative"}
+                  templated-cwd: {cwd: "${{ env.SANDBOX }}/${{ vars.where }}", run: pwd -P > "$SANDBOX/cwd-templated"}
+                groups:
+                  fan:
+                    foreach: [red, green, blue]
+                    task:
+                      run: echo "$FLOWRUN_TASK $FLOWRUN_ITEM $FLOWRUN_INDEX" ${{ item }} ${{ index }} >> "$SANDBOX/fan"
+                  named:
+                    foreach: [x, y]
+                    task:
+                      name: paint-${{ item }}
+                      run: echo "$FLOWRUN_TASK $FLOWRUN_ITEM $FLOWRUN_INDEX" >> "$SANDBOX/named"
+                """)
+            let flowrun = try LiveFlowrun(
+                sandbox.arguments(workflow, []), environment: sandbox.environment, directory: sandbox.path,
+                hardTimeout: .seconds(30), inheritedDescriptor: 9)
+            let ended = flowrun.finish()
+            #expect(ended.exitStatus == 0, "\(ended)")
+            let record = try sandbox.record()
+
+            let values = Dictionary(sandbox.lines("probe.env").compactMap { line -> (String, String)? in
+                guard let equals = line.firstIndex(of: "=") else { return nil }
+                return (String(line[..<equals]), String(line[line.index(after: equals)...]))
+            }, uniquingKeysWith: { first, _ in first })
+            #expect(values["task"] == "probe")
+            #expect(values["run"] == record.runID)
+            #expect(record.summary["run_id"] as? String == record.runID)
+            #expect(values["output"] == record.directory + "/outputs/probe.1")
+            #expect(values["attempt"] == "1")
+            #expect(values["global"] == "from-top")
+            #expect(values["shared"] == "task", "the task's env wins over the top level's")
+            #expect(values["local"] == "from-vars")
+            #expect(values["inherited"] == sandbox.token, "flowrun's own environment is inherited")
+            #expect(values["item"] == "unset" && values["index"] == "unset", "FLOWRUN_ITEM/INDEX outside a fan-out")
+            #expect(values["pgid"] != nil && values["pgid"] == values["pid"], "the shell leads its own process group: \(values)")
+            #expect(values["pgid"] != String(flowrun.pid))
+
+            #expect(sandbox.read("probe.stdin") == "/dev/null\n")
+            #expect(sandbox.read("probe.read") == "", "stdin gave bytes")
+            let leaked = Self.strayDescriptors(sandbox.read("probe.fds") ?? "")
+            #expect(leaked.isEmpty, "the task inherited descriptors beyond 0-2: \(leaked)\n\(sandbox.read("probe.fds") ?? "")")
+
+            let real = try #require(realpath(sandbox.path, nil).map { pointer in defer { free(pointer) }; return String(cString: pointer) })
+            #expect(sandbox.read("cwd-default") == real + "\n", "the default cwd is flowrun's")
+            #expect(sandbox.read("cwd-relative") == real + "/sub-a\n")
+            #expect(sandbox.read("cwd-templated") == real + "/sub-b\n")
+
+            #expect(sandbox.lines("fan").sorted() == ["fan[0] red 0 red 0", "fan[1] green 1 green 1", "fan[2] blue 2 blue 2"],
+                    "\(sandbox.lines("fan"))")
+            #expect(sandbox.lines("named").sorted() == ["paint-x x 0", "paint-y y 1"], "\(sandbox.lines("named"))")
+            #expect(record.status("fan[1]") == "succeeded" && record.status("paint-y") == "succeeded", "\(record.statuses)")
+        }
+
+        /// `ls -l /proc/self/fd/` lines for descriptors other than 0–2 and
+        /// ls's own directory handle.
+        static func strayDescriptors(_ listing: String) -> [String] {
+            listing.split(separator: "\n").compactMap { line -> String? in
+                guard let arrow = line.range(of: " -> ") else { return nil }
+                let number = line[..<arrow.lowerBound].split(separator: " ").last.map(String.init) ?? ""
+                let target = String(line[arrow.upperBound...])
+                if ["0", "1", "2"].contains(number) { return nil }
+                if target.hasPrefix("/proc/") && target.hasSuffix("/fd") { return nil }
+                return "\(number) -> \(target)"
+            }
+        }
+
+        @Test func aMissingWorkingDirectoryFailsTheTask() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  lost: {cwd: does-not-exist, run: "touch $SANDBOX/lost.ran"}
+                  fine: {run: "true"}
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 1, "\(run)")
+            #expect(!sandbox.exists("lost.ran"))
+            let record = try sandbox.record()
+            #expect(record.statuses == ["lost": "failed", "fine": "succeeded"], "\(record.overview)")
+        }
+
+        // MARK: sleep and http
+
+        /// A `sleep` task waits without starting any process: flowrun has no
+        /// child at all while it sleeps.
+        @Test func sleepTasksStartNoProcess() throws {
+            let sandbox = try RunSandbox()
+            let flowrun = try sandbox.start("""
+                tasks:
+                  nap: {sleep: 1s}
+                  ranged: {sleep: 300ms..600ms}
+                """)
+            try #require(sandbox.waitForEvent("task_started"), "nothing started")
+            var samples = 0
+            var children: [Int32] = []
+            // Look at flowrun's children repeatedly while the naps run.
+            _ = poll(until: .milliseconds(600), every: .milliseconds(20)) {
+                samples += 1
+                children += ProcessProbe.children(of: flowrun.pid)
+                return false
+            }
+            let ended = flowrun.finish()
+            #expect(ended.exitStatus == 0, "\(ended)")
+            #expect(samples >= 10)
+            #expect(children.isEmpty, "flowrun had children while only sleep tasks ran: \(children)")
+            let record = try sandbox.record()
+            let nap = try #require(double(record.finished("nap")?["duration"]))
+            let ranged = try #require(double(record.finished("ranged")?["duration"]))
+            #expect(nap >= 0.99 && nap < 1.3, "sleep 1s took \(nap) s")
+            #expect(ranged >= 0.299 && ranged < 0.9, "sleep 300ms..600ms took \(ranged) s")
+            #expect(record.statuses == ["nap": "succeeded", "ranged": "succeeded"])
+        }
+
+        struct HTTPCase: CustomTestStringConvertible, Sendable {
+            var serverStatus: Int
+            var expect: Int?
+            var outcome: String
+            var testDescription: String { "server \(serverStatus), expect \(expect.map(String.init) ?? "default") → \(outcome)" }
+        }
+
+        @Test(arguments: [
+            HTTPCase(serverStatus: 200, expect: nil, outcome: "succeeded"),
+            HTTPCase(serverStatus: 500, expect: nil, outcome: "failed"),
+            HTTPCase(serverStatus: 404, expect: 200, outcome: "failed"),
+            HTTPCase(serverStatus: 500, expect: 500, outcome: "succeeded"),
+            HTTPCase(serverStatus: 204, expect: 204, outcome: "succeeded"),
+        ])
+        func anHTTPTaskSucceedsOnlyOnTheExpectedStatus(_ example: HTTPCase) throws {
+            let sandbox = try RunSandbox()
+            let server = try OneRequestHTTPServer(status: example.serverStatus)
+            let run = try sandbox.run("""
+                vars: {base: "\(server.url)"}
+                tasks:
+                  ping:
+                    http:
+                      url: "${{ vars.base }}/health?check=1"
+                      \(example.expect.map { "expect: \($0)" } ?? "")
+                  after: {needs: ping, run: "touch $SANDBOX/after.ran"}
+                """)
+            run.expectNoCrash()
+            let request = try #require(server.request(), "the server got no request\n\(run)")
+            #expect(request.hasPrefix("GET /health?check=1 HTTP/1."), "\(request)")
+            let record = try sandbox.record()
+            #expect(record.status("ping") == example.outcome, "\(record.overview)")
+            #expect(run.exitStatus == (example.outcome == "succeeded" ? 0 : 1), "\(run)")
+            #expect(sandbox.exists("after.ran") == (example.outcome == "succeeded"))
+        }
+
+        /// The response body is the stash's stdout and the status its exit code.
+        @Test func anHTTPTaskStashesTheResponse() throws {
+            let sandbox = try RunSandbox()
+            let server = try OneRequestHTTPServer(status: 200, body: "{\"ok\": true}\n")
+            let run = try sandbox.run("""
+                tasks:
+                  fetch: {http: {url: "\(server.url)/data"}}
+                  use:
+                    needs: fetch
+                    run: printf '%s %s' ${{ tasks.fetch.stdout }} ${{ tasks.fetch.exit_code }} > "$SANDBOX/used"
+                """)
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(sandbox.read("used") == "{\"ok\": true} 200")
+        }
+
+        /// A server that accepts the connection and never answers: the
+        /// task's `timeout` stops the request.
+        @Test func anHTTPTaskTimesOut() throws {
+            let sandbox = try RunSandbox()
+            let silent = try TCPListener()
+            let run = try sandbox.run("""
+                tasks:
+                  hang: {http: {url: "http://127.0.0.1:\(silent.port)/"}, timeout: 500ms}
+                """)
+            #expect(run.exitStatus == 1, "\(run)")
+            #expect(run.wallSeconds < 3, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.status("hang") == "timed_out", "\(record.overview)")
+            let duration = try #require(double(record.finished("hang")?["duration"]))
+            #expect(duration >= 0.49 && duration < 1.5, "\(duration)")
+        }
+
+        @Test func anHTTPTaskSendsItsMethodHeadersAndBody() throws {
+            let sandbox = try RunSandbox()
+            let server = try OneRequestHTTPServer(status: 201)
+            let run = try sandbox.run("""
+                vars: {tag: v1.2}
+                tasks:
+                  post:
+                    http:
+                      url: "\(server.url)/submit/${{ vars.tag }}"
+                      method: POST
+                      headers: {X-Flowrun-Tag: "${{ vars.tag }}"}
+                      body: "payload ${{ vars.tag }}"
+                      expect: 201
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            let request = try #require(server.request(), "the server got no request")
+            #expect(request.hasPrefix("POST /submit/v1.2 HTTP/1."), "\(request)")
+            #expect(request.lowercased().contains("\r\nx-flowrun-tag: v1.2\r\n"), "\(request)")
+            #expect(request.hasSuffix("\r\n\r\npayload v1.2"), "\(request)")
+        }
+
+        // MARK: the run record
+
+        @Test func theRunRecordHoldsEventsLogsOutputsAndTheSummary() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                name: record-check
+                tasks:
+                  speak: {run: "echo hello; echo key=value >> $FLOWRUN_OUTPUT"}
+                  fail: {run: "echo oops >&2; exit 2", needs: speak}
+                  skipped: {run: "true", needs: fail}
+                  nap: {sleep: 50ms}
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.eventLines.last == "", "events.jsonl should end with a newline")
+            for (number, line) in record.eventLines.dropLast().enumerated() {
+                let parsed = record.events[number]
+                #expect(parsed != nil, "line \(number + 1) of events.jsonl is not a JSON object: \(line)")
+                #expect(parsed?["event"] is String, "line \(number + 1) has no event: \(line)")
+                let time = parsed?["time"] as? String ?? ""
+                #expect(RunProcessTreeTests.epochSeconds(iso8601: time) != nil, "line \(number + 1) has no ISO 8601 time: \(line)")
+            }
+            let kinds = record.events.map { $0?["event"] as? String ?? "?" }
+            #expect(kinds.first == "run_started" && kinds.last == "run_finished", "\(kinds)")
+            #expect(kinds.filter { $0 == "run_started" }.count == 1 && kinds.filter { $0 == "run_finished" }.count == 1)
+            let elapsed = record.events.compactMap { double($0?["elapsed"]) }
+            #expect(elapsed == elapsed.sorted(), "events are not in time order")
+            #expect(record.events.first??["run_id"] as? String == record.runID)
+
+            #expect(record.summary["run_id"] as? String == record.runID)
+            #expect(record.summary["workflow"] as? String == "record-check")
+            #expect(record.exitCode == 1)
+            #expect(record.statuses == ["speak": "succeeded", "fail": "failed", "skipped": "skipped", "nap": "succeeded"])
+            #expect(record.outputs("speak") == ["key": "value"])
+            #expect(ProcessProbe.text(record.logPath("speak")) == "hello\n")
+            #expect(ProcessProbe.text(record.logPath("fail")) == "oops\n")
+            #expect(ProcessProbe.text(record.directory + "/outputs/speak.1") == "key=value\n")
+            #expect(run.stdout.contains("record \(record.directory)") || run.stdout.contains("record: \(record.directory)"), "\(run)")
+        }
+
+        /// Without --log-dir the record goes to .flowrun/runs/RUN_ID under
+        /// the current directory.
+        @Test func theDefaultRecordIsUnderDotFlowrun() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: "tasks:\n  a: {run: echo hi}\n")
+            let run = try FlowrunBinary.run([workflow, "--output", "plain"], in: sandbox.path, environment: sandbox.environment)
+            #expect(run.exitStatus == 0, "\(run)")
+            let runs = (try? FileManager.default.contentsOfDirectory(atPath: sandbox.file(".flowrun/runs"))) ?? []
+            try #require(runs.count == 1, "\(runs)")
+            let record = try RunRecordFiles(directory: sandbox.file(".flowrun/runs/" + runs[0]))
+            #expect(record.status("a") == "succeeded")
+        }
+    }
+}
