@@ -6,14 +6,14 @@ import Glibc
 /// grep; a join's block when it completes; the summary at the end.
 public final class PlainReporter: RunReporter, @unchecked Sendable {
     // @unchecked: called only on the engine's serial queue.
-    private let descriptor: Int32
+    private let output: LineWriter
     /// Values longer than this are shortened on screen (whole in the run record).
     private let valueWidth = 200
     private var failures: [(name: String, path: String?)] = []
     private var slowest: [(name: String, duration: Double)] = []
 
     public init(descriptor: Int32 = 1) {
-        self.descriptor = descriptor
+        output = LineWriter(descriptor: descriptor)
     }
 
     public func report(_ event: RunEvent) {
@@ -42,10 +42,12 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .runFinished:
             lines += summary(event, stamp: stamp)
         }
-        writeAll(descriptor, lines.joined(separator: "\n") + "\n")
+        output.write(lines.joined(separator: "\n") + "\n")
     }
 
-    public func finish() {}
+    public func finish() {
+        output.flush()
+    }
 
     private func taskFinished(_ event: RunEvent, stamp: String) -> [String] {
         let name = event.subject ?? ""
@@ -108,15 +110,17 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
 /// `--output json`: every event as one JSON object per line (the same lines as `events.jsonl`).
 public final class JSONLinesReporter: RunReporter, @unchecked Sendable {
     // @unchecked: called only on the engine's serial queue.
-    private let descriptor: Int32
+    private let output: LineWriter
 
     public init(descriptor: Int32 = 1) {
-        self.descriptor = descriptor
+        output = LineWriter(descriptor: descriptor)
     }
 
     public func report(_ event: RunEvent) {
-        writeAll(descriptor, event.jsonLine + "\n")
+        output.write(event.jsonLine + "\n")
     }
 
-    public func finish() {}
+    public func finish() {
+        output.flush()
+    }
 }
