@@ -27,10 +27,8 @@ extension RunEngine {
     /// Stops the main phase: nothing new starts, running tasks are stopped,
     /// then `finally` runs.
     func stop(because reason: CancelReason) {
-        guard stopping == nil, !finallyStarted else {
-            if reason == .signal, finallyStarted, stopSignal != nil { return }
-            return
-        }
+        // Once stopping, or once finally has begun, there is nothing more to stop.
+        guard stopping == nil, !finallyStarted else { return }
         stopping = reason
         for index in nodes.indices where !nodes[index].isFinally && nodes[index].kind == .task && !nodes[index].status.isFinal {
             cancel(index, reason: reason)
