@@ -314,16 +314,3 @@ extension RunEngine {
         emit(progress)
     }
 }
-
-/// Writes every byte of a buffer, retrying short writes and EINTR.
-func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) {
-    var offset = 0
-    while offset < bytes.count {
-        let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-        if written < 0 {
-            if errno == EINTR { continue }
-            return
-        }
-        offset += written
-    }
-}

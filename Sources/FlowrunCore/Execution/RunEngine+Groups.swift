@@ -8,7 +8,11 @@ extension RunEngine {
         if let fanOut = group.fanOut {
             switch fanOutItems(fanOut.source, group: index) {
             case .success(let items):
-                for (offset, item) in items.enumerated() { addFanOutMember(group: index, template: fanOut.template, item: item, index: offset) }
+                let template = Shared(fanOut.template)
+                let demand = demand(for: fanOut.template, group: index)
+                for (offset, item) in items.enumerated() {
+                    addFanOutMember(group: index, template: template, demand: demand, item: item, index: offset)
+                }
             case .failure(let error):
                 // The items could not be read: the group fails without running anything.
                 nodes[index].status = .pending
@@ -32,7 +36,8 @@ extension RunEngine {
         }
     }
 
-    private func addFanOutMember(group: Int, template: TaskDefinition, item: String, index: Int) {
+    private func addFanOutMember(group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, item: String, index: Int) {
+        let template = shared.value
         let groupName = nodes[group].name
         var name = "\(groupName)[\(index)]"
         if let nameTemplate = template.nameTemplate {
@@ -43,13 +48,13 @@ extension RunEngine {
             }
         }
         var node = RunNode(kind: .task, name: name)
-        node.task = template
+        node.share(shared)
         node.item = item
         node.index = index
         node.group = group
         let own = template.needs.map(\.value).filter { $0 != groupName }
         node.needs = own.compactMap { indexByName[$0] }
-        node.demand = demand(for: template, group: group)
+        node.demand = demand
         let member = add(node)
         nodes[group].members.append(member)
         var unsettled = 1

@@ -1,6 +1,7 @@
 /// `summary.json`: the final state of every task, group and join.
 extension RunEngine {
-    func summaryJSON() -> String {
+    /// Writes the summary as it goes, one task at a time.
+    func writeSummary(_ write: (String) -> Void) {
         var json = JSONObjectWriter()
         json.add("run_id", record.runID)
         json.add("workflow", plan.workflow.name)
@@ -11,9 +12,10 @@ extension RunEngine {
         var counts = JSONObjectWriter()
         for (status, count) in statusCounts() { counts.add(status.rawValue, count) }
         json.addRaw("counts", counts.result)
-        var tasks: [String] = []
         var groups: [String] = []
         var joins: [String] = []
+        write(String(json.result.dropLast()) + ",\"tasks\":[\n")
+        var firstTask = true
         for index in nodes.indices {
             let node = nodes[index]
             var object = JSONObjectWriter()
@@ -35,7 +37,8 @@ extension RunEngine {
                 var outputs = JSONObjectWriter()
                 for output in node.stash.outputs { outputs.add(output.key, output.value) }
                 object.addRaw("outputs", outputs.result)
-                tasks.append(object.result)
+                write((firstTask ? "" : ",\n") + object.result)
+                firstTask = false
             case .group:
                 object.add("members", node.members.map { nodes[$0].name })
                 object.add("timed_out", node.groupTimedOut)
@@ -48,9 +51,6 @@ extension RunEngine {
                 joins.append(object.result)
             }
         }
-        json.addRaw("tasks", "[\n" + tasks.joined(separator: ",\n") + "\n]")
-        json.addRaw("groups", "[" + groups.joined(separator: ",\n") + "]")
-        json.addRaw("joins", "[" + joins.joined(separator: ",\n") + "]")
-        return json.result + "\n"
+        write("\n],\"groups\":[" + groups.joined(separator: ",\n") + "],\"joins\":[" + joins.joined(separator: ",\n") + "]}\n")
     }
 }

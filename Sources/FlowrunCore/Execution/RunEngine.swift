@@ -155,7 +155,7 @@ public final class RunEngine: @unchecked Sendable {
         finishedEvent.runExitCode = Int(exitCode())
         finishedEvent.path = record.directory
         emit(finishedEvent)
-        record.writeSummary(summaryJSON())
+        record.writeSummary(writeSummary)
         for reporter in reporters { reporter.finish() }
         done.signal()
     }

@@ -23,8 +23,13 @@ struct RunNode {
     var startedAt: Double?
     var finishedAt: Double?
 
-    // Tasks.
-    var task: TaskDefinition?
+    // Tasks. Definitions are shared, not copied: 100,000 fan-out members
+    // point at one template.
+    private var taskDefinition: Shared<TaskDefinition>?
+    var task: TaskDefinition? {
+        get { taskDefinition?.value }
+        set { taskDefinition = newValue.map(Shared.init) }
+    }
     var item: String?
     var index: Int?
     var attempt = 0
@@ -33,17 +38,30 @@ struct RunNode {
     var stash = Stash()
 
     // Groups.
-    var groupDefinition: GroupDefinition?
+    private var sharedGroup: Shared<GroupDefinition>?
+    var groupDefinition: GroupDefinition? {
+        get { sharedGroup?.value }
+        set { sharedGroup = newValue.map(Shared.init) }
+    }
     var members: [Int] = []
     var unsettledMembers = 0
     var groupTimedOut = false
 
     // Joins.
-    var joinDefinition: JoinDefinition?
+    private var sharedJoin: Shared<JoinDefinition>?
+    var joinDefinition: JoinDefinition? {
+        get { sharedJoin?.value }
+        set { sharedJoin = newValue.map(Shared.init) }
+    }
     var required = 0
     var succeededMembers = 0
     var settledMembers = 0
     var joinTimedOut = false
+
+    /// Points this task at a definition another node already holds.
+    mutating func share(_ definition: Shared<TaskDefinition>) {
+        taskDefinition = definition
+    }
 
     init(kind: Kind, name: String) {
         self.kind = kind
@@ -72,5 +90,14 @@ struct Stash {
 
     func output(_ key: String) -> String? {
         outputs.last { $0.key == key }?.value
+    }
+}
+
+/// An immutable value behind one reference, so many nodes can hold it for the price of a pointer.
+final class Shared<Value: Sendable>: Sendable {
+    let value: Value
+
+    init(_ value: Value) {
+        self.value = value
     }
 }

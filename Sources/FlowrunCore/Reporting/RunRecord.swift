@@ -59,13 +59,22 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
 
     public func finish() {}
 
-    /// Writes `summary.json` (atomically: a temporary file renamed into place).
-    public func writeSummary(_ json: String) {
+    /// Writes `summary.json` piece by piece (a 100,000-task summary is never
+    /// one string), atomically: a temporary file renamed into place.
+    public func writeSummary(_ produce: (_ write: (String) -> Void) -> Void) {
         let path = directory + "/summary.json"
         let temporary = path + ".tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return }
-        writeAll(descriptor, json)
+        var buffer = ""
+        produce { piece in
+            buffer += piece
+            if buffer.utf8.count >= 64 * 1024 {
+                writeAll(descriptor, buffer)
+                buffer = ""
+            }
+        }
+        writeAll(descriptor, buffer)
         close(descriptor)
         rename(temporary, path)
     }
@@ -93,10 +102,15 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
 
 /// Writes every byte, retrying short writes and EINTR.
 func writeAll(_ descriptor: Int32, _ text: String) {
-    var bytes = Array(text.utf8)
+    var text = text
+    text.withUTF8 { writeAll(descriptor, UnsafeRawBufferPointer($0)) }
+}
+
+/// Writes every byte of a buffer, retrying short writes and EINTR.
+func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) {
     var offset = 0
     while offset < bytes.count {
-        let written = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+        let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
         if written < 0 {
             if errno == EINTR { continue }
             return
