@@ -68,9 +68,20 @@ extension RunEngine {
         admitWaiters()
         if nodes[index].status == .waiting {
             var waiting = event(.taskWaiting, index)
-            waiting.waitingOn = pool.shortage(of: demand).map { "\($0.name) \($0.inUse)/\($0.capacity)" }
+            waiting.waitingOn = pool.shortage(of: demand).map { short in
+                "\(short.name) \(short.inUse)/\(short.capacity)" + holders(of: short.resource)
+            }
             emit(waiting)
         }
+    }
+
+    /// " held by restore, index" — who holds a semaphore or group slot (not
+    /// the run's slots: that would be every running task).
+    private func holders(of resource: Int) -> String {
+        guard resource != Self.runSlots else { return "" }
+        let names = attempts.keys.sorted().filter { nodes[$0].holdsSlots && nodes[$0].demand?.amounts[resource] != nil }.map { nodes[$0].name }
+        guard !names.isEmpty else { return "" }
+        return " held by " + names.prefix(3).joined(separator: ", ") + (names.count > 3 ? " and \(names.count - 3) more" : "")
     }
 
     func admitWaiters() {

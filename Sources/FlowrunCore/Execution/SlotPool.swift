@@ -105,9 +105,9 @@ struct SlotPool {
     }
 
     /// What a waiting demand lacks right now, for "waiting: db 1/1".
-    func shortage(of demand: Demand) -> [(name: String, inUse: Int, capacity: Int)] {
+    func shortage(of demand: Demand) -> [(resource: Int, name: String, inUse: Int, capacity: Int)] {
         demand.amounts.keys.sorted().filter { free[$0] < demand.amounts[$0]! }.map {
-            (names[$0], capacity[$0] - free[$0], capacity[$0])
+            ($0, names[$0], capacity[$0] - free[$0], capacity[$0])
         }
     }
 }
