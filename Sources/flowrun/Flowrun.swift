@@ -11,6 +11,7 @@ struct Flowrun: ParsableCommand {
             flowrun FILE [--dry-run] [--var <name=value>]... [--max-parallel <n>]
                          [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>]
             flowrun validate FILE...
+            flowrun graph FILE [--format dot|mermaid]
             """,
         discussion: """
             Running a workflow (the default command; `flowrun run --help` has more):
@@ -27,7 +28,7 @@ struct Flowrun: ParsableCommand {
             stopped the run.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ValidateCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

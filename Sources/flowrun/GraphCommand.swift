@@ -1,0 +1,39 @@
+import ArgumentParser
+import FlowrunCore
+
+/// `flowrun graph FILE [--format dot|mermaid]`
+struct GraphCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "graph",
+        abstract: "Print the workflow's graph as Graphviz DOT or a Mermaid flowchart.",
+        discussion: """
+            Groups are clusters, a fan-out is one node with its member count (or *), joins are \
+            diamonds with their need and deadline, semaphores are noted on tasks. For a picture: \
+            flowrun graph FILE | dot -Tpng -o graph.png
+            """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case dot, mermaid
+    }
+
+    @Argument(help: "The workflow file.", completion: .file(extensions: ["yaml", "yml"]))
+    var file: String
+
+    @Option(help: "dot (Graphviz) or mermaid.")
+    var format: Format = .dot
+
+    func run() throws {
+        let result = WorkflowValidator.validate(path: file)
+        let hasErrors = Terminal.report(result.diagnostics, source: result.source)
+        guard let workflow = result.workflow, !hasErrors else { throw ExitCode(2) }
+        let plan: Plan
+        do {
+            plan = try Planner.plan(workflow)
+        } catch {
+            Terminal.standardError.write("flowrun: \(error.message)\n")
+            throw ExitCode(2)
+        }
+        Terminal.standardOutput.write(PlanGraph.render(plan, as: format == .dot ? .dot : .mermaid))
+    }
+}
