@@ -22,6 +22,7 @@ struct Flowrun: ParsableCommand {
               --fail-fast           the first failure cancels everything running
               --output <mode>       auto, tty, plain or json (the plan, with --dry-run)
               --log-dir <dir>       the run record's folder (.flowrun/runs/RUN_ID)
+              --stream              print tasks' stdout live, each line with its task's name
 
             Exit codes: 0 nothing failed, 1 something failed or timed out, 2 invalid \
             workflow or command line, 124 the run's timeout fired, 128+N a signal N \

@@ -33,6 +33,9 @@ struct RunCommand: ParsableCommand {
     @Option(help: "auto: tty on a terminal, else plain; tty: live view; plain: one line per event; json: one JSON object per line (with --dry-run: the plan as JSON).")
     var output: OutputMode = .auto
 
+    @Flag(help: "Show what tasks print as they print it, each line prefixed with the task's name (plain output).")
+    var stream = false
+
     @Option(help: ArgumentHelp("Where to write the run record (default: .flowrun/runs/RUN_ID under the current directory).", valueName: "dir"))
     var logDir: String?
 
@@ -78,7 +81,7 @@ struct RunCommand: ParsableCommand {
         }
         // The live terminal view is still to come; a terminal gets plain lines meanwhile.
         let reporter: any RunReporter = output == .json ? JSONLinesReporter() : PlainReporter()
-        let outcome = RunEngine(plan: plan, record: record, reporters: [reporter]).run()
+        let outcome = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: stream).run()
         throw ExitCode(outcome.exitCode)
     }
 }

@@ -35,6 +35,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let reaper: ChildReaper
     private let killer: ProcessTreeKiller
     private let onProgress: (Int) -> Void
+    /// With `--stream`: each whole line of output, on the pump's thread.
+    private let onLine: ((String) -> Void)?
+    private var partialLine: [UInt8] = []
     private let completion: (AttemptResult) -> Void
     /// Whether flowrun has children that are not running task shells.
     private let escapeesExist: () -> Bool
@@ -54,7 +57,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var stdoutDeadlineSet = false
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
-         escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, completion: @escaping (AttemptResult) -> Void) {
+         escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, onLine: ((String) -> Void)? = nil,
+         completion: @escaping (AttemptResult) -> Void) {
+        self.onLine = onLine
         self.escapeesExist = escapeesExist
         self.setup = setup
         self.queue = queue
@@ -98,12 +103,33 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             data: { [self] chunk in
                 writeAll(log, chunk)
                 if let progress = capture.append(chunk) { reportProgress(progress) }
+                if onLine != nil { streamLines(chunk) }
             },
             end: { [self] in
+                if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self)) }
                 if let progress = capture.finish() { reportProgress(progress) }
                 let capture = self.capture
                 queue.async { self.stdoutEnded(capture) }
             }))
+    }
+
+    /// On the pump's thread: hands on whole lines, keeping a partial one
+    /// (at most 64 KiB of it) for the next chunk.
+    private func streamLines(_ chunk: UnsafeRawBufferPointer) {
+        guard let onLine else { return }
+        var start = 0
+        for (offset, byte) in chunk.enumerated() where byte == UInt8(ascii: "\n") {
+            partialLine.append(contentsOf: chunk[start..<offset])
+            let line = String(decoding: partialLine, as: UTF8.self)
+            partialLine.removeAll(keepingCapacity: true)
+            if !line.hasPrefix("::progress::") { onLine(line) }
+            start = offset + 1
+        }
+        partialLine.append(contentsOf: chunk[start...])
+        if partialLine.count > 64 * 1024 {
+            onLine(String(decoding: partialLine, as: UTF8.self))
+            partialLine.removeAll(keepingCapacity: true)
+        }
     }
 
     /// On the pump's thread: forwards whole-percent changes only.
@@ -301,7 +327,11 @@ extension RunEngine {
                     let leaders = Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid })
                     return EscapedChildren.exist(besides: leaders)
                 },
-                onProgress: { [weak self] percent in self?.progressed(index, percent) }, completion: completion)
+                onProgress: { [weak self] percent in self?.progressed(index, percent) },
+                onLine: streamsOutput ? { [reporters, name = node.name] line in
+                    for reporter in reporters { reporter.output(task: name, line: line) }
+                } : nil,
+                completion: completion)
         } catch {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
         }

@@ -53,8 +53,12 @@ public final class RunEngine: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var signalSources: [any DispatchSourceSignal] = []
 
-    public init(plan: Plan, record: RunRecord, reporters: [any RunReporter]) {
+    /// `--stream`: task output goes to the reporters line by line as it arrives.
+    let streamsOutput: Bool
+
+    public init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false) {
         self.plan = plan
+        self.streamsOutput = streamsOutput
         self.record = record
         self.reporters = [record] + reporters
         startInstant = clock.now

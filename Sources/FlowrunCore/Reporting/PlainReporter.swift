@@ -49,6 +49,11 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         output.flush()
     }
 
+    /// `build | compiling foo.c` — one write per line, so lines never mix.
+    public func output(task: String, line: String) {
+        output.write("\(task) | \(line)\n")
+    }
+
     private func taskFinished(_ event: RunEvent, stamp: String) -> [String] {
         let name = event.subject ?? ""
         let status = event.status ?? .failed

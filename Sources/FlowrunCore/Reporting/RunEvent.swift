@@ -137,4 +137,11 @@ public protocol RunReporter: Sendable {
     func report(_ event: RunEvent)
     /// Called once after `run_finished`, to flush.
     func finish()
+    /// With `--stream`: one whole line a task printed, as it arrives. Called
+    /// on the output thread, not the engine's queue.
+    func output(task: String, line: String)
+}
+
+extension RunReporter {
+    public func output(task: String, line: String) {}
 }
