@@ -71,7 +71,8 @@ extension RunEngine {
             return items.map { item in (item.text, reportValue(member: item.member, field: item.field, fullText: item.text, members: node.members)) }
         }
         var values: [(key: String, value: String)] = []
-        for member in node.members {
+        // Only members that succeeded have a stash worth showing; the rest are `missing`.
+        for member in node.members where nodes[member].status == .succeeded {
             let memberNode = nodes[member]
             switch memberNode.kind {
             case .task:

@@ -80,7 +80,9 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         let name = event.subject ?? ""
         let outcome = event.timedOut == true ? "timed out" : event.status?.rawValue ?? ""
         var lines = ["\(stamp) join     \(name) \(outcome): \(event.succeeded ?? 0)/\(event.members ?? 0) succeeded (\(event.required ?? 0) needed) after \(Self.seconds(event.duration ?? 0))"]
-        if let missing = event.missing, !missing.isEmpty { lines.append("    missing: \(missing.joined(separator: ", "))") }
+        if event.timedOut == true, let missing = event.missing, !missing.isEmpty {
+            lines.append("    missing: \(missing.joined(separator: ", "))")
+        }
         for (key, value) in event.report ?? [] {
             lines.append("    \(key) = \(shorten(value))")
         }
