@@ -149,10 +149,12 @@ extension DispatchEndToEnd {
             return (violations, peaks)
         }
 
-        // Disabled until understood: 1 run in ~60 showed one attempt whose trace
-        // lines did not balance ("w33": -1), with no signal involved. The lines
-        // that do not parse are now reported, to tell a torn trace write from
-        // a flowrun bug. Enable with FLOWRUN_STRESS=1.
+        // Off by default until understood: 1 run in ~80 showed one attempt whose
+        // trace lines did not balance ("w33": -1). It happened only while the
+        // whole suite ran, with the signal tests in parallel (a group signal
+        // meant for a finished flowrun whose pid had been reused is the
+        // suspect); run alone it passed 80 of 80. Lines that do not parse are
+        // now reported. Run it with FLOWRUN_STRESS=1 swift test --filter DispatchStress.
         @Test(.enabled(if: ProcessInfo.processInfo.environment["FLOWRUN_STRESS"] == "1"), arguments: 0..<20)
         func limitsHoldAndStatusesAreRight(_ iteration: Int) throws {
             let interrupted = iteration % 5 == 4
