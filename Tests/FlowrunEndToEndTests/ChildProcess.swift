@@ -87,7 +87,14 @@ struct ChildProcess {
             peakRSSIsExact: exact)
     }
 
-    private static func spawn(argv arguments: [String], environment: [String], directory: String?, stdoutPath: String, stderrPath: String) throws -> pid_t {
+    /// Starts `arguments` in its own process group with a clean signal state,
+    /// stdin /dev/null and stdout/stderr to files. `inheritedDescriptor`: also
+    /// open /dev/null at that number in the child, without close-on-exec, the
+    /// way a careless parent leaks a descriptor.
+    static func spawn(
+        argv arguments: [String], environment: [String], directory: String?, stdoutPath: String, stderrPath: String,
+        inheritedDescriptor: Int32? = nil
+    ) throws -> pid_t {
         #if canImport(Darwin)
         var actions: posix_spawn_file_actions_t? = nil
         var attributes: posix_spawnattr_t? = nil
@@ -100,6 +107,10 @@ struct ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        if let inheritedDescriptor {
+            // Opened in the child only (no other test's child can inherit it).
+            posix_spawn_file_actions_addopen(&actions, inheritedDescriptor, "/dev/null", O_RDONLY, 0)
+        }
         if let directory {
             guard let addChdir = addChdirAction else {
                 throw FlowrunBinaryError("this C library has no posix_spawn_file_actions_addchdir_np; cannot start a child in \(directory)")

@@ -52,44 +52,10 @@ final class LiveFlowrun {
         environment["NO_COLOR"] = "1"
         environment.merge(overrides) { _, new in new }
 
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        if let inheritedDescriptor {
-            // Opened in the child only (no other test's child can inherit it), without close-on-exec.
-            posix_spawn_file_actions_addopen(&actions, inheritedDescriptor, "/dev/null", O_RDONLY, 0)
-        }
-        guard let addChdir = cLibrarySymbol(
-            "posix_spawn_file_actions_addchdir_np",
-            as: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32).self)
-        else { throw FlowrunBinaryError("no posix_spawn_file_actions_addchdir_np") }
-        _ = addChdir(&actions, directory)
-
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
         let binary = try FlowrunBinary.path()
-        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid = pid_t()
-        let result = posix_spawn(&pid, binary, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw FlowrunBinaryError("posix_spawn \(binary): \(String(cString: strerror(result)))") }
+        let pid = try ChildProcess.spawn(
+            argv: [binary] + arguments, environment: environment.map { "\($0.key)=\($0.value)" }, directory: directory,
+            stdoutPath: stdoutPath, stderrPath: stderrPath, inheritedDescriptor: inheritedDescriptor)
         self.pid = pid
     }
 
