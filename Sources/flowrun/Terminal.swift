@@ -11,16 +11,7 @@ enum Terminal {
         var isTerminal: Bool { isatty(descriptor) == 1 }
 
         func write(_ text: String) {
-            var bytes = Array(text.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += written
-            }
+            writeAll(descriptor, text)
         }
     }
 

@@ -300,7 +300,7 @@ extension RunEngine {
             if let item = node.item { overrides.append(("FLOWRUN_ITEM", item)) }
             if let position = node.index { overrides.append(("FLOWRUN_INDEX", String(position))) }
             let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
-            overrides.append((ProcessTreeMarker.variable, marker.environmentEntry(inherited: baseEnvironment[ProcessTreeMarker.variable]).split(separator: "=", maxSplits: 1).last.map(String.init) ?? ""))
+            overrides.append((ProcessTreeMarker.variable, marker.value(inherited: baseEnvironment[ProcessTreeMarker.variable])))
             var entries: [String]
             if overrides.contains(where: { baseEnvironment[$0.key] != nil }) {
                 let replaced = Set(overrides.map(\.key))

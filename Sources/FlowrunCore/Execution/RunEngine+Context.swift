@@ -16,10 +16,6 @@ extension RunEngine {
         NodeContext(engine: self, item: node.flatMap { nodes[$0].item }, index: node.flatMap { nodes[$0].index })
     }
 
-    func evaluateCondition(_ condition: Expression, for node: Int) -> Result<Bool, ConditionError> {
-        .success(ExpressionEvaluator.isTrue(condition, in: context(for: node)))
-    }
-
     /// A template inserted as text (env, cwd, http, names, foreach).
     func renderText(_ template: Template, for node: Int?, item: String? = nil, index: Int? = nil) throws(TemplateRenderError) -> String {
         let context = NodeContext(engine: self, item: item ?? node.flatMap { nodes[$0].item }, index: index ?? node.flatMap { nodes[$0].index })
@@ -29,8 +25,4 @@ extension RunEngine {
     func renderShell(_ template: Template, for node: Int) throws(TemplateRenderError) -> String {
         try TemplateRenderer.render(template, mode: .shell, in: context(for: node))
     }
-}
-
-struct ConditionError: Error {
-    var message: String
 }

@@ -36,15 +36,10 @@ extension RunEngine {
                 return
             }
             if let condition = task.condition {
-                switch evaluateCondition(condition.value, for: index) {
-                case .success(false):
+                // Evaluation cannot fail: a value that does not exist reads as ''.
+                guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
                     settle(index, .skipped, why: "if: \(condition.value) is false")
                     return
-                case .failure(let error):
-                    finish(index, with: AttemptResult(status: .failed, reason: "if: \(error.message)"))
-                    return
-                case .success(true):
-                    break
                 }
             }
             enqueue(index)

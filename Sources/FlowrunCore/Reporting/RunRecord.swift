@@ -101,7 +101,7 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
 }
 
 /// Writes every byte, retrying short writes and EINTR.
-func writeAll(_ descriptor: Int32, _ text: String) {
+public func writeAll(_ descriptor: Int32, _ text: String) {
     var text = text
     text.withUTF8 { writeAll(descriptor, UnsafeRawBufferPointer($0)) }
 }

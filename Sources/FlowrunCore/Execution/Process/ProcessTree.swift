@@ -21,10 +21,13 @@ struct ProcessTreeMarker: Hashable, Sendable, CustomStringConvertible {
     /// The "FLOWRUN_TREE=…" entry for the child's environment, keeping the
     /// marker flowrun itself inherited (its own `FLOWRUN_TREE`), if any.
     func environmentEntry(inherited: String? = nil) -> String {
-        if let inherited, !inherited.isEmpty {
-            return "\(Self.variable)=\(inherited):\(description)"
-        }
-        return "\(Self.variable)=\(description)"
+        "\(Self.variable)=\(value(inherited: inherited))"
+    }
+
+    /// The variable's value: the inherited markers, then this one.
+    func value(inherited: String? = nil) -> String {
+        guard let inherited, !inherited.isEmpty else { return description }
+        return "\(inherited):\(description)"
     }
 }
 
