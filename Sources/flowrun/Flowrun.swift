@@ -12,6 +12,7 @@ struct Flowrun: ParsableCommand {
                          [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>]
             flowrun validate FILE...
             flowrun graph FILE [--format dot|mermaid]
+            flowrun export FILE --to argo [--image <image>] [--namespace <ns>] [--template] [--strict] [-o <file>]
             """,
         discussion: """
             Running a workflow (the default command; `flowrun run --help` has more):
@@ -29,7 +30,7 @@ struct Flowrun: ParsableCommand {
             stopped the run.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ExportCommand.self],
         defaultSubcommand: RunCommand.self
     )
 
