@@ -3,10 +3,12 @@
 
 // What Glibc's Swift overlay does not show: spawn attributes and file actions
 // that are macros or GNU extensions, prctl's child-subreaper switch, and the
-// pidfd system calls (no glibc wrapper is visible through the overlay).
+// pidfd system calls (no glibc wrapper is visible through the overlay), and
+// epoll, which the overlay leaves out.
 
 #include <signal.h>
 #include <spawn.h>
+#include <sys/epoll.h>
 #include <sys/types.h>
 
 /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): close every fd >= from in the child.

@@ -2,16 +2,20 @@ import CFlowrunSystem
 import Foundation
 import Synchronization
 
-/// Reads every running task's stdout on one thread, with `poll`.
+/// Reads every running task's stdout on one thread, with `epoll`.
 ///
 /// Why not a `DispatchSourceRead` per pipe: with many short-lived tasks,
 /// libdispatch's Linux event loop crashed (`_dispatch_event_loop_drain`)
 /// within a few dozen pipes reaching EOF. One thread that owns every read
 /// descriptor from registration to `close` has no such lifecycle to get
 /// wrong, and it is still one thread for all tasks, not one per task.
+///
+/// Why epoll rather than poll: the engine registers a new pipe with
+/// `epoll_ctl` from its own thread, so starting a task costs no wake-up of
+/// the pump (a write, a context switch and two reads per task with poll).
 final class OutputPump: @unchecked Sendable {
-    // @unchecked: `readers` and `wake` are behind `state`'s mutex; the
-    // buffer and the poll set are touched only by the pump thread.
+    // @unchecked: `readers` and `closing` are behind `state`'s mutex; the
+    // buffer is touched only by the pump thread.
     struct Reader: Sendable {
         /// A chunk of output, on the pump thread.
         var data: @Sendable (UnsafeRawBufferPointer) -> Void
@@ -25,7 +29,8 @@ final class OutputPump: @unchecked Sendable {
     }
 
     private let state = Mutex(State())
-    /// Writing a byte here wakes the pump so it sees new readers and close requests.
+    private let epoll: Int32
+    /// Writing a byte here wakes the pump to act on a `close` request.
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -37,6 +42,8 @@ final class OutputPump: @unchecked Sendable {
         wakeWrite = ends[1]
         _ = fcntl(wakeRead, F_SETFL, O_NONBLOCK)
         _ = fcntl(wakeWrite, F_SETFL, O_NONBLOCK)
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        Self.watch(wakeRead, in: epoll)
         let thread = Thread { [self] in run() }
         thread.name = "flowrun.output"
         thread.start()
@@ -46,38 +53,40 @@ final class OutputPump: @unchecked Sendable {
     func add(_ descriptor: Int32, _ reader: Reader) {
         _ = fcntl(descriptor, F_SETFL, O_NONBLOCK)
         state.withLock { $0.readers[descriptor] = reader }
-        wake()
+        Self.watch(descriptor, in: epoll)
     }
 
     /// Stops reading `descriptor` early (something outside the task still holds it open).
     func close(_ descriptor: Int32) {
         state.withLock { _ = $0.closing.insert(descriptor) }
-        wake()
-    }
-
-    private func wake() {
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }
 
+    private static func watch(_ descriptor: Int32, in epoll: Int32) {
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.fd = descriptor
+        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
+    }
+
     private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
         while true {
-            let (descriptors, closing) = state.withLock { state in
-                (Array(state.readers.keys), state.closing)
-            }
-            for descriptor in closing { finish(descriptor) }
-            var polled = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            polled += descriptors.filter { !closing.contains($0) }.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&polled, nfds_t(polled.count), -1)
+            let ready = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), -1) }
             if ready < 0 { continue }
-            if polled[0].revents != 0 { drainWake() }
-            for entry in polled.dropFirst() where entry.revents != 0 {
-                readOnce(entry.fd)
+            for event in events.prefix(Int(ready)) {
+                if event.data.fd == wakeRead {
+                    drainWake()
+                    for descriptor in state.withLock({ $0.closing }) { finish(descriptor) }
+                } else {
+                    readOnce(event.data.fd)
+                }
             }
         }
     }
 
-    /// One read per wake-up keeps every task's output moving (poll is level-triggered).
+    /// One read per wake-up keeps every task's output moving (epoll is level-triggered here).
     private func readOnce(_ descriptor: Int32) {
         guard let reader = state.withLock({ $0.readers[descriptor] }) else { return }
         let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
@@ -94,6 +103,7 @@ final class OutputPump: @unchecked Sendable {
             return state.readers.removeValue(forKey: descriptor)
         }
         guard let reader else { return }
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
         Glibc.close(descriptor)
         reader.end()
     }

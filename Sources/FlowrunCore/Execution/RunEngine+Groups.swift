@@ -72,12 +72,13 @@ extension RunEngine {
         nodes[group].unsettledMembers -= 1
         guard nodes[group].unsettledMembers == 0 else { return }
         cancelTimer("group \(group)")
-        let members = nodes[group].members.map { nodes[$0] }
+        // By index: a fan-out's members can be 100,000 nodes, too many to copy.
+        let members = nodes[group].members
         if nodes[group].groupTimedOut {
             settle(group, .timedOut, why: "deadline passed")
-        } else if members.contains(where: { $0.isFailure && !($0.task?.continueOnError ?? false) }) {
+        } else if members.contains(where: { nodes[$0].isFailure && !(nodes[$0].task?.continueOnError ?? false) }) {
             settle(group, .failed, why: "a member failed")
-        } else if let stop = members.compactMap(\.cancelReason).first(where: { $0 != .joinSettled }) {
+        } else if let stop = members.lazy.compactMap({ self.nodes[$0].cancelReason }).first(where: { $0 != .joinSettled }) {
             settle(group, .cancelled, reason: stop)
         } else {
             settle(group, .succeeded)

@@ -61,6 +61,7 @@ public final class RunEngine: @unchecked Sendable {
         self.streamsOutput = streamsOutput
         self.record = record
         self.reporters = [record] + reporters
+        record.writesEvents(on: queue)
         startInstant = clock.now
         var names = ["max_parallel"]
         var capacities = [plan.maxParallel]

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// Something that happened during a run. The engine emits these; reporters
 /// (plain, json, tty) and the run record's `events.jsonl` consume the same
@@ -121,14 +122,47 @@ struct ClockText {
     var time: String
 
     init(_ seconds: Double, local: Bool) {
-        var whole = time_t(seconds)
+        let whole = Int(seconds.rounded(.down))
+        let milliseconds = min(999, max(0, Int((seconds - Double(whole)) * 1000)))
+        // Two timestamps per task, nearly all within a second of the last:
+        // the calendar part is worked out once a second.
+        let (date, time) = Self.lastSecond.withLock { cache in
+            let slot = local ? 1 : 0
+            if cache[slot].second != whole {
+                cache[slot] = Self.calendar(whole, local: local)
+            }
+            return (cache[slot].date, cache[slot].time)
+        }
+        self.date = date
+        self.time = time + Self.millisecondTexts[milliseconds]
+    }
+
+    private struct Second {
+        var second: Int
+        var date: String
+        /// `14:03:07`
+        var time: String
+    }
+
+    private static let lastSecond = Mutex([Second(second: -1, date: "", time: ""), Second(second: -1, date: "", time: "")])
+
+    /// `.000` … `.999`
+    private static let millisecondTexts: [String] = (0..<1000).map { "." + padded($0, 3) }
+
+    private static func calendar(_ second: Int, local: Bool) -> Second {
+        var whole = time_t(second)
         var parts = tm()
         if local { localtime_r(&whole, &parts) } else { gmtime_r(&whole, &parts) }
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let milliseconds = min(999, Int((seconds - Double(Int(seconds))) * 1000))
-        let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
-        date = "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
-        time = "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)"
+        return Second(
+            second: second,
+            date: "\(parts.tm_year + 1900)-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))",
+            time: "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))")
+    }
+
+    /// `value` with leading zeros to `width` digits.
+    private static func padded(_ value: Int, _ width: Int) -> String {
+        let digits = String(value)
+        return String(repeating: "0", count: max(0, width - digits.utf8.count)) + digits
     }
 }
 

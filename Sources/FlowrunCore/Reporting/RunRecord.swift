@@ -1,10 +1,11 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The run's folder, `.flowrun/runs/RUN_ID/` (or `--log-dir`):
 ///
-///     events.jsonl        one event a line, written as it happens
+///     events.jsonl        one event a line, written as it happens (a step's lines in one write)
 ///     logs/TASK.log       everything the task printed (stdout and stderr), all attempts
 ///     outputs/TASK.N      the `$FLOWRUN_OUTPUT` file of attempt N
 ///     summary.json        the final state, written when the run ends
@@ -53,11 +54,42 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
         directory + "/outputs/" + Self.fileName(task) + "." + String(attempt)
     }
 
-    public func report(_ event: RunEvent) {
-        writeAll(eventsDescriptor, event.jsonLine + "\n")
+    /// Event lines not yet written. The engine's queue writes them once the
+    /// step that produced them is over (`writesEvents(on:)`), so a burst of
+    /// events costs one write, and nothing waits longer than that step.
+    private var pendingEvents: [UInt8] = []
+    private var eventsQueue: DispatchQueue?
+
+    /// Gathers the event lines of each step on `queue` (the engine's) into one
+    /// write. Without it, every event is written at once.
+    func writesEvents(on queue: DispatchQueue) {
+        eventsQueue = queue
     }
 
-    public func finish() {}
+    public func report(_ event: RunEvent) {
+        guard let eventsQueue else {
+            writeAll(eventsDescriptor, event.jsonLine + "\n")
+            return
+        }
+        let flushIsScheduled = !pendingEvents.isEmpty
+        pendingEvents.append(contentsOf: event.jsonLine.utf8)
+        pendingEvents.append(UInt8(ascii: "\n"))
+        if pendingEvents.count >= 64 * 1024 {
+            writePendingEvents()
+        } else if !flushIsScheduled {
+            eventsQueue.async { self.writePendingEvents() }
+        }
+    }
+
+    private func writePendingEvents() {
+        guard !pendingEvents.isEmpty else { return }
+        pendingEvents.withUnsafeBytes { writeAll(eventsDescriptor, $0) }
+        pendingEvents.removeAll(keepingCapacity: true)
+    }
+
+    public func finish() {
+        writePendingEvents()
+    }
 
     /// Writes `summary.json` piece by piece (a 100,000-task summary is never
     /// one string), atomically: a temporary file renamed into place.
@@ -81,12 +113,22 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
 
     /// A task name as a file name: `/` and other awkward bytes become `_`.
     static func fileName(_ name: String) -> String {
+        if name.utf8.count <= 200, name.utf8.first != UInt8(ascii: "."), !name.isEmpty, name.utf8.allSatisfy(isFileNameByte) {
+            return name  // the common case, checked without building a new string
+        }
         var result = String(name.unicodeScalars.map { scalar -> Character in
             let allowed = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "_.-[]=+,@".unicodeScalars.contains(scalar))
             return allowed ? Character(scalar) : "_"
         })
         if result.hasPrefix(".") || result.isEmpty { result = "_" + result }
         return String(result.prefix(200))
+    }
+
+    private static func isFileNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: "_.-[]=+,@".utf8.contains(byte)
+        }
     }
 
     private static func makeDirectories(_ path: String) throws(Failure) {

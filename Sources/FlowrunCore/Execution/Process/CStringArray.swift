@@ -11,9 +11,12 @@ struct CStringArray: ~Copyable {
     /// Copies `strings`. Throws EINVAL naming `what` and the index of the first
     /// string holding a NUL byte, which C would silently cut short.
     init(_ strings: [String], what: String) throws(ProcessError) {
+        // Contiguous UTF-8 throughout: one memchr and one memcpy per string
+        // (a spawn copies the whole environment).
         var byteCount = 0
         for (index, string) in strings.enumerated() {
-            if string.utf8.contains(0) {
+            var string = string
+            if string.withUTF8({ $0.count > 0 && memchr($0.baseAddress!, 0, $0.count) != nil }) {
                 throw ProcessError(operation: "\(what) \(index) contains a NUL byte", code: EINVAL)
             }
             byteCount += string.utf8.count + 1
@@ -26,10 +29,12 @@ struct CStringArray: ~Copyable {
         var offset = 0
         for (index, string) in strings.enumerated() {
             pointers[index] = bytes + offset
-            for byte in string.utf8 {
-                bytes[offset] = CChar(bitPattern: byte)
-                offset += 1
+            var string = string
+            let count = string.withUTF8 { utf8 in
+                if let base = utf8.baseAddress { memcpy(bytes + offset, base, utf8.count) }
+                return utf8.count
             }
+            offset += count
             bytes[offset] = 0
             offset += 1
         }

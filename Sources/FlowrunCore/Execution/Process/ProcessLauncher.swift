@@ -83,7 +83,7 @@ enum ProcessLauncher {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
         var pid: pid_t = 0
-        if request.shell.contains("/") {
+        if request.shell.utf8.contains(UInt8(ascii: "/")) {
             result = posix_spawn(&pid, request.shell, &actions, &attributes, arguments.pointers, environment.pointers)
         } else {
             result = posix_spawnp(&pid, request.shell, &actions, &attributes, arguments.pointers, environment.pointers)
