@@ -3,12 +3,15 @@ extension RunEngine {
     func buildNodes() {
         let workflow = plan.workflow
         let groupsByName = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // Room for every node at once: growing the array by doubling would
+        // hold two copies at its peak (tens of MB at 20,000 tasks).
+        nodes.reserveCapacity(plan.steps.count + plan.finallySteps.count)
         // First every node, so needs can point forward.
         for step in plan.steps {
             switch step.kind {
             case .task:
                 var node = RunNode(kind: .task, name: step.name)
-                node.task = step.task
+                if let task = step.sharedTask { node.share(task) }
                 add(node)
             case .group:
                 var node = RunNode(kind: .group, name: step.name)
@@ -24,7 +27,7 @@ extension RunEngine {
         }
         for step in plan.finallySteps {
             var node = RunNode(kind: .task, name: step.name)
-            node.task = step.task
+            if let task = step.sharedTask { node.share(task) }
             node.isFinally = true
             add(node)
         }
@@ -68,8 +71,8 @@ extension RunEngine {
         for index in nodes.indices where nodes[index].kind == .join {
             nodes[index].unsettledNeeds = 1
         }
-        unsettledMain = nodes.filter { !$0.isFinally }.count
-        unsettledFinally = nodes.filter(\.isFinally).count
+        unsettledFinally = nodes.indices.count { nodes[$0].isFinally }
+        unsettledMain = nodes.count - unsettledFinally
     }
 
     @discardableResult

@@ -131,7 +131,7 @@ public final class RunEngine: @unchecked Sendable {
         started.runID = record.runID
         started.workflow = plan.workflow.name
         started.path = record.directory
-        started.members = nodes.filter { $0.kind == .task }.count
+        started.members = nodes.indices.count { nodes[$0].kind == .task }
         emit(started)
         if let timeout = plan.workflow.timeout?.value {
             startTimer("run", after: timeout) { $0.stop(because: .runTimeout) }
@@ -166,11 +166,10 @@ public final class RunEngine: @unchecked Sendable {
     }
 
     func statusCounts() -> [(status: TaskStatus, count: Int)] {
-        let tasks = nodes.filter { $0.kind == .task }
-        return TaskStatus.allCases.filter(\.isFinal).compactMap { status in
-            let count = tasks.filter { $0.status == status }.count
-            return count > 0 ? (status, count) : nil
-        }
+        // By index: copying 100,000 nodes to count them showed in peak memory.
+        var counts: [TaskStatus: Int] = [:]
+        for index in nodes.indices where nodes[index].kind == .task { counts[nodes[index].status, default: 0] += 1 }
+        return TaskStatus.allCases.filter(\.isFinal).compactMap { status in counts[status].map { (status, $0) } }
     }
 
     /// SPEC §7: 128+N for a signal, 124 for the run's timeout, 1 when anything

@@ -94,10 +94,3 @@ struct Stash {
 }
 
 /// An immutable value behind one reference, so many nodes can hold it for the price of a pointer.
-final class Shared<Value: Sendable>: Sendable {
-    let value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-}

@@ -36,8 +36,10 @@ public struct PlanStep: Sendable {
     public var group: String?
     /// Joins that count this step as one of their members.
     public var joins: [String]
-    /// For tasks and fan-outs: what it runs and under which policy.
-    public var task: TaskDefinition?
+    /// For tasks and fan-outs: what it runs and under which policy (shared
+    /// with the run's nodes, not copied).
+    var sharedTask: Shared<TaskDefinition>?
+    public var task: TaskDefinition? { sharedTask?.value }
     /// For tasks and fan-outs: the slots it must hold all at once.
     public var limits: TaskLimits?
     public var timers: Timers

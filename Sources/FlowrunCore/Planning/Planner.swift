@@ -110,6 +110,7 @@ public enum Planner {
         }
 
         var steps: [PlanStep] = []
+        steps.reserveCapacity(graph.nodes.count)
         for index in order(graph) where selected?.contains(index) ?? true {
             let node = graph.nodes[index]
             var step: PlanStep
@@ -126,7 +127,7 @@ public enum Planner {
                 let group = groups[node.name]!
                 step = PlanStep(
                     name: node.name, kind: .group, location: node.location, stage: 0, needs: group.needs.map(\.value),
-                    group: nil, joins: [], task: nil, limits: nil,
+                    group: nil, joins: [], sharedTask: nil, limits: nil,
                     timers: Timers(timeout: group.timeout?.value, groupTimeout: nil, runTimeout: workflow.timeout?.value),
                     fanOutCount: nil, fanOutSource: group.fanOut?.source,
                     members: group.members.map(\.name) + (group.fanOut.map { [$0.template.name] } ?? []),
@@ -136,7 +137,7 @@ public enum Planner {
                 let join = joins[node.name]!
                 step = PlanStep(
                     name: node.name, kind: .join, location: node.location, stage: 0, needs: join.wait.map(\.value),
-                    group: nil, joins: [], task: nil, limits: nil,
+                    group: nil, joins: [], sharedTask: nil, limits: nil,
                     timers: Timers(timeout: join.timeout?.value, groupTimeout: nil, runTimeout: workflow.timeout?.value),
                     fanOutCount: nil, fanOutSource: nil, members: join.wait.map(\.value), concurrency: nil, join: join)
             }
@@ -157,7 +158,7 @@ public enum Planner {
         return PlanStep(
             name: task.name, kind: node.kind, location: task.location, stage: 0,
             needs: task.needs.map(\.value).filter { $0 != group?.name } + (group?.needs.map(\.value) ?? []),
-            group: group?.name, joins: [], task: task, limits: limits,
+            group: group?.name, joins: [], sharedTask: Shared(task), limits: limits,
             timers: Timers(timeout: task.timeout?.value, groupTimeout: group?.timeout?.value, runTimeout: workflow.timeout?.value),
             fanOutCount: nil, fanOutSource: nil, members: [], concurrency: nil, join: nil)
     }
