@@ -189,7 +189,13 @@ extension DispatchEndToEnd {
                 }
                 return Mark(isStart: fields[0] == "start", name: fields[1], time: time, label: fields[3], group: fields[4])
             }
-            #expect(unparsed.isEmpty, "trace lines that do not parse: \(unparsed.prefix(5))")
+            // A line without its time means the task's `date` did not run: its log says why.
+            let unparsedLogs = unparsed.prefix(3).map { line -> String in
+                let name = line.split(separator: " ").dropFirst().first.map(String.init) ?? ""
+                let record = (try? sandbox.record())?.directory ?? sandbox.logDirectory
+                return "\(name).log: " + (ProcessProbe.text(record + "/logs/" + name + ".log") ?? "none")
+            }
+            #expect(unparsed.isEmpty, "trace lines that do not parse: \(unparsed.prefix(5)); \(unparsedLogs)")
             var balance: [String: Int] = [:]
             for mark in marks { balance[mark.name, default: 0] += mark.isStart ? 1 : -1 }
             // A start with no end would be an attempt flowrun lost track of. An end

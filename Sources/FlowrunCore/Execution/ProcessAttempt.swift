@@ -269,7 +269,9 @@ enum EscapedChildren {
     /// Whether flowrun has a child that is not one of `leaders` (the running
     /// task shells). Orphans are re-parented to the subreaper's main thread
     /// (flowrun never spawns from it), so one file tells: its `children`.
-    static func exist(besides leaders: Set<Int32>) -> Bool {
+    /// `leaders` is asked for only when that file lists anyone (a task shell
+    /// lands there when the Dispatch thread that spawned it exits).
+    static func exist(besides leaders: () -> Set<Int32>) -> Bool {
         let me = getpid()
         let descriptor = open("/proc/\(me)/task/\(me)/children", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
@@ -277,8 +279,9 @@ enum EscapedChildren {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         guard count > 0 else { return false }
+        let running = leaders()
         return String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ").contains {
-            Int32($0).map { !leaders.contains($0) } ?? false
+            Int32($0).map { !running.contains($0) } ?? false
         }
     }
 }
@@ -324,8 +327,7 @@ extension RunEngine {
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: { [weak self] in
                     guard let self else { return false }
-                    let leaders = Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid })
-                    return EscapedChildren.exist(besides: leaders)
+                    return EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
                 },
                 onProgress: { [weak self] percent in self?.progressed(index, percent) },
                 onLine: streamsOutput ? { [reporters, name = node.name] line in
