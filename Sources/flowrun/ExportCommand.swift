@@ -44,23 +44,14 @@ struct ExportCommand: ParsableCommand {
     var output: String?
 
     func run() throws {
-        let result = WorkflowValidator.validate(path: file)
-        let hasErrors = Terminal.report(result.diagnostics, source: result.source)
-        guard let workflow = result.workflow, !hasErrors else { throw ExitCode(2) }
-        let plan: Plan
-        do {
-            plan = try Planner.plan(workflow)
-        } catch {
-            Terminal.standardError.write("flowrun: \(error.message)\n")
-            throw ExitCode(2)
-        }
+        let (plan, source) = try PlanLoader.load(file)
         var options = ArgoExportOptions()
         options.image = image
         options.namespace = namespace
         options.asTemplate = template
         options.strict = strict
         let export = ArgoExport.export(plan, options: options)
-        Terminal.report(export.diagnostics, source: result.source)
+        Terminal.report(export.diagnostics, source: source)
         guard let manifest = export.manifest else { throw ExitCode(2) }
         if let output {
             let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

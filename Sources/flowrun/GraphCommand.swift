@@ -24,16 +24,7 @@ struct GraphCommand: ParsableCommand {
     var format: Format = .dot
 
     func run() throws {
-        let result = WorkflowValidator.validate(path: file)
-        let hasErrors = Terminal.report(result.diagnostics, source: result.source)
-        guard let workflow = result.workflow, !hasErrors else { throw ExitCode(2) }
-        let plan: Plan
-        do {
-            plan = try Planner.plan(workflow)
-        } catch {
-            Terminal.standardError.write("flowrun: \(error.message)\n")
-            throw ExitCode(2)
-        }
+        let plan = try PlanLoader.load(file).plan
         Terminal.standardOutput.write(PlanGraph.render(plan, as: format == .dot ? .dot : .mermaid))
     }
 }

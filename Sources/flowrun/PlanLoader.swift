@@ -1,0 +1,19 @@
+import ArgumentParser
+import FlowrunCore
+
+/// The front half every command shares: validate the file (diagnostics to
+/// stderr) and plan it, or exit 2.
+enum PlanLoader {
+    /// The plan, and the file's text for diagnostics found later.
+    static func load(_ file: String, options: PlanOptions = PlanOptions()) throws -> (plan: Plan, source: SourceText) {
+        let result = WorkflowValidator.validate(path: file)
+        let hasErrors = Terminal.report(result.diagnostics, source: result.source)
+        guard let workflow = result.workflow, !hasErrors else { throw ExitCode(2) }
+        do {
+            return (try Planner.plan(workflow, options: options), result.source)
+        } catch {
+            Terminal.standardError.write("flowrun: \(error.message)\n")
+            throw ExitCode(2)
+        }
+    }
+}
