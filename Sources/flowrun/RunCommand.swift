@@ -33,7 +33,7 @@ struct RunCommand: ParsableCommand {
     @Option(help: "auto: tty on a terminal, else plain; tty: live view; plain: one line per event; json: one JSON object per line (with --dry-run: the plan as JSON).")
     var output: OutputMode = .auto
 
-    @Flag(help: "Show what tasks print as they print it, each line prefixed with the task's name (plain output).")
+    @Flag(help: "Show what tasks print as they print it, each line prefixed with the task's name (plain and tty output).")
     var stream = false
 
     @Option(help: ArgumentHelp("Where to write the run record (default: .flowrun/runs/RUN_ID under the current directory).", valueName: "dir"))
@@ -79,8 +79,15 @@ struct RunCommand: ParsableCommand {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
         }
-        // The live terminal view is still to come; a terminal gets plain lines meanwhile.
-        let reporter: any RunReporter = output == .json ? JSONLinesReporter() : PlainReporter()
+        let reporter: any RunReporter
+        switch output {
+        case .json: reporter = JSONLinesReporter()
+        case .plain: reporter = PlainReporter()
+        // Not on a terminal, `tty` prints the view's lasting lines (finished
+        // tasks, join blocks, summary) with no live region and no escapes.
+        case .tty: reporter = LiveTerminalReporter()
+        case .auto: reporter = Terminal.standardOutput.showsLiveView ? LiveTerminalReporter() : PlainReporter()
+        }
         let outcome = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: stream).run()
         throw ExitCode(outcome.exitCode)
     }

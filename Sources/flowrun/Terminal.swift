@@ -10,6 +10,11 @@ enum Terminal {
 
         var isTerminal: Bool { isatty(descriptor) == 1 }
 
+        /// `--output auto` draws the live view: a terminal that can move its cursor.
+        var showsLiveView: Bool {
+            isTerminal && getenv("TERM").map { String(cString: $0) != "dumb" } ?? true
+        }
+
         func write(_ text: String) {
             writeAll(descriptor, text)
         }

@@ -38,7 +38,8 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .groupFinished:
             lines.append("\(stamp) group    \(name) \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(Self.seconds(event.duration ?? 0)))")
         case .joinCompleted:
-            lines += joinBlock(event, stamp: stamp)
+            let block = Self.joinBlock(event, valueWidth: valueWidth)
+            lines += ["\(stamp) join     \(block.head)"] + block.details
         case .runFinished:
             lines += summary(event, stamp: stamp)
         }
@@ -76,17 +77,22 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         return lines
     }
 
-    private func joinBlock(_ event: RunEvent, stamp: String) -> [String] {
+    /// A join's block (SPEC §5), shared with the live view: the head line
+    /// (`page-ready timed out: 2/3 succeeded (3 needed) after 2.0s`), then
+    /// indented lines for the missing members and each reported value,
+    /// values longer than `valueWidth` shortened (whole in the run record).
+    static func joinBlock(_ event: RunEvent, valueWidth: Int) -> (head: String, details: [String]) {
         let name = event.subject ?? ""
         let outcome = event.timedOut == true ? "timed out" : event.status?.rawValue ?? ""
-        var lines = ["\(stamp) join     \(name) \(outcome): \(event.succeeded ?? 0)/\(event.members ?? 0) succeeded (\(event.required ?? 0) needed) after \(Self.seconds(event.duration ?? 0))"]
+        let head = "\(name) \(outcome): \(event.succeeded ?? 0)/\(event.members ?? 0) succeeded (\(event.required ?? 0) needed) after \(Self.seconds(event.duration ?? 0))"
+        var details: [String] = []
         if event.timedOut == true, let missing = event.missing, !missing.isEmpty {
-            lines.append("    missing: \(missing.joined(separator: ", "))")
+            details.append("    missing: \(missing.joined(separator: ", "))")
         }
         for (key, value) in event.report ?? [] {
-            lines.append("    \(key) = \(shorten(value))")
+            details.append("    \(key) = \(shorten(value, to: valueWidth))")
         }
-        return lines
+        return (head, details)
     }
 
     private func summary(_ event: RunEvent, stamp: String) -> [String] {
@@ -99,7 +105,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         return lines
     }
 
-    private func shorten(_ value: String) -> String {
+    static func shorten(_ value: String, to valueWidth: Int) -> String {
         let oneLine = value.replacingAll("\n", with: "⏎")
         return oneLine.count > valueWidth ? String(oneLine.prefix(valueWidth)) + "… (\(value.utf8.count) bytes)" : oneLine
     }

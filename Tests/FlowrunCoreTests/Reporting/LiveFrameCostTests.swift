@@ -1,0 +1,83 @@
+@testable import FlowrunCore
+import Foundation
+import Testing
+
+/// What the live view costs at scale, measured in CPU time (not wall time,
+/// which a busy machine inflates): the engine's side (`report`) against the
+/// plain reporter's, and the drawing side for a whole 20,000-task run.
+@Suite struct LiveFrameCostTests {
+    /// The events of `count` tasks that each start and succeed, 8 at a time.
+    static func events(tasks count: Int) -> [RunEvent] {
+        var events: [RunEvent] = []
+        var started = RunEvent(.runStarted, elapsed: 0)
+        started.workflow = "flat"
+        started.members = count
+        started.runID = "20261122-140307-4f1c"
+        started.path = "/dev/null"
+        events.append(started)
+        for index in 0..<count {
+            var start = RunEvent(.taskStarted, elapsed: Double(index) / 800, subject: "t\(index)")
+            start.attempt = 1
+            var finish = RunEvent(.taskFinished, elapsed: Double(index) / 800 + 0.01, subject: "t\(index)")
+            finish.status = .succeeded
+            finish.attempt = 1
+            finish.duration = 0.01
+            finish.exitCode = 0
+            finish.path = "/tmp/run/logs/t\(index).log"
+            events += [start, finish]
+        }
+        var finished = RunEvent(.runFinished, elapsed: Double(count) / 800)
+        finished.duration = Double(count) / 800
+        finished.counts = [(.succeeded, count)]
+        finished.runExitCode = 0
+        finished.path = "/dev/null"
+        events.append(finished)
+        return events
+    }
+
+    /// CPU seconds this thread spent in `body`.
+    static func threadCPU(_ body: () -> Void) -> Double {
+        var before = timespec()
+        var after = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before)
+        body()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &after)
+        return Double(after.tv_sec - before.tv_sec) + Double(after.tv_nsec - before.tv_nsec) / 1e9
+    }
+
+    @Test func theEngineHandsEventsToTheLiveViewMoreCheaplyThanToPlainLines() throws {
+        let events = Self.events(tasks: 20_000)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let plain = PlainReporter(descriptor: devNull)
+        let live = LiveTerminalReporter(descriptor: devNull) { _ in nil }
+        let plainCPU = Self.threadCPU { for event in events { plain.report(event) } }
+        let liveCPU = Self.threadCPU { for event in events { live.report(event) } }
+        plain.finish()
+        live.finish()
+        print("engine side, 40,002 events: plain \(Int(plainCPU * 1000)) ms, live view \(Int(liveCPU * 1000)) ms")
+        #expect(liveCPU < plainCPU)
+    }
+
+    /// Everything the view's queue does for a 20,000-task run: apply every
+    /// event, and draw 250 frames (25 s at ten a second) of the region plus
+    /// the lines above it.
+    @Test func drawingA20000TaskRunTakesLittleCPU() throws {
+        let events = Self.events(tasks: 20_000)
+        var state = LiveState()
+        var screen = LiveScreen(style: TerminalStyle(usesColor: true), drawsRegion: true)
+        var bytes = 0
+        let frames = 250
+        let perFrame = events.count / frames + 1
+        let cpu = Self.threadCPU {
+            for (index, batch) in stride(from: 0, to: events.count, by: perFrame).enumerated() {
+                var above: [StyledLine] = []
+                for event in events[batch..<min(batch + perFrame, events.count)] { above += state.apply(event) }
+                let region = LiveFrame.lines(state, now: Double(index) / 10, columns: 80, rows: 16, tick: index)
+                bytes += screen.frame(above: above, region: region, columns: 80).utf8.count
+            }
+        }
+        print("view side, 20,000 tasks in \(frames) frames: \(Int(cpu * 1000)) ms CPU, \(bytes / 1024) KiB written")
+        #expect(bytes > 20_000 * 10)
+    }
+}
