@@ -47,10 +47,6 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        let result = WorkflowValidator.validate(path: file)
-        let hasErrors = Terminal.report(result.diagnostics, source: result.source)
-        guard let workflow = result.workflow, !hasErrors else { throw ExitCode(2) }
-
         var options = PlanOptions()
         options.variables = variables.map { variable in
             let equals = variable.firstIndex(of: "=")!
@@ -59,13 +55,7 @@ struct RunCommand: ParsableCommand {
         options.maxParallel = maxParallel
         options.failFast = failFast
         options.only = only
-        let plan: Plan
-        do {
-            plan = try Planner.plan(workflow, options: options)
-        } catch {
-            Terminal.standardError.write("flowrun: \(error.message)\n")
-            throw ExitCode(2)
-        }
+        let plan = try PlanLoader.load(file, options: options).plan
 
         guard !dryRun else {
             Terminal.standardOutput.write(output == .json ? plan.json : plan.text)
