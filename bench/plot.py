@@ -56,6 +56,16 @@ def save(fig, path):
     print("wrote " + path, file=sys.stderr)
 
 
+def finish(fig, path, stamp, legends, size=8, minor_grid=()):
+    """Legends, grids (minor lines on `minor_grid` axes too) and the stamp, then save."""
+    for ax in legends:
+        ax.legend(fontsize=size)
+    for ax in fig.axes:
+        ax.grid(True, which="both" if ax in minor_grid else "major", alpha=0.3)
+    fig.suptitle(stamp, fontsize=8, y=0.99)
+    save(fig, path)
+
+
 def series(rows, key):
     out = {}
     for e in rows:
@@ -94,11 +104,7 @@ def scale_time(own, path, stamp):
     a2.set_ylim(bottom=0)
     a2.axhline(20, color="black", lw=0.8, ls="--")
     a2.text(lo, 21, "20 µs/task = 100k in 2 s", fontsize=8)
-    a1.legend(fontsize=8)
-    a1.grid(True, which="both", alpha=0.3)
-    a2.grid(True, alpha=0.3)
-    fig.suptitle(stamp, fontsize=8, y=0.99)
-    save(fig, path)
+    finish(fig, path, stamp, legends=(a1,), minor_grid=(a1,))
 
 
 def scale_memory(own, path, stamp):
@@ -126,12 +132,7 @@ def scale_memory(own, path, stamp):
     a2.set(xscale="log", xlabel="tasks (N)", ylabel="threads (peak of /proc/PID/status)",
            title="peak thread count against N")
     a2.set_ylim(bottom=0)
-    a1.legend(fontsize=8)
-    a2.legend(fontsize=8)
-    a1.grid(True, which="both", alpha=0.3)
-    a2.grid(True, alpha=0.3)
-    fig.suptitle(stamp, fontsize=8, y=0.99)
-    save(fig, path)
+    finish(fig, path, stamp, legends=(a1, a2), minor_grid=(a1,))
 
 
 def spawn(own, path, stamp):
@@ -156,12 +157,7 @@ def spawn(own, path, stamp):
     a2.text(rows[0]["tasks"], 1.06, "target 1.05×", fontsize=8)
     a2.set(xscale="log", xlabel="tasks (N)", ylabel="× floor (paired median)", title="flowrun / C floor")
     a2.set_ylim(bottom=0.9)
-    a1.legend(fontsize=8)
-    a2.legend(fontsize=8)
-    a1.grid(True, which="both", alpha=0.3)
-    a2.grid(True, alpha=0.3)
-    fig.suptitle(stamp, fontsize=8, y=0.99)
-    save(fig, path)
+    finish(fig, path, stamp, legends=(a1, a2), minor_grid=(a1,))
 
 
 def peers_ratio(peers, path, stamp):
@@ -233,12 +229,7 @@ def peers_scale(peers, path, stamp):
            title="flat, P=8: peak RSS")
     plain(a2)
     plain(a1)
-    a1.legend(fontsize=7)
-    a2.legend(fontsize=7)
-    a1.grid(True, which="both", alpha=0.3)
-    a2.grid(True, which="both", alpha=0.3)
-    fig.suptitle(stamp, fontsize=8, y=0.99)
-    save(fig, path)
+    finish(fig, path, stamp, legends=(a1, a2), size=7, minor_grid=(a1, a2))
 
 
 def main():

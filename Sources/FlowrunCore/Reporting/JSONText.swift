@@ -65,10 +65,9 @@ struct JSONObjectWriter {
 enum JSONText {
     /// One escaping routine for all of flowrun's JSON: `JSONValue`'s.
     static func quoted(_ string: String) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(string.utf8.count + 2)
-        JSONValue.appendQuoted(string, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
+        var text = ""
+        JSONValue.writeQuoted(string, to: &text)
+        return text
     }
 
     /// Seconds with millisecond precision, `2` not `2.0`.

@@ -117,13 +117,13 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
             return name  // the common case, checked without building a new string
         }
         var result = String(name.unicodeScalars.map { scalar -> Character in
-            let allowed = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "_.-[]=+,@".unicodeScalars.contains(scalar))
-            return allowed ? Character(scalar) : "_"
+            scalar.isASCII && isFileNameByte(UInt8(scalar.value)) ? Character(scalar) : "_"
         })
         if result.hasPrefix(".") || result.isEmpty { result = "_" + result }
         return String(result.prefix(200))
     }
 
+    /// ASCII letters, digits and `_.-[]=+,@`: what a task name keeps in its file name.
     private static func isFileNameByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
