@@ -13,6 +13,9 @@ extension DispatchEndToEnd {
     /// fan-out group `side` (60 members of 20–100 ms, concurrency 2, declared first so it
     /// competes with `work` from the start), `max_parallel: 8`.
     /// Each attempt appends `start|end NAME NS SEM GROUP` to `$SANDBOX/trace`.
+    /// SIGINT's SIGTERM reaches the task's whole process group, its `date`
+    /// too, so a line is written only when its `date` succeeded; when `date`
+    /// was killed, the trap writes the end line.
     /// Run 20 times; every fifth run is interrupted with SIGINT mid-run.
     @Suite(.serialized) struct DispatchStressTests {
         static let workCount = 1000
@@ -42,9 +45,9 @@ extension DispatchEndToEnd {
             """
             f="$SANDBOX/trace"; n=\(name)
             trap 'echo "end $n $(date +%s%N) \(label) \(group)" >> "$f"; exit 143' TERM INT
-            echo "start $n $(date +%s%N) \(label) \(group)" >> "$f"
+            t=$(date +%s%N) && echo "start $n $t \(label) \(group)" >> "$f"
             sleep \(sleep) & wait $!
-            echo "end $n $(date +%s%N) \(label) \(group)" >> "$f"
+            t=$(date +%s%N) && echo "end $n $t \(label) \(group)" >> "$f"
             \(failing ? "exit 1" : "exit 0")
             """
         }
@@ -72,10 +75,10 @@ extension DispatchEndToEnd {
                       run: |
                         f="$SANDBOX/trace"; n="side-$FLOWRUN_ITEM"
                         trap 'echo "end $n $(date +%s%N) a1b1 side" >> "$f"; exit 143' TERM INT
-                        echo "start $n $(date +%s%N) a1b1 side" >> "$f"
+                        t=$(date +%s%N) && echo "start $n $t a1b1 side" >> "$f"
                         ms=$(( (FLOWRUN_INDEX * 7919) % 81 + 20 ))
                         sleep "$(printf '0.%03d' "$ms")" & wait $!
-                        echo "end $n $(date +%s%N) a1b1 side" >> "$f"
+                        t=$(date +%s%N) && echo "end $n $t a1b1 side" >> "$f"
 
                 """
             text += """
