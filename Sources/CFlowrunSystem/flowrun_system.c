@@ -4,7 +4,9 @@
 #include <unistd.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <errno.h>
 #include <unistd.h>
 
 int flowrun_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
@@ -45,4 +47,32 @@ const char *flowrun_signal_abbreviation(int signal) {
 
 int flowrun_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+static volatile int child_exit_wake_fd = -1;
+
+static void write_child_exit_wake(int signal) {
+    (void)signal;
+    int saved = errno;
+    char byte = 1;
+    ssize_t ignored = write(child_exit_wake_fd, &byte, 1);
+    (void)ignored;
+    errno = saved;
+}
+
+int flowrun_child_exit_signalfd(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+int flowrun_wake_on_child_exit(int fd) {
+    child_exit_wake_fd = fd;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = write_child_exit_wake;
+    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&action.sa_mask);
+    return sigaction(SIGCHLD, &action, NULL);
 }

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/signalfd.h>
 #include <sys/types.h>
 
 /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): close every fd >= from in the child.
@@ -44,5 +45,14 @@ const char *flowrun_signal_abbreviation(int signal);
 
 /// pipe2(fds, O_CLOEXEC): a pipe whose ends no child inherits by accident.
 int flowrun_pipe_cloexec(int fds[2]);
+
+/// A non-blocking, close-on-exec signalfd for SIGCHLD (block SIGCHLD first):
+/// readable while a child's exit is pending and no thread took the signal.
+int flowrun_child_exit_signalfd(void);
+
+/// Installs a SIGCHLD handler that writes one byte to `fd` (non-blocking):
+/// the wake-up for a SIGCHLD that a thread not blocking it took, which the
+/// signalfd then never sees. SA_RESTART, SA_NOCLDSTOP.
+int flowrun_wake_on_child_exit(int fd);
 
 #endif

@@ -2,7 +2,8 @@ import CFlowrunSystem
 import Foundation
 import Synchronization
 
-/// Reads every running task's stdout on one thread, with `epoll`.
+/// Reads every running task's stdout on one thread, with `epoll`; with
+/// `reapChildren`, that thread also reaps exited children.
 ///
 /// Why not a `DispatchSourceRead` per pipe: with many short-lived tasks,
 /// libdispatch's Linux event loop crashed (`_dispatch_event_loop_drain`)
@@ -13,9 +14,19 @@ import Synchronization
 /// Why epoll rather than poll: the engine registers a new pipe with
 /// `epoll_ctl` from its own thread, so starting a task costs no wake-up of
 /// the pump (a write, a context switch and two reads per task with poll).
+///
+/// Why exits are reaped here too: a task is over when its shell has exited
+/// and its stdout has closed, two events that arrive together. Seen by one
+/// thread, both go to the engine in one `engineQueue.sync` (`deliver`),
+/// which runs the engine's step on this thread: the next task is spawned
+/// with no thread woken. A SIGCHLD source of libdispatch's would cost its
+/// manager thread's wake-up plus a worker's per exit, and the pipe's EOF
+/// another worker's.
 final class OutputPump: @unchecked Sendable {
     // @unchecked: `readers` and `closing` are behind `state`'s mutex; the
-    // buffer is touched only by the pump thread.
+    // buffer, `pending`, `reaper` and `childExits` are touched only by the
+    // pump thread (`reaper` and `childExits` are set before it reads them,
+    // in `reapChildren`, under `state`'s mutex).
     struct Reader: Sendable {
         /// A chunk of output, on the pump thread.
         var data: @Sendable (UnsafeRawBufferPointer) -> Void
@@ -34,8 +45,21 @@ final class OutputPump: @unchecked Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Where `deliver`ed work runs.
+    private let engineQueue: DispatchQueue
+    /// Work for `engineQueue`, run once the current wake-up is handled.
+    private var pending: [() -> Void] = []
+    private var reaper: ChildReaper?
+    /// Whether `engineQueue` is running a batch, and what runs at its end:
+    /// touched only on `engineQueue`.
+    private var inBatch = false
+    private var batchEnd: [() -> Void] = []
+    /// A signalfd for SIGCHLD, -1 until `reapChildren`.
+    private var childExits: Int32 = -1
 
-    init() {
+    /// `engineQueue`: where `deliver`ed work runs (a serial queue).
+    init(engineQueue: DispatchQueue) {
+        self.engineQueue = engineQueue
         var ends: [Int32] = [-1, -1]
         _ = flowrun_pipe_cloexec(&ends)
         wakeRead = ends[0]
@@ -56,9 +80,51 @@ final class OutputPump: @unchecked Sendable {
         Self.watch(descriptor, in: epoll)
     }
 
+    /// Reaps `reaper`'s children on the pump thread, their completions for
+    /// `engineQueue` delivered like `deliver`'s work. SIGCHLD must be blocked
+    /// in the calling thread (the reaper's `init` does it) before the pump's
+    /// thread started, so that thread inherits the block. Call it before the
+    /// first child starts.
+    func reapChildren(with reaper: ChildReaper) throws(ProcessError) {
+        let descriptor = flowrun_child_exit_signalfd()
+        guard descriptor >= 0 else { throw ProcessError(operation: "signalfd SIGCHLD", code: errno) }
+        // A thread that does not block SIGCHLD takes the signal instead of the
+        // signalfd: its handler wakes the pump through the wake pipe.
+        guard flowrun_wake_on_child_exit(wakeWrite) == 0 else {
+            Glibc.close(descriptor)
+            throw ProcessError(operation: "sigaction SIGCHLD", code: errno)
+        }
+        state.withLock { _ in
+            self.reaper = reaper
+            childExits = descriptor
+        }
+        Self.watch(descriptor, in: epoll)
+        // An exit before the signalfd existed: look once.
+        wake()
+    }
+
+    /// On the pump's thread only (a `Reader`'s callbacks): runs `work` on
+    /// `engineQueue`, in one `sync` with the rest of this wake-up's work.
+    func deliver(_ work: @escaping () -> Void) {
+        pending.append(work)
+    }
+
+    /// On `engineQueue`: if that queue is running a batch of the pump's, runs
+    /// `work` at the batch's end and returns true; else returns false. For
+    /// work that gathers a step's effects (the event file's one write).
+    func runAtBatchEnd(_ work: @escaping () -> Void) -> Bool {
+        guard inBatch else { return false }
+        batchEnd.append(work)
+        return true
+    }
+
     /// Stops reading `descriptor` early (something outside the task still holds it open).
     func close(_ descriptor: Int32) {
         state.withLock { _ = $0.closing.insert(descriptor) }
+        wake()
+    }
+
+    private func wake() {
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }
@@ -75,12 +141,34 @@ final class OutputPump: @unchecked Sendable {
         while true {
             let ready = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), -1) }
             if ready < 0 { continue }
+            var reap = false
             for event in events.prefix(Int(ready)) {
                 if event.data.fd == wakeRead {
                     drainWake()
                     for descriptor in state.withLock({ $0.closing }) { finish(descriptor) }
+                    reap = true
+                } else if event.data.fd == childExits {
+                    drainSignals()
+                    reap = true
                 } else {
                     readOnce(event.data.fd)
+                }
+            }
+            if reap, let reaper = state.withLock({ _ in reaper }) {
+                reaper.reapPass(runningInline: engineQueue, into: &pending)
+            }
+            if !pending.isEmpty {
+                let work = pending
+                pending.removeAll(keepingCapacity: true)
+                engineQueue.sync {
+                    inBatch = true
+                    for item in work { item() }
+                    while !batchEnd.isEmpty {
+                        let tail = batchEnd
+                        batchEnd.removeAll()
+                        for item in tail { item() }
+                    }
+                    inBatch = false
                 }
             }
         }
@@ -106,6 +194,11 @@ final class OutputPump: @unchecked Sendable {
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
         Glibc.close(descriptor)
         reader.end()
+    }
+
+    private func drainSignals() {
+        var info = signalfd_siginfo()
+        while Glibc.read(childExits, &info, MemoryLayout<signalfd_siginfo>.size) > 0 {}
     }
 
     private func drainWake() {

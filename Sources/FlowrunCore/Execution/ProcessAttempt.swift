@@ -109,7 +109,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self)) }
                 if let progress = capture.finish() { reportProgress(progress) }
                 let capture = self.capture
-                queue.async { self.stdoutEnded(capture) }
+                pump.deliver { self.stdoutEnded(capture) }
             }))
     }
 

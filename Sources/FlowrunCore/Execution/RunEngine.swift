@@ -10,7 +10,10 @@ import Glibc
 /// no thread is parked per waiting task: a task that waits for its needs is a
 /// counter, one that waits for slots is an entry in `SlotPool`, one that
 /// sleeps or backs off is a `DispatchSourceTimer`, one that runs a process
-/// is a pid in the reaper's table plus two pipe read sources.
+/// is a pid in the reaper's table plus a pipe the `OutputPump` reads.
+/// That pump's thread also reaps exited children, and runs the engine's
+/// step for a finished task inline (`queue.sync`), spawning the next one
+/// without waking another thread.
 public final class RunEngine: @unchecked Sendable {
     // @unchecked: all mutable state is confined to `queue`.
     let queue = DispatchQueue(label: "flowrun.engine")
@@ -61,7 +64,6 @@ public final class RunEngine: @unchecked Sendable {
         self.streamsOutput = streamsOutput
         self.record = record
         self.reporters = [record] + reporters
-        record.writesEvents(on: queue)
         startInstant = clock.now
         var names = ["max_parallel"]
         var capacities = [plan.maxParallel]
@@ -78,12 +80,25 @@ public final class RunEngine: @unchecked Sendable {
         baseEnvironmentEntries = baseEnvironment.map { "\($0.key)=\($0.value)" }
         // First, on this (the main) thread, before any Dispatch thread exists:
         // the reaper blocks SIGCHLD here so every later thread inherits that.
+        // The pump's thread, started next, inherits that block too: it reaps.
+        var reaper: ChildReaper?
         do {
-            reaper = try ChildReaper(scope: .allChildren, target: queue)
+            reaper = try ChildReaper(scope: .allChildren, wakeup: .eventLoop)
         } catch {
             reaperProblem = error.description
         }
-        pump = OutputPump()
+        pump = OutputPump(engineQueue: queue)
+        record.writesEvents { [queue, pump] write in
+            if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
+        }
+        if let reaper {
+            do {
+                try pump.reapChildren(with: reaper)
+                self.reaper = reaper
+            } catch {
+                reaperProblem = error.description
+            }
+        }
         for (offset, semaphore) in plan.workflow.semaphores.enumerated() { resourceOfSemaphore[semaphore.name] = offset + 1 }
         buildNodes()
     }

@@ -55,19 +55,20 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     }
 
     /// Event lines not yet written. The engine's queue writes them once the
-    /// step that produced them is over (`writesEvents(on:)`), so a burst of
+    /// step that produced them is over (`writesEvents(scheduling:)`), so a burst of
     /// events costs one write, and nothing waits longer than that step.
     private var pendingEvents: [UInt8] = []
-    private var eventsQueue: DispatchQueue?
+    private var scheduleWrite: ((@escaping @Sendable () -> Void) -> Void)?
 
-    /// Gathers the event lines of each step on `queue` (the engine's) into one
-    /// write. Without it, every event is written at once.
-    func writesEvents(on queue: DispatchQueue) {
-        eventsQueue = queue
+    /// Gathers the event lines of each engine step into one write:
+    /// `schedule` runs its work once the current step is over. Without it,
+    /// every event is written at once.
+    func writesEvents(scheduling schedule: @escaping (@escaping @Sendable () -> Void) -> Void) {
+        scheduleWrite = schedule
     }
 
     public func report(_ event: RunEvent) {
-        guard let eventsQueue else {
+        guard let scheduleWrite else {
             writeAll(eventsDescriptor, event.jsonLine + "\n")
             return
         }
@@ -77,7 +78,7 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
         if pendingEvents.count >= 64 * 1024 {
             writePendingEvents()
         } else if !flushIsScheduled {
-            eventsQueue.async { self.writePendingEvents() }
+            scheduleWrite { self.writePendingEvents() }
         }
     }
 

@@ -7,9 +7,13 @@ import Synchronization
 /// the completion registered for its pid. Create exactly one, early, before
 /// any child is started, and keep it for the life of the process.
 ///
-/// How: a `DispatchSourceSignal` for SIGCHLD runs a reap pass on a private
-/// serial queue; the pass calls `waitpid` with WNOHANG until nothing more is
-/// ready, so coalesced SIGCHLDs lose nothing. On Linux, libdispatch's signal
+/// How: something that hears SIGCHLD runs a reap pass; the pass calls
+/// `waitpid` with WNOHANG until nothing more is ready, so coalesced SIGCHLDs
+/// lose nothing. What hears it (`Wakeup`): flowrun's run uses its event loop
+/// (`OutputPump.reapChildren`: a signalfd, plus a handler for a SIGCHLD that
+/// a thread not blocking it takes), which delivers exits with no thread
+/// hand-off; otherwise a `DispatchSourceSignal` runs passes on a private
+/// serial queue. On Linux, libdispatch's signal
 /// source is a signalfd plus a SIGCHLD handler that libdispatch installs
 /// itself: a signal that lands on a thread which does not block it is
 /// re-raised at libdispatch's manager thread, so correctness does not depend
@@ -37,6 +41,16 @@ final class ChildReaper: Sendable {
         case launchedChildren
     }
 
+    /// What tells the reaper that a child exited.
+    enum Wakeup: Sendable {
+        /// A `DispatchSourceSignal` for SIGCHLD; reap passes run on a private
+        /// queue (targeting `target`).
+        case signalSource
+        /// The owner's event loop: it watches SIGCHLD (`OutputPump.reapChildren`)
+        /// and calls `reapPass(runningInline:into:)` on its own thread.
+        case eventLoop
+    }
+
     /// What a registered child's exit is reported to.
     private struct Registration {
         var queue: DispatchQueue
@@ -61,7 +75,7 @@ final class ChildReaper: Sendable {
     private let reapQueue: DispatchQueue
     /// Never reassigned; libdispatch sources are thread-safe objects that
     /// Swift's Dispatch overlay does not mark Sendable, hence nonisolated(unsafe).
-    nonisolated(unsafe) private let signalSource: any DispatchSourceSignal
+    nonisolated(unsafe) private let signalSource: (any DispatchSourceSignal)?
     private let orphanHandler: (@Sendable (Int32, ProcessExit) -> Void)?
     private let orphanQueue: DispatchQueue
 
@@ -74,10 +88,13 @@ final class ChildReaper: Sendable {
     /// Do not call `init` from `target` itself: it waits for a block there.
     init(
         scope: Scope,
+        wakeup: Wakeup = .signalSource,
         target: DispatchQueue? = nil,
         orphanQueue: DispatchQueue = .global(),
         orphanHandler: (@Sendable (_ pid: Int32, _ exit: ProcessExit) -> Void)? = nil
     ) throws(ProcessError) {
+        // `.launchedChildren` looks once more after each registration, on reapQueue.
+        precondition(wakeup == .signalSource || scope == .allChildren, "an event loop reaps all children")
         self.scope = scope
         reapQueue = DispatchQueue(label: "flowrun.child-reaper", target: target)
         self.orphanHandler = orphanHandler
@@ -100,18 +117,23 @@ final class ChildReaper: Sendable {
             throw ProcessError(operation: "prctl PR_SET_CHILD_SUBREAPER", code: errno)
         }
 
-        signalSource = DispatchSource.makeSignalSource(signal: SIGCHLD, queue: reapQueue)
-        signalSource.setEventHandler { [weak self] in self?.reapPass() }
+        guard wakeup == .signalSource else {
+            signalSource = nil
+            return
+        }
+        let source = DispatchSource.makeSignalSource(signal: SIGCHLD, queue: reapQueue)
+        signalSource = source
+        source.setEventHandler { [weak self] in self?.reapPass() }
         let registered = DispatchSemaphore(value: 0)
-        signalSource.setRegistrationHandler { registered.signal() }
-        signalSource.activate()
+        source.setRegistrationHandler { registered.signal() }
+        source.activate()
         registered.wait()
         // A child that exited before the source was registered sent a SIGCHLD
         // nobody saw: look once.
         reapQueue.async { [weak self] in self?.reapPass() }
     }
 
-    deinit { signalSource.cancel() }
+    deinit { signalSource?.cancel() }
 
     /// Spawns `request` (see `ProcessLauncher.spawn`) and calls `completion`
     /// once, on `queue`, when the child has exited and been reaped. Callable
@@ -169,8 +191,31 @@ final class ChildReaper: Sendable {
         }
     }
 
+    /// Reaps whatever is ready. Completions registered for `inlineQueue` are
+    /// appended to `work` for the caller to run on that queue (`.eventLoop`:
+    /// the loop runs them in one `inlineQueue.sync`, with no thread hand-off);
+    /// the others are dispatched to their queues. Passes must never overlap:
+    /// call it from one thread only.
+    func reapPass(runningInline inlineQueue: DispatchQueue, into work: inout [() -> Void]) {
+        for (registration, exit) in reapReady() {
+            if registration.queue === inlineQueue {
+                work.append { registration.completion(exit) }
+            } else {
+                registration.queue.async { registration.completion(exit) }
+            }
+        }
+    }
+
     /// Reaps whatever is ready; runs on `reapQueue` only.
     private func reapPass() {
+        for (registration, exit) in reapReady() {
+            registration.queue.async { registration.completion(exit) }
+        }
+    }
+
+    /// Waits for every child that has exited; returns the registered ones
+    /// and reports the orphans.
+    private func reapReady() -> [(Registration, ProcessExit)] {
         var finished: [(Registration, ProcessExit)] = []
         var orphans: [(Int32, Int32)] = []
         switch scope {
@@ -210,10 +255,8 @@ final class ChildReaper: Sendable {
                 }
             }
         }
-        for (registration, exit) in finished {
-            registration.queue.async { registration.completion(exit) }
-        }
         report(orphans: orphans)
+        return finished
     }
 
     /// Unclaimed statuses once no spawn is in flight: none of them can be a
