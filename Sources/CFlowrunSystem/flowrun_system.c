@@ -49,13 +49,12 @@ int flowrun_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
-static volatile int child_exit_wake_fd = -1;
+static volatile int signal_wake_fd = -1;
 
-static void write_child_exit_wake(int signal) {
-    (void)signal;
+static void write_signal_number(int signal) {
     int saved = errno;
-    char byte = 1;
-    ssize_t ignored = write(child_exit_wake_fd, &byte, 1);
+    unsigned char byte = (unsigned char)signal;
+    ssize_t ignored = write(signal_wake_fd, &byte, 1);
     (void)ignored;
     errno = saved;
 }
@@ -67,12 +66,12 @@ int flowrun_child_exit_signalfd(void) {
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-int flowrun_wake_on_child_exit(int fd) {
-    child_exit_wake_fd = fd;
+int flowrun_forward_signal(int signal, int fd) {
+    signal_wake_fd = fd;
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = write_child_exit_wake;
-    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    action.sa_handler = write_signal_number;
+    action.sa_flags = SA_RESTART | (signal == SIGCHLD ? SA_NOCLDSTOP : 0);
     sigemptyset(&action.sa_mask);
-    return sigaction(SIGCHLD, &action, NULL);
+    return sigaction(signal, &action, NULL);
 }

@@ -50,9 +50,10 @@ int flowrun_pipe_cloexec(int fds[2]);
 /// readable while a child's exit is pending and no thread took the signal.
 int flowrun_child_exit_signalfd(void);
 
-/// Installs a SIGCHLD handler that writes one byte to `fd` (non-blocking):
-/// the wake-up for a SIGCHLD that a thread not blocking it took, which the
-/// signalfd then never sees. SA_RESTART, SA_NOCLDSTOP.
-int flowrun_wake_on_child_exit(int fd);
+/// Installs a handler for `signal` that writes the signal's number as one
+/// byte to `fd` (non-blocking; every forwarded signal shares the last `fd`
+/// given): the self-pipe trick, whichever thread takes the signal.
+/// SA_RESTART; SA_NOCLDSTOP for SIGCHLD.
+int flowrun_forward_signal(int signal, int fd);
 
 #endif

@@ -3,7 +3,8 @@ import Foundation
 import Synchronization
 
 /// Reads every running task's stdout on one thread, with `epoll`; with
-/// `reapChildren`, that thread also reaps exited children.
+/// `reapChildren`, that thread also reaps exited children, and with
+/// `forwardSignals` it hears flowrun's signals.
 ///
 /// Why not a `DispatchSourceRead` per pipe: with many short-lived tasks,
 /// libdispatch's Linux event loop crashed (`_dispatch_event_loop_drain`)
@@ -21,12 +22,15 @@ import Synchronization
 /// which runs the engine's step on this thread: the next task is spawned
 /// with no thread woken. A SIGCHLD source of libdispatch's would cost its
 /// manager thread's wake-up plus a worker's per exit, and the pipe's EOF
-/// another worker's.
+/// another worker's. Signals come here too, through the wake pipe (the
+/// self-pipe trick): a libdispatch signal source keeps a signalfd in its
+/// manager thread's epoll, and the kernel wakes every signalfd waiter for
+/// any signal, so each child's SIGCHLD would wake that thread for nothing.
 final class OutputPump: @unchecked Sendable {
     // @unchecked: `readers` and `closing` are behind `state`'s mutex; the
-    // buffer, `pending`, `reaper` and `childExits` are touched only by the
-    // pump thread (`reaper` and `childExits` are set before it reads them,
-    // in `reapChildren`, under `state`'s mutex).
+    // buffer, `pending`, `reaper`, `childExits` and `signalHandler` are
+    // touched only by the pump thread (the last three are set before it reads
+    // them, under `state`'s mutex).
     struct Reader: Sendable {
         /// A chunk of output, on the pump thread.
         var data: @Sendable (UnsafeRawBufferPointer) -> Void
@@ -41,7 +45,8 @@ final class OutputPump: @unchecked Sendable {
 
     private let state = Mutex(State())
     private let epoll: Int32
-    /// Writing a byte here wakes the pump to act on a `close` request.
+    /// A byte here wakes the pump: 0 for a `close` request, else the number
+    /// of a signal that was forwarded (`forwardSignals`) or is SIGCHLD.
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -56,6 +61,7 @@ final class OutputPump: @unchecked Sendable {
     private var batchEnd: [() -> Void] = []
     /// A signalfd for SIGCHLD, -1 until `reapChildren`.
     private var childExits: Int32 = -1
+    private var signalHandler: ((Int32) -> Void)?
 
     /// `engineQueue`: where `deliver`ed work runs (a serial queue).
     init(engineQueue: DispatchQueue) {
@@ -90,7 +96,7 @@ final class OutputPump: @unchecked Sendable {
         guard descriptor >= 0 else { throw ProcessError(operation: "signalfd SIGCHLD", code: errno) }
         // A thread that does not block SIGCHLD takes the signal instead of the
         // signalfd: its handler wakes the pump through the wake pipe.
-        guard flowrun_wake_on_child_exit(wakeWrite) == 0 else {
+        guard flowrun_forward_signal(SIGCHLD, wakeWrite) == 0 else {
             Glibc.close(descriptor)
             throw ProcessError(operation: "sigaction SIGCHLD", code: errno)
         }
@@ -101,6 +107,16 @@ final class OutputPump: @unchecked Sendable {
         Self.watch(descriptor, in: epoll)
         // An exit before the signalfd existed: look once.
         wake()
+    }
+
+    /// From now on, `signals` (SIGINT, SIGTERM, …) no longer have their
+    /// default effect: each one that arrives runs `handler` on `engineQueue`,
+    /// like `deliver`'s work.
+    func forwardSignals(_ signals: [Int32], to handler: @escaping (Int32) -> Void) throws(ProcessError) {
+        state.withLock { _ in signalHandler = handler }
+        for signalNumber in signals where flowrun_forward_signal(signalNumber, wakeWrite) != 0 {
+            throw ProcessError(operation: "sigaction \(signalNumber)", code: errno)
+        }
     }
 
     /// On the pump's thread only (a `Reader`'s callbacks): runs `work` on
@@ -125,7 +141,7 @@ final class OutputPump: @unchecked Sendable {
     }
 
     private func wake() {
-        var byte: UInt8 = 1
+        var byte: UInt8 = 0
         _ = write(wakeWrite, &byte, 1)
     }
 
@@ -146,7 +162,7 @@ final class OutputPump: @unchecked Sendable {
                 if event.data.fd == wakeRead {
                     drainWake()
                     for descriptor in state.withLock({ $0.closing }) { finish(descriptor) }
-                    reap = true
+                    reap = true  // possibly SIGCHLD; a pass with nothing to reap is one waitpid
                 } else if event.data.fd == childExits {
                     drainSignals()
                     reap = true
@@ -201,8 +217,16 @@ final class OutputPump: @unchecked Sendable {
         while Glibc.read(childExits, &info, MemoryLayout<signalfd_siginfo>.size) > 0 {}
     }
 
+    /// Empties the wake pipe; forwarded signals go to the handler in arrival order.
     private func drainWake() {
         var scratch = [UInt8](repeating: 0, count: 256)
-        while scratch.withUnsafeMutableBytes({ Glibc.read(wakeRead, $0.baseAddress, $0.count) }) > 0 {}
+        while true {
+            let count = scratch.withUnsafeMutableBytes { Glibc.read(wakeRead, $0.baseAddress, $0.count) }
+            guard count > 0 else { return }
+            for byte in scratch[..<count] where byte != 0 && Int32(byte) != SIGCHLD {
+                guard let handler = state.withLock({ _ in signalHandler }) else { continue }
+                deliver { handler(Int32(byte)) }
+            }
+        }
     }
 }

@@ -54,7 +54,6 @@ public final class RunEngine: @unchecked Sendable {
     var killingEverything = false
     var finished = false
     private let done = DispatchSemaphore(value: 0)
-    private var signalSources: [any DispatchSourceSignal] = []
 
     /// `--stream`: task output goes to the reporters line by line as it arrives.
     let streamsOutput: Bool
@@ -229,17 +228,16 @@ public final class RunEngine: @unchecked Sendable {
 
     // MARK: - Signals
 
+    /// SIGINT, SIGTERM and SIGHUP stop the run (a second one kills
+    /// everything); they come through the pump, like child exits.
     private func installSignalHandlers() {
-        for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-            source.setEventHandler { [weak self] in self?.received(signal: signalNumber) }
-            // Wait until the source is registered: a signal before that would be lost.
-            let registered = DispatchSemaphore(value: 0)
-            source.setRegistrationHandler { registered.signal() }
-            source.resume()
-            registered.wait()
-            signalSources.append(source)
+        do {
+            try pump.forwardSignals([SIGINT, SIGTERM, SIGHUP]) { [weak self] signalNumber in
+                self?.received(signal: signalNumber)
+            }
+        } catch {
+            // sigaction fails only for an invalid signal; say so rather than crash.
+            writeAll(STDERR_FILENO, "flowrun: cannot handle signals: \(error)\n")
         }
     }
 
