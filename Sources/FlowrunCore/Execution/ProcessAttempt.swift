@@ -272,8 +272,7 @@ enum EscapedChildren {
     /// `leaders` is asked for only when that file lists anyone (a task shell
     /// lands there when the Dispatch thread that spawned it exits).
     static func exist(besides leaders: () -> Set<Int32>) -> Bool {
-        let me = getpid()
-        let descriptor = open("/proc/\(me)/task/\(me)/children", O_RDONLY | O_CLOEXEC)
+        let descriptor = open(childrenPath, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -284,6 +283,12 @@ enum EscapedChildren {
             Int32($0).map { !running.contains($0) } ?? false
         }
     }
+
+    /// flowrun's pid does not change: the path is built once.
+    private static let childrenPath: String = {
+        let me = getpid()
+        return "/proc/\(me)/task/\(me)/children"
+    }()
 }
 
 extension RunEngine {

@@ -27,6 +27,11 @@ import Glibc
 /// above). Stateless; callable from any thread. Most callers go through
 /// `ChildReaper.launch`, which also arranges the reaping.
 enum ProcessLauncher {
+    /// /dev/null, read-only, opened once: every child's stdin is a dup2 of it,
+    /// cheaper than a path lookup per spawn. -1 if it could not be opened
+    /// (each child then opens /dev/null itself, and says so if that fails).
+    private static let standardInput = open("/dev/null", O_RDONLY | O_CLOEXEC)
+
     /// Spawns the request's shell and returns its pid, which is also the id
     /// of the new process group it leads.
     ///
@@ -63,7 +68,11 @@ enum ProcessLauncher {
                 try check(posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0), "open /dev/null")
             }
         }
-        try check(posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0), "open /dev/null")
+        if standardInput >= 0 {
+            try check(posix_spawn_file_actions_adddup2(&actions, standardInput, 0), "dup2 /dev/null to 0")
+        } else {
+            try check(posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0), "open /dev/null")
+        }
         try check(flowrun_spawn_file_actions_addclosefrom(&actions, 3), "closefrom 3")
         if let directory = request.workingDirectory {
             try check(flowrun_spawn_file_actions_addchdir(&actions, directory), "chdir \(directory)")
