@@ -26,7 +26,8 @@ let package = Package(
         ),
         // libyaml's event stream → nodes with 1-based line:column marks.
         .target(name: "FlowrunYAML", dependencies: ["CYaml"], swiftSettings: strictSettings),
-        // The few POSIX calls Glibc's overlay does not expose (spawn flags, subreaper).
+        // The few POSIX calls Glibc's overlay does not expose (spawn flags, subreaper,
+        // signal forwarding), and http tasks' client on libcurl, loaded with dlopen.
         .target(name: "CFlowrunSystem"),
         // Model, validation, planning and execution: YAML nodes → Workflow → Plan → run.
         .target(name: "FlowrunCore", dependencies: ["FlowrunYAML", "CFlowrunSystem"], swiftSettings: strictSettings),

@@ -206,6 +206,31 @@ extension RunEndToEnd {
             #expect(sandbox.read("used") == "{\"ok\": true} 200")
         }
 
+        /// A 64 MB response body streams to the log as it arrives: flowrun's
+        /// peak RSS stays under 50 MB, the log holds the request line, the
+        /// status and every byte, the stash is the body's last 1 MiB.
+        @Test func anHTTPTasksLargeBodyStreamsToTheLogWithFlatMemory() throws {
+            let size = 64 << 20
+            let sandbox = try RunSandbox()
+            let server = try OneRequestHTTPServer(status: 200, body: String(repeating: "y", count: size - 1) + "z")
+            let run = try sandbox.run("""
+                tasks:
+                  download: {http: {url: "\(server.url)/big"}}
+                """, timeout: .seconds(60))
+            print(String(format: "http 64MB: %.2f s wall, %.1f MB peak RSS", run.wallSeconds, run.peakRSSMegabytes))
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(run.peakRSSMegabytes < 50, "flowrun's peak RSS was \(run.peakRSSMegabytes) MB\n\(run)")
+            let record = try sandbox.record()
+            let head = "GET \(server.url)/big\nHTTP 200\n"
+            let log = try #require(FileManager.default.contents(atPath: record.logPath("download")))
+            #expect(log.count == head.utf8.count + size, "the log holds \(log.count) bytes")
+            #expect(String(decoding: log.prefix(head.utf8.count), as: UTF8.self) == head)
+            #expect(log.last == UInt8(ascii: "z"))
+            let stash = try #require(record.stdout("download"))
+            #expect(stash.utf8.count == 1 << 20 && stash.hasSuffix("yz"), "the stash holds \(stash.utf8.count) bytes")
+        }
+
         /// A server that accepts the connection and never answers: the
         /// task's `timeout` stops the request.
         @Test func anHTTPTaskTimesOut() throws {

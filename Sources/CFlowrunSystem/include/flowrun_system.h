@@ -10,6 +10,8 @@
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): close every fd >= from in the child.
@@ -55,5 +57,22 @@ int flowrun_child_exit_signalfd(void);
 /// given): the self-pipe trick, whichever thread takes the signal.
 /// SA_RESTART; SA_NOCLDSTOP for SIGCHLD.
 int flowrun_forward_signal(int signal, int fd);
+
+/// An `http:` task's response body, chunk by chunk, with the response's
+/// status; on the HTTP thread.
+typedef void (*flowrun_http_data_fn)(void *context, long status, const char *bytes, size_t count);
+/// The request's end, exactly once, on the HTTP thread: the final status, or
+/// 0 and what went wrong ("cancelled" after `flowrun_http_cancel`).
+typedef void (*flowrun_http_done_fn)(void *context, long status, const char *error);
+
+/// Starts one HTTP request (libcurl, loaded at the first call; one thread
+/// drives every request). `headers`: "Name: value" lines; `body` may be NULL.
+/// Returns the request's id, or 0 with `*error` set (then no callback comes).
+uint64_t flowrun_http_start(const char *method, const char *url, const char *const *headers, size_t header_count,
+                            const char *body, long long body_length, void *context, flowrun_http_data_fn on_data,
+                            flowrun_http_done_fn on_done, const char **error);
+
+/// Stops request `id` if it is still going; its `on_done` follows with "cancelled".
+void flowrun_http_cancel(uint64_t id);
 
 #endif

@@ -1,35 +1,43 @@
+import CFlowrunSystem
 import Dispatch
-import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
+#if canImport(Glibc)
+import Glibc
 #endif
 
 /// `http: {url, method, headers, body, expect}`: one request; another status fails the task.
-/// The response body is the stash's stdout (the last 1 MiB) and goes to the task's log.
+///
+/// The request runs on libcurl's thread (`flowrun_http_start`, see
+/// flowrun_http.c for why not URLSession). The log gets the request line,
+/// the status and the body as it arrives; the stash's stdout is the body's
+/// last 1 MiB, so a large download costs no memory beyond that.
 final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
-    // @unchecked: `done` and `task` are only touched on `queue`.
+    // @unchecked: `done` and `requestID` are only touched on `queue`; the log
+    // descriptor, `tail` and `statusWritten` only on the HTTP thread between
+    // `start` and the end callback, which hands `tail` over to `queue`.
     private let queue: DispatchQueue
-    private let request: URLRequest
+    private let method: String
+    private let url: String
+    private let headers: [(String, String)]
+    private let body: String?
     private let expect: Int
     private let logPath: String
     private let completion: (AttemptResult) -> Void
-    private var task: URLSessionDataTask?
+    private var requestID: UInt64 = 0
     private var done = false
+    private var logDescriptor: Int32 = -1
+    private var tail: [UInt8] = []
+    private var statusWritten = false
 
-    private static let session: URLSession = {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        return URLSession(configuration: configuration)
-    }()
+    private static let stashLimit = 1 << 20
 
     init?(method: String, url: String, headers: [(String, String)], body: String?, expect: Int, logPath: String,
           queue: DispatchQueue, completion: @escaping (AttemptResult) -> Void) {
-        guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https" else { return nil }
-        var request = URLRequest(url: parsed)
-        request.httpMethod = method
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        if let body { request.httpBody = Data(body.utf8) }
-        self.request = request
+        let scheme = url.prefix(while: { $0 != ":" }).lowercased()
+        guard (scheme == "http" || scheme == "https") && url.dropFirst(scheme.count).hasPrefix("://") else { return nil }
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
         self.expect = expect
         self.logPath = logPath
         self.queue = queue
@@ -37,42 +45,101 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     func start() {
-        let task = Self.session.dataTask(with: request) { [weak self] data, response, error in
-            guard let self else { return }
-            let status = (response as? HTTPURLResponse)?.statusCode
-            let body = data ?? Data()
-            self.queue.async { self.finished(status: status, body: body, error: error) }
+        logDescriptor = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        writeLog("\(method) \(url)\n")
+        let lines = headers.map { "\($0.0): \($0.1)" }
+        let headerArray: CStringArray
+        do {
+            headerArray = try CStringArray(lines, what: "header")
+        } catch {
+            fail(error.description)
+            return
         }
-        self.task = task
-        task.resume()
+        let headerPointers = UnsafeRawPointer(headerArray.pointers).assumingMemoryBound(to: UnsafePointer<CChar>?.self)
+        // One reference for libcurl's thread, given back by the end callback.
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var problem: UnsafePointer<CChar>?
+        var body = body
+        let id = Self.withBytes(of: &body) { bytes, count in
+            flowrun_http_start(
+                method, url, headerPointers, lines.count, bytes, Int64(count), context,
+                { context, status, bytes, count in
+                    Unmanaged<HTTPAttempt>.fromOpaque(context!).takeUnretainedValue()
+                        .received(status: status, UnsafeRawBufferPointer(start: bytes, count: count))
+                },
+                { context, status, error in
+                    Unmanaged<HTTPAttempt>.fromOpaque(context!).takeRetainedValue()
+                        .ended(status: status, error: error.map { String(cString: $0) })
+                },
+                &problem)
+        }
+        guard id != 0 else {
+            Unmanaged<HTTPAttempt>.fromOpaque(context).release()
+            fail(problem.map { String(cString: $0) } ?? "cannot start the request")
+            return
+        }
+        requestID = id
     }
 
-    private func finished(status: Int?, body: Data, error: (any Error)?) {
-        let log = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "")\n"
-            + (status.map { "HTTP \($0)\n" } ?? "") + (error.map { "error: \($0.localizedDescription)\n" } ?? "")
-        appendToLog(Data(log.utf8) + body)
+    /// The body's bytes and length (nil for no body); libcurl takes it by length.
+    private static func withBytes<R>(of text: inout String?, _ body: (UnsafePointer<CChar>?, Int) -> R) -> R {
+        guard var text else { return body(nil, 0) }
+        guard !text.isEmpty else { return "".withCString { body($0, 0) } }
+        return text.withUTF8 { utf8 in
+            utf8.withMemoryRebound(to: CChar.self) { body($0.baseAddress, $0.count) }
+        }
+    }
+
+    /// On the HTTP thread: a chunk of the body.
+    private func received(status: Int, _ chunk: UnsafeRawBufferPointer) {
+        writeStatus(status)
+        if logDescriptor >= 0 { writeAll(logDescriptor, chunk) }
+        tail.append(contentsOf: chunk)
+        if tail.count > 2 * Self.stashLimit { tail.removeFirst(tail.count - Self.stashLimit) }
+    }
+
+    /// On the HTTP thread: the request is over.
+    private func ended(status: Int, error: String?) {
+        writeStatus(status)
+        if let error { writeLog("error: \(error)\n") }
+        if logDescriptor >= 0 { close(logDescriptor) }
+        let body = tail.suffix(Self.stashLimit)
+        queue.async { self.finished(status: status == 0 ? nil : status, body: body, error: error) }
+    }
+
+    private func writeStatus(_ status: Int) {
+        guard !statusWritten, status > 0 else { return }
+        statusWritten = true
+        writeLog("HTTP \(status)\n")
+    }
+
+    private func writeLog(_ text: String) {
+        if logDescriptor >= 0 { writeAll(logDescriptor, text) }
+    }
+
+    private func finished(status: Int?, body: ArraySlice<UInt8>, error: String?) {
         var result: AttemptResult
         if let status {
             result = AttemptResult(status: status == expect ? .succeeded : .failed, exitCode: status,
                                    reason: status == expect ? nil : "HTTP \(status) (expected \(expect))")
         } else {
-            result = AttemptResult(status: .failed, reason: "request failed: \(error?.localizedDescription ?? "no response")")
+            result = AttemptResult(status: .failed, reason: "request failed: \(error ?? "no response")")
         }
-        var stdout = String(decoding: body.suffix(1 << 20), as: UTF8.self)
+        var stdout = String(decoding: body, as: UTF8.self)
         if stdout.hasSuffix("\n") { stdout.removeLast() }
         result.stdout = stdout
         complete(result)
     }
 
-    private func appendToLog(_ data: Data) {
-        let descriptor = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { return }
-        data.withUnsafeBytes { _ = write(descriptor, $0.baseAddress, $0.count) }
-        close(descriptor)
+    private func fail(_ reason: String) {
+        writeLog("flowrun: \(reason)\n")
+        if logDescriptor >= 0 { close(logDescriptor) }
+        let result = AttemptResult(status: .failed, reason: reason)
+        queue.async { self.complete(result) }
     }
 
     func stop(as status: TaskStatus, reason: String) {
-        task?.cancel()
+        if requestID != 0 { flowrun_http_cancel(requestID) }
         complete(AttemptResult(status: status, reason: reason))
     }
 

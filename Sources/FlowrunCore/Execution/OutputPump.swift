@@ -62,6 +62,8 @@ final class OutputPump: @unchecked Sendable {
     /// A signalfd for SIGCHLD, -1 until `reapChildren`.
     private var childExits: Int32 = -1
     private var signalHandler: ((Int32) -> Void)?
+    /// Whether an output ended in the current wake-up.
+    private var outputEnded = false
 
     /// `engineQueue`: where `deliver`ed work runs (a serial queue).
     init(engineQueue: DispatchQueue) {
@@ -158,6 +160,7 @@ final class OutputPump: @unchecked Sendable {
             let ready = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), -1) }
             if ready < 0 { continue }
             var reap = false
+            outputEnded = false
             for event in events.prefix(Int(ready)) {
                 if event.data.fd == wakeRead {
                     drainWake()
@@ -170,7 +173,9 @@ final class OutputPump: @unchecked Sendable {
                     readOnce(event.data.fd)
                 }
             }
-            if reap, let reaper = state.withLock({ _ in reaper }) {
+            // A shell's stdout closes as it exits, just before its SIGCHLD:
+            // looking now often finds it reaped in the same wake-up.
+            if reap || outputEnded, let reaper = state.withLock({ _ in reaper }) {
                 reaper.reapPass(runningInline: engineQueue, into: &pending)
             }
             if !pending.isEmpty {
@@ -209,6 +214,7 @@ final class OutputPump: @unchecked Sendable {
         guard let reader else { return }
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
         Glibc.close(descriptor)
+        outputEnded = true
         reader.end()
     }
 

@@ -8,10 +8,11 @@
 // default dispositions, its own process group, /dev/null as stdin, only fds
 // 0-2, and exactly the environment and directory asked for, at the cost of a
 // vfork-style clone + exec (~0.4 ms here). Children are reaped by one
-// `ChildReaper`: a Dispatch signal source for SIGCHLD runs a
-// `waitpid(-1, WNOHANG)` loop on one serial queue, so no thread ever waits
-// per child, and a pid → completion registry (filled in step with each spawn,
-// holding statuses that arrive before their registration) routes each exit.
+// `ChildReaper`: on SIGCHLD (heard by the run's `OutputPump` thread, or by a
+// Dispatch signal source) a `waitpid(-1, WNOHANG)` loop runs, so no thread
+// ever waits per child, and a pid → completion registry (filled in step with
+// each spawn, holding statuses that arrive before their registration) routes
+// each exit.
 // Killing a task's tree needs more than `kill(-pgid)`: a descendant may leave
 // the group with setsid() or escape by a double fork. flowrun therefore makes
 // itself a child subreaper (such orphans re-parent to flowrun, not init, and
