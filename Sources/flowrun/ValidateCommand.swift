@@ -41,7 +41,7 @@ struct ValidateCommand: ParsableCommand {
 
     static func summary(of workflow: Workflow) -> String {
         let fanOuts = workflow.groups.compactMap(\.fanOut)
-        let taskCount = workflow.mainTasks.count + workflow.finally.count + fanOuts.compactMap(\.source.staticCount).reduce(0, +)
+        let taskCount = workflow.mainTaskCount + workflow.finally.count + fanOuts.compactMap(\.source.staticCount).reduce(0, +)
         var tasks = "\(taskCount) task\(taskCount == 1 ? "" : "s")"
         let dynamic = fanOuts.filter { $0.source.staticCount == nil }.count
         if dynamic > 0 { tasks += " + \(dynamic) fan-out\(dynamic == 1 ? "" : "s") sized at run time" }

@@ -24,7 +24,10 @@ public struct DependencyGraph: Sendable {
     /// The main phase of `workflow` (everything but `finally`). References to
     /// unknown names are left out; validation reports them.
     public init(mainPhaseOf workflow: Workflow) {
-        for task in workflow.tasks { add(task.name, .task, task.location, group: nil) }
+        // Tasks by index, fields read in place: `for task in` would copy each
+        // definition (a retain per field), a tenth of validating 100,000 tasks.
+        let tasks = workflow.tasks
+        for index in tasks.indices { add(tasks[index].name, .task, tasks[index].location, group: nil) }
         for group in workflow.groups {
             add(group.name, .group, group.location, group: nil)
             for member in group.members { add(member.name, .task, member.location, group: group.name) }
@@ -32,7 +35,7 @@ public struct DependencyGraph: Sendable {
         }
         for join in workflow.joins { add(join.name, .join, join.location, group: nil) }
 
-        for task in workflow.tasks { connect(task.name, to: task.needs.map(\.value)) }
+        for index in tasks.indices { connect(tasks[index].name, to: tasks[index].needs.map(\.value)) }
         for group in workflow.groups {
             let groupNeeds = group.needs.map(\.value)
             var memberNames = group.members.map(\.name)

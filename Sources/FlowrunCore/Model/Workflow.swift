@@ -29,6 +29,11 @@ public struct Workflow: Sendable {
     public var mainTasks: [TaskDefinition] {
         tasks + groups.flatMap(\.members)
     }
+
+    /// `mainTasks.count`, without the copy.
+    public var mainTaskCount: Int {
+        groups.reduce(tasks.count) { $0 + $1.members.count }
+    }
 }
 
 /// A value and where it was written.

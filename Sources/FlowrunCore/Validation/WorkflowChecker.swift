@@ -167,19 +167,32 @@ struct WorkflowChecker {
 
     private mutating func checkSemaphores() {
         let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
-        let allTasks = workflow.mainTasks + workflow.groups.compactMap(\.fanOut?.template) + workflow.finally
-        for task in allTasks {
-            var seen = Set<String>()
-            for use in task.semaphores {
-                guard let capacity = capacities[use.name] else {
-                    let hint = hint(for: use.name, in: Array(capacities.keys))
-                    error("unknown semaphore '\(use.name)'\(hint); declare it under the top-level 'semaphores:'", at: use.location)
-                    continue
-                }
-                if !seen.insert(use.name).inserted { error("semaphore '\(use.name)' is listed twice", at: use.location) }
-                if use.weight > capacity {
-                    error("'\(task.name)' takes \(use.weight) of semaphore '\(use.name)', which holds only \(capacity): it could never run", at: use.location)
-                }
+        // In the order of `mainTasks`, templates, `finally`, without copying 100,000 definitions.
+        // By index, skipping tasks without semaphores before copying a definition.
+        let tasks = workflow.tasks
+        for index in tasks.indices where !tasks[index].semaphores.isEmpty {
+            checkSemaphores(of: tasks[index], capacities: capacities)
+        }
+        for group in workflow.groups {
+            for task in group.members where !task.semaphores.isEmpty { checkSemaphores(of: task, capacities: capacities) }
+        }
+        for group in workflow.groups {
+            if let template = group.fanOut?.template { checkSemaphores(of: template, capacities: capacities) }
+        }
+        for task in workflow.finally { checkSemaphores(of: task, capacities: capacities) }
+    }
+
+    private mutating func checkSemaphores(of task: TaskDefinition, capacities: [String: Int]) {
+        var seen = Set<String>()
+        for use in task.semaphores {
+            guard let capacity = capacities[use.name] else {
+                let hint = hint(for: use.name, in: Array(capacities.keys))
+                error("unknown semaphore '\(use.name)'\(hint); declare it under the top-level 'semaphores:'", at: use.location)
+                continue
+            }
+            if !seen.insert(use.name).inserted { error("semaphore '\(use.name)' is listed twice", at: use.location) }
+            if use.weight > capacity {
+                error("'\(task.name)' takes \(use.weight) of semaphore '\(use.name)', which holds only \(capacity): it could never run", at: use.location)
             }
         }
     }

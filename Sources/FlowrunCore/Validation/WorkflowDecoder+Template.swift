@@ -9,7 +9,7 @@ extension WorkflowDecoder {
         var rest = Substring(text)
         // Each expression is searched for in the file from where the last one was found.
         var cursor = source.cursor(at: nodeLocation)
-        while let open = rest.range(of: "${{") {
+        while let open = Self.expressionStart(in: rest) {
             if open.lowerBound > rest.startIndex { segments.append(.text(String(rest[..<open.lowerBound]))) }
             let found = cursor.flatMap { source.find("${{", from: $0) }
             let start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
@@ -39,19 +39,35 @@ extension WorkflowDecoder {
     }
 
     /// The `}}` that ends an expression, skipping any inside quoted strings.
+    /// Scans UTF-8 bytes (quotes and braces are ASCII, and no byte of a
+    /// multi-byte character is): a tenth of validating 100,000 expressions
+    /// went to walking Characters here.
     private static func closingBraces(in text: Substring) -> Range<Substring.Index>? {
-        var quote: Character?
-        var index = text.startIndex
-        while index < text.endIndex {
-            let character = text[index]
+        let utf8 = text.utf8
+        var quote: UInt8?
+        var index = utf8.startIndex
+        while index < utf8.endIndex {
+            let byte = utf8[index]
             if let open = quote {
-                if character == open { quote = nil }
-            } else if character == "'" || character == "\"" {
-                quote = character
-            } else if character == "}", text[index...].hasPrefix("}}") {
-                return index..<text.index(index, offsetBy: 2)
+                if byte == open { quote = nil }
+            } else if byte == UInt8(ascii: "'") || byte == UInt8(ascii: "\"") {
+                quote = byte
+            } else if byte == UInt8(ascii: "}") {
+                let next = utf8.index(after: index)
+                if next < utf8.endIndex, utf8[next] == UInt8(ascii: "}") { return index..<utf8.index(after: next) }
             }
-            index = text.index(after: index)
+            index = utf8.index(after: index)
+        }
+        return nil
+    }
+
+    /// The next `${{`, found in UTF-8 bytes.
+    private static func expressionStart(in text: Substring) -> Range<Substring.Index>? {
+        let utf8 = text.utf8
+        var from = utf8.startIndex
+        while let dollar = utf8[from...].firstIndex(of: UInt8(ascii: "$")) {
+            if utf8[dollar...].starts(with: "${{".utf8) { return dollar..<utf8.index(dollar, offsetBy: 3) }
+            from = utf8.index(after: dollar)
         }
         return nil
     }
