@@ -231,6 +231,33 @@ extension RunEndToEnd {
             #expect(stash.utf8.count == 1 << 20 && stash.hasSuffix("yz"), "the stash holds \(stash.utf8.count) bytes")
         }
 
+        /// A header value from an upstream output that holds a line break
+        /// would inject a header of its own: the task fails, nothing is sent.
+        @Test func anHTTPHeaderWithALineBreakIsRefusedNotSent() throws {
+            let sandbox = try RunSandbox()
+            let server = try OneRequestHTTPServer(status: 200, timeout: .seconds(3))
+            let run = try sandbox.run("""
+                tasks:
+                  token:
+                    run: |
+                      {
+                        echo 'value<<EOF'
+                        printf 'abc\\r\\nX-Injected: yes\\n'
+                        echo 'EOF'
+                      } >> "$FLOWRUN_OUTPUT"
+                  call:
+                    needs: token
+                    http: {url: "\(server.url)/api", headers: {Authorization: "${{ tasks.token.outputs.value }}"}}
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.status("call") == "failed", "\(record.overview)")
+            let log = try #require(FileManager.default.contents(atPath: record.logPath("call")))
+            #expect(String(decoding: log, as: UTF8.self).contains("header 'Authorization' contains a line break"), "\(String(decoding: log, as: UTF8.self))")
+            #expect(server.request(waiting: .seconds(3)) == nil, "the request was sent")
+        }
+
         /// A server that accepts the connection and never answers: the
         /// task's `timeout` stops the request.
         @Test func anHTTPTaskTimesOut() throws {

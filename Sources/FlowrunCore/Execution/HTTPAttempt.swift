@@ -47,6 +47,13 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     func start() {
         logDescriptor = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         writeLog("\(method) \(url)\n")
+        // A line break in a header would start another header (or the body),
+        // and a NUL would cut the URL or method short: values from upstream
+        // outputs may hold either, so such a request is refused, not sent.
+        if let problem = Self.unsafeText(method: method, url: url, headers: headers) {
+            fail(problem)
+            return
+        }
         let lines = headers.map { "\($0.0): \($0.1)" }
         let headerArray: CStringArray
         do {
@@ -79,6 +86,17 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
             return
         }
         requestID = id
+    }
+
+    /// Why the request cannot be sent as written, if it cannot.
+    private static func unsafeText(method: String, url: String, headers: [(String, String)]) -> String? {
+        func breaks(_ text: String) -> Bool { text.utf8.contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 } }
+        if breaks(method) { return "the method contains a line break or NUL byte; not sent" }
+        if breaks(url) || url.utf8.contains(0x20) { return "the URL contains a space, line break or NUL byte; not sent" }
+        if let (name, _) = headers.first(where: { breaks($0.0) || breaks($0.1) }) {
+            return "header '\(name.filter { !$0.isNewline && $0 != "\0" })' contains a line break or NUL byte; not sent"
+        }
+        return nil
     }
 
     /// The body's bytes and length (nil for no body); libcurl takes it by length.
