@@ -121,22 +121,7 @@ extension ArgoCompiler {
 
     /// A template's text with values as `{{…}}` tags (a fan-out's `foreach`).
     mutating func argumentTemplate(_ template: Template, scope: ArgoScope) -> String {
-        var text = ""
-        for segment in template.segments {
-            switch segment {
-            case .text(let literal):
-                checkLiteral(literal, at: template.location, what: "foreach")
-                text += literal
-            case .expression(let expression, let location):
-                guard let (value, phase) = argumentValue(expression, scope: scope, at: location) else { continue }
-                if phase, case .operand(let operand) = expression, let resolved = resolve(operand, in: scope) {
-                    text += "{{=" + ArgoExpression.status(resolved.path.accessor) + "}}"
-                } else {
-                    text += value
-                }
-            }
-        }
-        return text
+        argoText(template, what: "foreach", scope: scope) { $0 }
     }
 
     /// The group's DAG task in the main DAG: its needs, and the values its members read.

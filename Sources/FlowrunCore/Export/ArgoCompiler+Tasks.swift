@@ -105,20 +105,28 @@ extension ArgoCompiler {
     /// A template as Argo text with `{{inputs.parameters.vN}}` (for `http:`,
     /// where flowrun inserts values as text too).
     mutating func argoText(_ template: Template, scope: ArgoScope, values: inout ArgoTaskValues) -> String {
+        argoText(template, what: "the request", scope: scope) { tag in
+            let variable = values.variable(for: tag, phase: false)
+            return "{{inputs.parameters.v\(variable.dropFirst("FLOWRUN_VALUE_".count))}}"
+        }
+    }
+
+    /// A template as Argo text: literals checked and kept, each `${{ }}` as
+    /// its tag (a phase operand as its status), passed through `insert`.
+    mutating func argoText(_ template: Template, what: String, scope: ArgoScope, insert: (String) -> String) -> String {
         var text = ""
         for segment in template.segments {
             switch segment {
             case .text(let literal):
-                checkLiteral(literal, at: template.location, what: "the request")
+                checkLiteral(literal, at: template.location, what: what)
                 text += literal
             case .expression(let expression, let location):
-                guard var (value, phase) = argumentValue(expression, scope: scope, at: location) else { continue }
+                guard let (value, phase) = argumentValue(expression, scope: scope, at: location) else { continue }
                 if phase, case .operand(let operand) = expression, let resolved = resolve(operand, in: scope) {
-                    value = "{{=" + ArgoExpression.status(resolved.path.accessor) + "}}"
-                    phase = false
+                    text += insert("{{=" + ArgoExpression.status(resolved.path.accessor) + "}}")
+                } else {
+                    text += insert(value)
                 }
-                let variable = values.variable(for: value, phase: false)
-                text += "{{inputs.parameters.v\(variable.dropFirst("FLOWRUN_VALUE_".count))}}"
             }
         }
         return text

@@ -83,9 +83,9 @@ final class ChildReaper: Sendable {
     /// child subreaper. `orphanHandler` (on `orphanQueue`) hears of every
     /// reaped process that was not launched through this reaper.
     ///
-    /// `target`: a serial queue for reap passes to run on, typically the one
-    /// completions go to (the engine's), saving a thread hand-off per exit.
-    /// Do not call `init` from `target` itself: it waits for a block there.
+    /// `target` (`.signalSource` only): a serial queue for reap passes to run
+    /// on, typically the one completions go to, saving a thread hand-off per
+    /// exit. Do not call `init` from `target` itself: it waits for a block there.
     init(
         scope: Scope,
         wakeup: Wakeup = .signalSource,
