@@ -7,6 +7,11 @@
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int flowrun_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
@@ -74,4 +79,158 @@ int flowrun_forward_signal(int signal, int fd) {
     action.sa_flags = SA_RESTART | (signal == SIGCHLD ? SA_NOCLDSTOP : 0);
     sigemptyset(&action.sa_mask);
     return sigaction(signal, &action, NULL);
+}
+
+// MARK: - Spawning
+
+enum { spawn_stack_size = 64 * 1024 };
+
+struct spawn_child_state {
+    const flowrun_spawn_request *request;
+    const char *path;
+    /// Written by the child when something fails before exec; the parent
+    /// reads them after clone returns (CLONE_VFORK: the child has exec'd or exited).
+    volatile int error;
+    const char *volatile failed_operation;
+};
+
+/// The kernel's sigaction, to reset every signal, glibc's own included
+/// (glibc's sigaction refuses 32 and 33).
+struct kernel_sigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+
+static int move_descriptor(int from, int to, int open_flags) {
+    if (from < 0) {
+        int null = open("/dev/null", open_flags);
+        if (null < 0) return -1;
+        if (null == to) return 0;
+        int result = dup2(null, to);
+        close(null);
+        return result < 0 ? -1 : 0;
+    }
+    // dup2 clears close-on-exec on the copy.
+    return dup2(from, to) < 0 ? -1 : 0;
+}
+
+/// Runs in the child, which shares flowrun's memory until exec: system
+/// calls only, no allocation, no locks.
+static int spawn_child(void *argument) {
+    struct spawn_child_state *state = argument;
+    const flowrun_spawn_request *request = state->request;
+    // Every signal to its default: a handler of flowrun's must not run here,
+    // and an ignored signal would stay ignored across exec. All signals are
+    // still blocked (the parent blocked them before clone).
+    struct kernel_sigaction default_action = { SIG_DFL, 0, NULL, 0 };
+    for (int signal = 1; signal < _NSIG; signal++) {
+        if (signal == SIGKILL || signal == SIGSTOP) continue;
+        syscall(SYS_rt_sigaction, signal, &default_action, NULL, sizeof default_action.mask);
+    }
+    const char *operation = "setpgid";
+    if (setpgid(0, 0) != 0) goto failed;
+    // 1 and 2 first, then 0 (the caller's descriptors are >= 3).
+    operation = "dup2";
+    if (move_descriptor(request->standard_output, 1, O_WRONLY) != 0) goto failed;
+    if (move_descriptor(request->standard_error, 2, O_WRONLY) != 0) goto failed;
+    if (move_descriptor(request->standard_input, 0, O_RDONLY) != 0) goto failed;
+    if (syscall(SYS_close_range, 3, ~0U, 0) != 0) {
+        long limit = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < limit; fd++) close((int)fd);
+    }
+    operation = "chdir";
+    if (request->directory && chdir(request->directory) != 0) goto failed;
+    uint64_t no_signals = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, NULL, sizeof no_signals);
+    operation = "exec";
+    execve(state->path, request->arguments, request->environment);
+failed:
+    state->failed_operation = operation;
+    state->error = errno ? errno : EINVAL;
+    _exit(127);
+}
+
+/// `name` looked up in flowrun's PATH, into `buffer`; NULL if not found.
+static const char *find_program(const char *name, char *buffer, size_t size) {
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    size_t name_length = strlen(name);
+    while (*path) {
+        const char *end = strchr(path, ':');
+        size_t length = end ? (size_t)(end - path) : strlen(path);
+        const char *directory = length ? path : ".";
+        size_t directory_length = length ? length : 1;
+        if (directory_length + 1 + name_length + 1 <= size) {
+            memcpy(buffer, directory, directory_length);
+            buffer[directory_length] = '/';
+            memcpy(buffer + directory_length + 1, name, name_length + 1);
+            if (access(buffer, X_OK) == 0) return buffer;
+        }
+        if (!end) break;
+        path = end + 1;
+    }
+    return NULL;
+}
+
+int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
+    char found[4096];
+    const char *path = request->program;
+    if (!strchr(path, '/')) {
+        path = find_program(path, found, sizeof found);
+        if (!path) {
+            request->failed_operation = "exec";
+            return ENOENT;
+        }
+    }
+
+    // One stack, kept: spawns come one at a time from the engine; a caller
+    // that finds it busy maps one of its own.
+    static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
+    static void *kept_stack;
+    void *stack = NULL;
+    int locked = pthread_mutex_trylock(&stack_lock) == 0;
+    if (locked) {
+        if (!kept_stack) {
+            void *mapped = mmap(NULL, spawn_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+            kept_stack = mapped == MAP_FAILED ? NULL : mapped;
+        }
+        stack = kept_stack;
+    }
+    int stack_is_kept = stack != NULL;
+    if (!stack_is_kept) {
+        stack = mmap(NULL, spawn_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED) {
+            int error = errno;
+            if (locked) pthread_mutex_unlock(&stack_lock);
+            request->failed_operation = "mmap";
+            return error;
+        }
+    }
+
+    // Block every signal, glibc's own included, so that none is handled in
+    // the child while it shares our memory; the child sets its own mask.
+    uint64_t every_signal = ~(uint64_t)0, previous = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &every_signal, &previous, sizeof every_signal);
+    struct spawn_child_state state = { request, path, 0, NULL };
+    pid_t child = clone(spawn_child, (char *)stack + spawn_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &state);
+    int clone_error = errno;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, NULL, sizeof previous);
+
+    if (locked) pthread_mutex_unlock(&stack_lock);
+    if (!stack_is_kept) munmap(stack, spawn_stack_size);
+
+    if (child < 0) {
+        request->failed_operation = "clone";
+        return clone_error;
+    }
+    if (state.error) {
+        // It exited before exec: reap it (a waitpid(-1) elsewhere may have done so already).
+        waitpid(child, NULL, 0);
+        request->failed_operation = state.failed_operation;
+        return state.error;
+    }
+    *pid = child;
+    return 0;
 }

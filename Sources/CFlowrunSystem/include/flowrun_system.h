@@ -14,6 +14,30 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/// What `flowrun_spawn` starts.
+typedef struct {
+    /// The program: a path (with a '/'), or a name looked up in flowrun's PATH.
+    const char *program;
+    char *const *arguments;
+    char *const *environment;
+    /// The child's fds 0, 1 and 2; -1 means /dev/null. Descriptors >= 3.
+    int standard_input, standard_output, standard_error;
+    /// The child's working directory; NULL keeps flowrun's.
+    const char *directory;
+    /// Set on failure: what failed ("exec", "chdir", "dup2", "setpgid", "clone", "mmap").
+    const char *failed_operation;
+} flowrun_spawn_request;
+
+/// Starts a child in its own process group (pgid = pid) with an empty signal
+/// mask, every signal at its default disposition, fds 0-2 as asked, every
+/// other descriptor closed, and `directory`, like posix_spawn with
+/// POSIX_SPAWN_SETPGROUP | SETSIGMASK | SETSIGDEF and file actions, but on
+/// a stack kept between calls: posix_spawn maps and unmaps one per call, and
+/// in a process with several threads each unmap costs a TLB flush on other
+/// CPUs. Returns 0 with `*pid` set, or the errno of what failed (a failed
+/// chdir, dup2 or exec in the child is reported here, and that child reaped).
+int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid);
+
 /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): close every fd >= from in the child.
 int flowrun_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 

@@ -9,6 +9,8 @@ struct AttemptResult: Sendable {
     var outputs: [(key: String, value: String)] = []
     /// Why it did not succeed, for people: "exit 3", "timed out after 5s", "HTTP 500 (expected 200)".
     var reason: String?
+    /// Whether the attempt wrote to the task's log (which exists only once something was written).
+    var wroteLog = false
 
     init(status: TaskStatus, exitCode: Int? = nil, signal: Int? = nil, reason: String? = nil) {
         self.status = status

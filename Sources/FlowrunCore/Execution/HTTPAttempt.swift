@@ -25,6 +25,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     private var requestID: UInt64 = 0
     private var done = false
     private var logDescriptor: Int32 = -1
+    private var logWasCreated = false
     private var tail: [UInt8] = []
     private var statusWritten = false
 
@@ -46,6 +47,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
 
     func start() {
         logDescriptor = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        logWasCreated = logDescriptor >= 0
         writeLog("\(method) \(url)\n")
         // A line break in a header would start another header (or the body),
         // and a NUL would cut the URL or method short: values from upstream
@@ -168,6 +170,9 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     private func complete(_ result: AttemptResult) {
         guard !done else { return }
         done = true
+        var result = result
+        // The log is created when the request starts (it names the request).
+        result.wroteLog = logWasCreated
         completion(result)
     }
 }

@@ -7,21 +7,23 @@ import Glibc
 /// `run: SCRIPT`: one attempt as a process tree.
 ///
 /// The shell starts in its own process group with a tree marker in its
-/// environment. Its stdout comes through a pipe, read by the `OutputPump`
-/// (one thread for all tasks): every chunk is appended to the task's log at
-/// once and fed to a `StdoutCapture` (the last 1 MiB, progress lines out), so
-/// memory stays flat whatever the task prints. Its stderr goes straight into
-/// the log. The attempt is over when the shell has exited, its stdout has
-/// closed and nothing of its tree is left: leftovers (a background job, a
-/// `setsid` daemon) are stopped like a timeout would stop them.
+/// environment. Its stdout and stderr come through two pipes, read by the
+/// `OutputPump` (one thread for all tasks): every chunk is appended to the
+/// task's log at once (the `TaskLog` is created at the first byte), and
+/// stdout's chunks are fed to a `StdoutCapture` (the last 1 MiB, progress
+/// lines out), so memory stays flat whatever the task prints. The attempt is
+/// over when the shell has exited, both pipes have closed and nothing of its
+/// tree is left: leftovers (a background job, a `setsid` daemon) are stopped
+/// like a timeout would stop them.
 final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     // @unchecked: state below is touched on `queue` (the engine's), except
-    // `capture` and `lastProgress`, which only the pump's thread touches
-    // until it hands the capture back on `queue`.
+    // `capture`, `lastProgress` and `log`, which only the pump's thread
+    // touches until both pipes have ended (handed back on `queue`).
     struct Setup {
         var shell: String
         var script: String
         var environment: [String]
+        var inherited: InheritedEnvironment?
         var workingDirectory: String?
         var logPath: String
         var outputPath: String
@@ -45,16 +47,16 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// The shell's pid (= its process group), 0 until started.
     private(set) var pid: Int32 = 0
     private var exit: ProcessExit?
-    private var stdoutClosed = false
     private var stoppedAs: (status: TaskStatus, reason: String)?
     private var stopping = false
     private var treeGone = false
     private var done = false
-    private var readDescriptor: Int32 = -1
+    /// The read ends (stdout's, stderr's) whose output has not ended yet.
+    private var readDescriptors: [Int32] = []
     private var capture = StdoutCapture()
-    private var logDescriptor: Int32 = -1
+    private let log: TaskLog
     private var lastProgress = -1
-    private var stdoutDeadlineSet = false
+    private var outputDeadlineSet = false
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, onLine: ((String) -> Void)? = nil,
@@ -68,40 +70,45 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         self.killer = killer
         self.onProgress = onProgress
         self.completion = completion
+        log = TaskLog(path: setup.logPath)
     }
 
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
 
     func start() {
-        // $FLOWRUN_OUTPUT is not created here: `>>` creates it, and a task that
-        // writes no outputs costs no file (each attempt has its own name).
-        logDescriptor = open(setup.logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        var pipeEnds: [Int32] = [-1, -1]
-        guard logDescriptor >= 0, flowrun_pipe_cloexec(&pipeEnds) == 0 else {
+        // Neither the log nor $FLOWRUN_OUTPUT is created here: a task that
+        // prints nothing costs no log, one that writes no outputs no outputs
+        // file (`>>` creates it; each attempt has its own name).
+        var stdoutPipe: [Int32] = [-1, -1]
+        var stderrPipe: [Int32] = [-1, -1]
+        guard flowrun_pipe_cloexec(&stdoutPipe) == 0 else {
             fail("cannot set up the task's output: \(String(cString: strerror(errno)))")
             return
         }
+        guard flowrun_pipe_cloexec(&stderrPipe) == 0 else {
+            let reason = "cannot set up the task's output: \(String(cString: strerror(errno)))"
+            for end in stdoutPipe { close(end) }
+            fail(reason)
+            return
+        }
         let request = LaunchRequest(
-            shell: setup.shell, script: setup.script, environment: setup.environment,
-            workingDirectory: setup.workingDirectory, standardOutput: pipeEnds[1], standardError: logDescriptor)
+            shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
+            workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
         do {
-            pid = try reaper.launch(request, on: queue) { [weak self] exit in self?.exited(exit) }
+            // Held strongly until the exit (a weak reference would cost each attempt a side table).
+            pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
         } catch {
-            close(pipeEnds[0])
-            close(pipeEnds[1])
+            for end in stdoutPipe + stderrPipe { close(end) }
             fail("cannot start \(setup.shell): \(error)")
             return
         }
-        close(pipeEnds[1])
-        startReading(pipeEnds[0])
-    }
-
-    private func startReading(_ descriptor: Int32) {
-        readDescriptor = descriptor
-        let log = logDescriptor
-        pump.add(descriptor, OutputPump.Reader(
+        close(stdoutPipe[1])
+        close(stderrPipe[1])
+        let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
+        readDescriptors = [stdoutRead, stderrRead]
+        pump.add(stdoutRead, OutputPump.Reader(
             data: { [self] chunk in
-                writeAll(log, chunk)
+                log.write(chunk)
                 if let progress = capture.append(chunk) { reportProgress(progress) }
                 if onLine != nil { streamLines(chunk) }
             },
@@ -109,8 +116,11 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self)) }
                 if let progress = capture.finish() { reportProgress(progress) }
                 let capture = self.capture
-                pump.deliver { self.stdoutEnded(capture) }
+                pump.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
+        pump.add(stderrRead, OutputPump.Reader(
+            data: { [self] chunk in log.write(chunk) },
+            end: { [self] in pump.deliver { self.outputEnded(stderrRead, capture: nil) } }))
     }
 
     /// On the pump's thread: hands on whole lines, keeping a partial one
@@ -142,9 +152,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     private var finalCapture: StdoutCapture?
 
-    private func stdoutEnded(_ capture: StdoutCapture) {
-        stdoutClosed = true
-        finalCapture = capture
+    /// One pipe's output ended (the pump has closed it); stdout's brings the capture.
+    private func outputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
+        readDescriptors.removeAll { $0 == descriptor }
+        if let capture { finalCapture = capture }
         finishIfOver()
     }
 
@@ -153,7 +164,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         finishIfOver()
     }
 
-    /// Over when the shell has exited, nothing of its tree is left and stdout has closed.
+    /// Over when the shell has exited, nothing of its tree is left and both pipes have closed.
     private func finishIfOver() {
         guard !done, exit != nil else { return }
         if !treeGone && !stopping {
@@ -165,15 +176,15 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             treeGone = true
         }
         guard treeGone else { return }
-        // No writer of the tree is left, so stdout ends as soon as its last bytes
-        // are read; should something outside the tree still hold it (a setsid,
-        // env -i escapee), stop listening soon — whichever way the tree went.
-        if !stdoutClosed {
-            if !stdoutDeadlineSet {
-                stdoutDeadlineSet = true
+        // No writer of the tree is left, so the pipes end as soon as their last
+        // bytes are read; should something outside the tree still hold one (a
+        // setsid, env -i escapee), stop listening soon — whichever way the tree went.
+        if !readDescriptors.isEmpty {
+            if !outputDeadlineSet {
+                outputDeadlineSet = true
                 queue.asyncAfter(deadline: .now() + 2) { [weak self] in
                     guard let self, !self.done else { return }
-                    self.pump.close(self.readDescriptor)
+                    for descriptor in self.readDescriptors { self.pump.close(descriptor) }
                 }
             }
             return
@@ -212,7 +223,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private func complete() {
         guard !done else { return }
         done = true
-        close(logDescriptor)
         var result: AttemptResult
         switch exit {
         case .exited(let code)?:
@@ -228,6 +238,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         }
         result.stdout = finalCapture?.stash ?? ""
         result.outputs = readOutputs()
+        if let problem = log.problem {
+            // Output that could not be kept is output lost: say so, and fail.
+            result.status = result.status == .succeeded ? .failed : result.status
+            result.reason = problem
+        }
+        log.close()
+        result.wroteLog = log.exists
         completion(result)
     }
 
@@ -242,24 +259,17 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var bytes = [UInt8](repeating: 0, count: min(size, OutputFileParser.sizeLimit + 1))
         let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
-        if !parsed.problems.isEmpty {
-            let log = open(setup.logPath, O_WRONLY | O_APPEND | O_CLOEXEC)
-            if log >= 0 {
-                for problem in parsed.problems { writeAll(log, "flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
-                close(log)
-            }
-        }
+        for problem in parsed.problems { log.write("flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
         return parsed.pairs
     }
 
     private func fail(_ reason: String) {
-        if logDescriptor >= 0 {
-            writeAll(logDescriptor, "flowrun: \(reason)\n")
-            close(logDescriptor)
-        }
+        log.write("flowrun: \(reason)\n")
+        log.close()
         done = true
-        let result = AttemptResult(status: .failed, reason: reason)
-        queue.async { self.completion(result) }
+        var result = AttemptResult(status: .failed, reason: reason)
+        result.wroteLog = log.exists
+        queue.async { [result] in self.completion(result) }
     }
 }
 
@@ -272,82 +282,34 @@ enum EscapedChildren {
     /// `leaders` is asked for only when that file lists anyone (a task shell
     /// lands there when the Dispatch thread that spawned it exits).
     static func exist(besides leaders: () -> Set<Int32>) -> Bool {
-        let descriptor = open(childrenPath, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard childrenFile >= 0 else { return false }
+        // One pread from the start regenerates the list: no open and close per look.
+        var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        let count = withUnsafeMutableBytes(of: &buffer) { pread(childrenFile, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return false }
+        // More than fits here: read it whole.
+        let text = count < MemoryLayout.size(ofValue: buffer)
+            ? withUnsafeBytes(of: &buffer) { String(decoding: $0[..<count], as: UTF8.self) }
+            : wholeChildrenFile()
         let running = leaders()
-        return String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ").contains {
-            Int32($0).map { !running.contains($0) } ?? false
-        }
+        return text.split(separator: " ").contains { Int32($0).map { !running.contains($0) } ?? false }
     }
 
-    /// flowrun's pid does not change: the path is built once.
-    private static let childrenPath: String = {
+    /// The main thread's `children` file, open for the life of the process
+    /// (flowrun's pid does not change); -1 if it cannot be read.
+    private static let childrenFile: Int32 = {
         let me = getpid()
-        return "/proc/\(me)/task/\(me)/children"
+        return open("/proc/\(me)/task/\(me)/children", O_RDONLY | O_CLOEXEC)
     }()
-}
 
-extension RunEngine {
-    func makeProcessAttempt(for index: Int, script: Template, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
-        let node = nodes[index]
-        do throws(TemplateRenderError) {
-            let rendered = try renderShell(script, for: index)
-            // Only what a task sets on top of flowrun's own environment is built per task.
-            var overrides: [(key: String, value: String)] = []
-            for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
-            for entry in node.task?.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
-            let outputPath = record.outputPath(for: node.name, attempt: node.attempt)
-            overrides.append(("FLOWRUN_TASK", node.name))
-            overrides.append(("FLOWRUN_RUN_ID", record.runID))
-            overrides.append(("FLOWRUN_OUTPUT", outputPath))
-            overrides.append(("FLOWRUN_ATTEMPT", String(node.attempt)))
-            if let item = node.item { overrides.append(("FLOWRUN_ITEM", item)) }
-            if let position = node.index { overrides.append(("FLOWRUN_INDEX", String(position))) }
-            let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
-            overrides.append((ProcessTreeMarker.variable, marker.value(inherited: baseEnvironment[ProcessTreeMarker.variable])))
-            var entries: [String]
-            if overrides.contains(where: { baseEnvironment[$0.key] != nil }) {
-                let replaced = Set(overrides.map(\.key))
-                entries = baseEnvironment.filter { !replaced.contains($0.key) }.map { "\($0.key)=\($0.value)" }
-            } else {
-                entries = baseEnvironmentEntries
-            }
-            // Later entries win, as in the environment order FORMAT.md §8 gives.
-            var seen = Set<String>()
-            for override in overrides.reversed() where seen.insert(override.key).inserted {
-                entries.append("\(override.key)=\(override.value)")
-            }
-            let setup = ProcessAttempt.Setup(
-                shell: plan.workflow.shell, script: rendered, environment: entries,
-                workingDirectory: try node.task?.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
-                logPath: record.logPath(for: node.name), outputPath: outputPath, tree: marker, grace: plan.workflow.killGrace)
-            guard let reaper else {
-                return FailedAttempt(reason: "cannot watch child processes: \(reaperProblem ?? "unknown error")", queue: queue, completion: completion)
-            }
-            return ProcessAttempt(
-                setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
-                escapeesExist: { [weak self] in
-                    guard let self else { return false }
-                    return EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
-                },
-                onProgress: { [weak self] percent in self?.progressed(index, percent) },
-                onLine: streamsOutput ? { [reporters, name = node.name] line in
-                    for reporter in reporters { reporter.output(task: name, line: line) }
-                } : nil,
-                completion: completion)
-        } catch {
-            return FailedAttempt(reason: error.description, queue: queue, completion: completion)
+    private static func wholeChildrenFile() -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { pread(childrenFile, $0.baseAddress, $0.count, off_t(bytes.count)) }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
         }
-    }
-
-    func progressed(_ index: Int, _ percent: Int) {
-        guard nodes[index].status == .running else { return }
-        var progress = event(.taskProgress, index)
-        progress.progress = percent
-        emit(progress)
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -11,7 +11,7 @@ extension RunEngine {
             switch step.kind {
             case .task:
                 var node = RunNode(kind: .task, name: step.name)
-                if let task = step.sharedTask { node.share(task) }
+                node.definition = step.sharedTask
                 add(node)
             case .group:
                 var node = RunNode(kind: .group, name: step.name)
@@ -27,7 +27,7 @@ extension RunEngine {
         }
         for step in plan.finallySteps {
             var node = RunNode(kind: .task, name: step.name)
-            if let task = step.sharedTask { node.share(task) }
+            node.definition = step.sharedTask
             node.isFinally = true
             add(node)
         }
@@ -51,7 +51,7 @@ extension RunEngine {
                 } else {
                     nodes[index].needs = step.needs.compactMap { indexByName[$0] }
                 }
-                nodes[index].demand = demand(for: step.task!, group: groupIndex)
+                nodes[index].demand = demand(for: step.sharedTask!.value, group: groupIndex)
             case .group:
                 nodes[index].needs = step.needs.compactMap { indexByName[$0] }
             case .join:

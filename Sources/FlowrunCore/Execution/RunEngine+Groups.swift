@@ -24,7 +24,7 @@ extension RunEngine {
         let members = nodes[index].members
         nodes[index].unsettledMembers = members.count
         if let timeout = group.timeout?.value {
-            startTimer("group \(index)", after: timeout) { $0.groupTimedOut(index) }
+            startTimer(.group(index), after: timeout) { $0.groupTimedOut(index) }
         }
         if members.isEmpty {
             settle(index, .succeeded, why: "no members")
@@ -48,7 +48,7 @@ extension RunEngine {
             }
         }
         var node = RunNode(kind: .task, name: name)
-        node.share(shared)
+        node.definition = shared
         node.item = item
         node.index = index
         node.group = group
@@ -71,12 +71,12 @@ extension RunEngine {
         guard nodes[group].kind == .group, nodes[group].status == .running else { return }
         nodes[group].unsettledMembers -= 1
         guard nodes[group].unsettledMembers == 0 else { return }
-        cancelTimer("group \(group)")
+        cancelTimer(.group(group))
         // By index: a fan-out's members can be 100,000 nodes, too many to copy.
         let members = nodes[group].members
         if nodes[group].groupTimedOut {
             settle(group, .timedOut, why: "deadline passed")
-        } else if members.contains(where: { nodes[$0].isFailure && !(nodes[$0].task?.continueOnError ?? false) }) {
+        } else if members.contains(where: { nodes[$0].isFailure && !(nodes[$0].definition?.value.continueOnError ?? false) }) {
             settle(group, .failed, why: "a member failed")
         } else if let stop = members.lazy.compactMap({ self.nodes[$0].cancelReason }).first(where: { $0 != .joinSettled }) {
             settle(group, .cancelled, reason: stop)

@@ -7,7 +7,7 @@ extension RunEngine {
         nodes[index].startedAt = elapsed
         nodes[index].status = .running
         if let timeout = nodes[index].joinDefinition?.timeout?.value {
-            startTimer("join \(index)", after: timeout) { $0.joinTimedOut(index) }
+            startTimer(.join(index), after: timeout) { $0.joinTimedOut(index) }
         }
         // A join that waits for joins starts their clocks too.
         for join in nodes[index].joins { joinClockStarts(join) }
@@ -41,7 +41,7 @@ extension RunEngine {
     }
 
     private func completeJoin(_ index: Int, _ status: TaskStatus, why: String) {
-        cancelTimer("join \(index)")
+        cancelTimer(.join(index))
         let unsettled = nodes[index].members.filter { !nodes[$0].status.isFinal }
         settle(index, status, why: why)
         // Members still running are no longer wanted: cancelled, not failed.

@@ -7,15 +7,14 @@ import Glibc
 extension RunEngine {
     /// Every need of `index` has settled (and, for a member, its group has started).
     func needsSettled(_ index: Int) {
-        let node = nodes[index]
-        guard node.status == .pending else { return }
+        guard nodes[index].status == .pending else { return }
         if let reason = stopReason(for: index) {
             settle(index, .cancelled, reason: reason)
             return
         }
-        switch node.kind {
+        switch nodes[index].kind {
         case .group:
-            if node.needs.allSatisfy({ nodes[$0].isOK }) {
+            if nodes[index].needs.allSatisfy({ nodes[$0].isOK }) {
                 activateGroup(index)
             } else {
                 settle(index, .skipped, why: "a need did not succeed")
@@ -23,19 +22,19 @@ extension RunEngine {
         case .join:
             break
         case .task:
-            guard let task = node.task else { return }
-            let needs = node.needs.map { nodes[$0] }
+            guard let task = nodes[index].definition else { return }
+            let needs = nodes[index].needs
             let runs: Bool
-            switch task.when {
-            case .success: runs = needs.allSatisfy(\.isOK)
-            case .failure: runs = needs.contains { $0.isFailure && !$0.isOK }
+            switch task.value.when {
+            case .success: runs = needs.allSatisfy { nodes[$0].isOK }
+            case .failure: runs = needs.contains { nodes[$0].isFailure && !nodes[$0].isOK }
             case .always: runs = true
             }
             guard runs else {
-                settle(index, .skipped, why: task.when == .failure ? "no need failed" : "a need did not succeed")
+                settle(index, .skipped, why: task.value.when == .failure ? "no need failed" : "a need did not succeed")
                 return
             }
-            if let condition = task.condition {
+            if let condition = task.value.condition {
                 // Evaluation cannot fail: a value that does not exist reads as ''.
                 guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
                     settle(index, .skipped, why: "if: \(condition.value) is false")
@@ -74,7 +73,7 @@ extension RunEngine {
     /// the run's slots: that would be every running task).
     private func holders(of resource: Int) -> String {
         guard resource != Self.runSlots else { return "" }
-        let names = attempts.keys.sorted().filter { nodes[$0].holdsSlots && nodes[$0].demand?.amounts[resource] != nil }.map { nodes[$0].name }
+        let names = attempts.keys.sorted().filter { nodes[$0].holdsSlots && nodes[$0].demand?.amount(of: resource) != nil }.map { nodes[$0].name }
         guard !names.isEmpty else { return "" }
         return " held by " + names.prefix(3).joined(separator: ", ") + (names.count > 3 ? " and \(names.count - 3) more" : "")
     }
@@ -110,9 +109,8 @@ extension RunEngine {
         }
         attempts[index] = attempt
         // finally tasks have their own budget, 5 minutes unless they say otherwise.
-        if let timeout = nodes[index].task?.timeout?.value ?? (nodes[index].isFinally ? .seconds(300) : nil) {
-            let key = "timeout \(index)"
-            startTimer(key, after: timeout) { engine in
+        if let timeout = nodes[index].definition?.value.timeout?.value ?? (nodes[index].isFinally ? .seconds(300) : nil) {
+            startTimer(.timeout(index), after: timeout) { engine in
                 engine.attempts[index]?.stop(as: .timedOut, reason: "timed out after \(timeout.text)")
             }
         }
@@ -122,15 +120,16 @@ extension RunEngine {
     private func attemptFinished(_ index: Int, attempt number: Int, _ result: AttemptResult) {
         guard nodes[index].attempt == number, nodes[index].status == .running else { return }
         attempts[index] = nil
-        cancelTimer("timeout \(index)")
+        if result.wroteLog { nodes[index].hasLog = true }
+        cancelTimer(.timeout(index))
         releaseSlots(index)
         defer { admitWaiters() }
 
-        let task = nodes[index].task!
+        let task = nodes[index].definition!
         let retriable = result.status == .failed || result.status == .timedOut
-        if retriable, number <= task.retries, stopReason(for: index) == nil {
+        if retriable, number <= task.value.retries, stopReason(for: index) == nil {
             // Back off without holding any slot, then queue again.
-            let delay = task.retryDelay * pow(task.backoff, Double(number - 1))
+            let delay = task.value.retryDelay * pow(task.value.backoff, Double(number - 1))
             nodes[index].status = .waiting
             var retrying = event(.taskRetrying, index)
             retrying.attempt = number + 1
@@ -138,7 +137,7 @@ extension RunEngine {
             retrying.reason = result.reason
             retrying.delay = delay.seconds
             emit(retrying)
-            startTimer("retry \(index)", after: delay) { engine in
+            startTimer(.retry(index), after: delay) { engine in
                 guard engine.nodes[index].status == .waiting else { return }
                 engine.nodes[index].status = .pending
                 engine.enqueue(index)
@@ -168,7 +167,7 @@ extension RunEngine {
         if nodes[index].status == .waiting, let demand = nodes[index].demand, !nodes[index].holdsSlots {
             pool.remove(index, demand: demand)
         }
-        cancelTimer("retry \(index)")
+        cancelTimer(.retry(index))
         nodes[index].status = status
         nodes[index].finishedAt = elapsed
         if nodes[index].isFinally { unsettledFinally -= 1 } else { unsettledMain -= 1 }
@@ -182,12 +181,12 @@ extension RunEngine {
             finished.signal = signal
             finished.duration = nodes[index].stash.duration
             finished.reason = why
-            if nodes[index].attempt > 0 {
+            if nodes[index].hasLog {
                 finished.path = record.logPath(for: nodes[index].name)
                 if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
             }
             emit(finished)
-            if (status == .failed || status == .timedOut) && !(nodes[index].task?.continueOnError ?? false)
+            if (status == .failed || status == .timedOut) && !(nodes[index].definition?.value.continueOnError ?? false)
                 && plan.workflow.failFast && !nodes[index].isFinally {
                 stop(because: .failFast)
             }

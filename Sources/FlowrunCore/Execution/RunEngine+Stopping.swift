@@ -56,7 +56,7 @@ extension RunEngine {
 
     func startFinally() {
         finallyStarted = true
-        cancelTimer("run")
+        cancelTimer(.run)
         for index in nodes.indices where nodes[index].isFinally && nodes[index].unsettledNeeds == 0 {
             needsSettled(index)
         }

@@ -32,7 +32,7 @@ extension RunEngine {
                 object.add("attempts", node.attempt)
                 object.add("exit_code", node.stash.exitCode)
                 object.add("duration", node.stash.duration)
-                if node.attempt > 0 { object.add("log", record.logPath(for: node.name)) }
+                if node.hasLog { object.add("log", record.logPath(for: node.name)) }
                 object.add("stdout", node.stash.stdout)
                 var outputs = JSONObjectWriter()
                 for output in node.stash.outputs { outputs.add(output.key, output.value) }

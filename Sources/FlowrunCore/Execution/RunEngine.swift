@@ -20,8 +20,8 @@ public final class RunEngine: @unchecked Sendable {
     let plan: Plan
     let record: RunRecord
     let reporters: [any RunReporter]
-    let clock = ContinuousClock()
-    let startInstant: ContinuousClock.Instant
+    /// CLOCK_MONOTONIC at the start, in seconds.
+    let startSeconds: Double
 
     var nodes: [RunNode] = []
     var indexByName: [String: Int] = [:]
@@ -38,11 +38,17 @@ public final class RunEngine: @unchecked Sendable {
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
     var reaperProblem: String?
-    /// flowrun's own environment, the base of every task's, and the same as "K=V" entries.
+    /// flowrun's own environment, the base of every task's, and the same as
+    /// the C strings a child receives.
     let baseEnvironment: [String: String]
-    let baseEnvironmentEntries: [String]
+    let inheritedEnvironment: InheritedEnvironment
     private var treeSerial = 0
-    var timers: [String: any DispatchSourceTimer] = [:]
+    /// What a timer is for: a node's deadline or retry delay, or the run's deadline.
+    enum TimerKey: Hashable {
+        case run
+        case timeout(Int), retry(Int), group(Int), join(Int)
+    }
+    var timers: [TimerKey: any DispatchSourceTimer] = [:]
     /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
     var unsettledMain = 0
     var unsettledFinally = 0
@@ -63,7 +69,7 @@ public final class RunEngine: @unchecked Sendable {
         self.streamsOutput = streamsOutput
         self.record = record
         self.reporters = [record] + reporters
-        startInstant = clock.now
+        startSeconds = Self.monotonicSeconds()
         var names = ["max_parallel"]
         var capacities = [plan.maxParallel]
         for semaphore in plan.workflow.semaphores {
@@ -76,7 +82,7 @@ public final class RunEngine: @unchecked Sendable {
         }
         pool = SlotPool(capacities: capacities, names: names)
         baseEnvironment = Self.currentEnvironment()
-        baseEnvironmentEntries = baseEnvironment.map { "\($0.key)=\($0.value)" }
+        inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         // First, on this (the main) thread, before any Dispatch thread exists:
         // the reaper blocks SIGCHLD here so every later thread inherits that.
         // The pump's thread, started next, inherits that block too: it reaps.
@@ -102,7 +108,15 @@ public final class RunEngine: @unchecked Sendable {
         buildNodes()
     }
 
-    var elapsed: Double { (clock.now - startInstant).seconds }
+    /// Seconds since the run started. Read a few times per task: straight
+    /// from clock_gettime, without ContinuousClock's 128-bit arithmetic.
+    var elapsed: Double { Self.monotonicSeconds() - startSeconds }
+
+    private static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
 
     /// Runs to the end and returns how it went. Blocks the calling thread (not a Dispatch worker).
     public func run() -> RunOutcome {
@@ -148,7 +162,7 @@ public final class RunEngine: @unchecked Sendable {
         started.members = nodes.indices.count { nodes[$0].kind == .task }
         emit(started)
         if let timeout = plan.workflow.timeout?.value {
-            startTimer("run", after: timeout) { $0.stop(because: .runTimeout) }
+            startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }
         }
         for index in nodes.indices where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 && nodes[index].kind != .join {
             needsSettled(index)
@@ -197,7 +211,7 @@ public final class RunEngine: @unchecked Sendable {
     private func countsAsFailure(_ node: RunNode) -> Bool {
         switch node.kind {
         case .task:
-            return node.isFailure && !(node.task?.continueOnError ?? false)
+            return node.isFailure && !(node.definition?.value.continueOnError ?? false)
         case .group:
             return node.isFailure
         case .join:
@@ -208,7 +222,7 @@ public final class RunEngine: @unchecked Sendable {
     // MARK: - Timers
 
     /// A one-shot timer on the engine queue, replaced if `key` is reused.
-    func startTimer(_ key: String, after delay: Duration, _ action: @escaping (RunEngine) -> Void) {
+    func startTimer(_ key: TimerKey, after delay: Duration, _ action: @escaping (RunEngine) -> Void) {
         timers[key]?.cancel()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .nanoseconds(delay.nanoseconds))
@@ -222,7 +236,7 @@ public final class RunEngine: @unchecked Sendable {
         timer.resume()
     }
 
-    func cancelTimer(_ key: String) {
+    func cancelTimer(_ key: TimerKey) {
         timers.removeValue(forKey: key)?.cancel()
     }
 

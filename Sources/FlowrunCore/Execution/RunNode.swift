@@ -24,15 +24,15 @@ struct RunNode {
     var finishedAt: Double?
 
     // Tasks. Definitions are shared, not copied: 100,000 fan-out members
-    // point at one template.
-    private var taskDefinition: Shared<TaskDefinition>?
-    var task: TaskDefinition? {
-        get { taskDefinition?.value }
-        set { taskDefinition = newValue.map(Shared.init) }
-    }
+    // point at one template. Read a field through the reference
+    // (`definition?.value.timeout`): copying a definition out (a kilobyte)
+    // retains every field it has, on every task's hot path.
+    var definition: Shared<TaskDefinition>?
     var item: String?
     var index: Int?
     var attempt = 0
+    /// Whether an attempt wrote to the task's log (a task that printed nothing has none).
+    var hasLog = false
     var demand: SlotPool.Demand?
     var holdsSlots = false
     var stash = Stash()
@@ -58,11 +58,6 @@ struct RunNode {
     var settledMembers = 0
     var joinTimedOut = false
 
-    /// Points this task at a definition another node already holds.
-    mutating func share(_ definition: Shared<TaskDefinition>) {
-        taskDefinition = definition
-    }
-
     init(kind: Kind, name: String) {
         self.kind = kind
         self.name = name
@@ -72,7 +67,7 @@ struct RunNode {
     var isOK: Bool {
         switch status {
         case .succeeded: return true
-        case .failed, .timedOut: return kind == .task && (task?.continueOnError ?? false)
+        case .failed, .timedOut: return kind == .task && (definition?.value.continueOnError ?? false)
         default: return false
         }
     }

@@ -10,9 +10,26 @@
 ///
 /// Not thread-safe: owned by the engine's serial queue.
 struct SlotPool {
-    /// What one task needs: resource index → amount.
+    /// What one task needs: resource index → amount, kept sorted by
+    /// resource (hashed and compared on every admission: an array of a few
+    /// pairs is far cheaper to hash than a dictionary).
     struct Demand: Hashable {
-        var amounts: [Int: Int]
+        private(set) var resources: [Int] = []
+        private(set) var amounts: [Int] = []
+
+        init(amounts byResource: [Int: Int]) {
+            for (resource, amount) in byResource.sorted(by: { $0.key < $1.key }) {
+                resources.append(resource)
+                amounts.append(amount)
+            }
+        }
+
+        /// The amount of `resource` asked for, nil if none.
+        func amount(of resource: Int) -> Int? {
+            resources.firstIndex(of: resource).map { amounts[$0] }
+        }
+
+        var pairs: Zip2Sequence<[Int], [Int]> { zip(resources, amounts) }
     }
 
     private var free: [Int]
@@ -63,6 +80,9 @@ struct SlotPool {
     /// Takes the slots of every waiter that can start now, in arrival order,
     /// and returns them.
     mutating func admit() -> [Int] {
+        if buckets.count == 1, let (demand, bucket) = buckets.first {
+            return admitAlone(demand, bucket)
+        }
         var started: [Int] = []
         var claimed = Set<Int>()
         var blocked = Set<Demand>()
@@ -74,22 +94,36 @@ struct SlotPool {
                 if ticket < next?.ticket ?? .max { next = (demand, ticket) }
             }
             guard let demand = next?.demand else { break }
-            let lacking = demand.amounts.filter { free[$0.key] < $0.value }.map(\.key)
-            if !lacking.isEmpty || demand.amounts.keys.contains(where: claimed.contains) {
+            let lacking = demand.pairs.filter { free[$0.0] < $0.1 }.map(\.0)
+            if !lacking.isEmpty || demand.resources.contains(where: claimed.contains) {
                 claimed.formUnion(lacking)
                 blocked.insert(demand)
                 continue
             }
-            for (resource, amount) in demand.amounts { free[resource] -= amount }
+            for (resource, amount) in demand.pairs { free[resource] -= amount }
             if let waiter = buckets[demand]?.popFirst() { started.append(waiter) }
             if buckets[demand]?.isEmpty == true { buckets[demand] = nil }
         }
         return started
     }
 
+    /// `admit` when every waiter has the same demand (a flat run, one fan-out):
+    /// first come, first served, with no other bucket to weigh against.
+    private mutating func admitAlone(_ demand: Demand, _ bucket: Bucket) -> [Int] {
+        var bucket = bucket
+        buckets[demand] = nil  // `bucket` is then the only owner: popping copies nothing
+        var started: [Int] = []
+        while !bucket.isEmpty, demand.pairs.allSatisfy({ free[$0.0] >= $0.1 }) {
+            for (resource, amount) in demand.pairs { free[resource] -= amount }
+            if let waiter = bucket.popFirst() { started.append(waiter) }
+        }
+        if !bucket.isEmpty { buckets[demand] = bucket }
+        return started
+    }
+
     /// Gives back what a started waiter held.
     mutating func release(_ demand: Demand) {
-        for (resource, amount) in demand.amounts {
+        for (resource, amount) in demand.pairs {
             free[resource] += amount
             precondition(free[resource] <= capacity[resource], "slot of \(names[resource]) released twice")
         }
@@ -106,8 +140,8 @@ struct SlotPool {
 
     /// What a waiting demand lacks right now, for "waiting: db 1/1".
     func shortage(of demand: Demand) -> [(resource: Int, name: String, inUse: Int, capacity: Int)] {
-        demand.amounts.keys.sorted().filter { free[$0] < demand.amounts[$0]! }.map {
-            ($0, names[$0], capacity[$0] - free[$0], capacity[$0])
+        demand.pairs.filter { free[$0.0] < $0.1 }.map { resource, _ in
+            (resource, names[resource], capacity[resource] - free[resource], capacity[resource])
         }
     }
 }

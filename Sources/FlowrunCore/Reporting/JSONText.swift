@@ -1,6 +1,8 @@
 /// A small, fast JSON writer for event lines and the summary (JSONEncoder
 /// costs ~20 µs an event, which shows at 100,000 tasks). It writes UTF-8
-/// bytes and makes one String at the end. Keys keep the order they are added in.
+/// bytes, numbers included, and makes one String at the end, or hands the
+/// bytes back (`finish`) to a buffer of many lines. Keys keep the order they
+/// are added in; they are flowrun's own names and are written unescaped.
 struct JSONObjectWriter {
     private var bytes: [UInt8]
     private var isEmpty = true
@@ -8,6 +10,13 @@ struct JSONObjectWriter {
     init() {
         bytes = [UInt8(ascii: "{")]
         bytes.reserveCapacity(256)
+    }
+
+    /// Writes after what `buffer` holds; `finish` returns the whole buffer.
+    init(appendingTo buffer: inout [UInt8]) {
+        bytes = buffer
+        buffer = []  // `bytes` is then the only owner: appending copies nothing
+        bytes.append(UInt8(ascii: "{"))
     }
 
     mutating func add(_ key: String, _ value: String?) {
@@ -18,12 +27,20 @@ struct JSONObjectWriter {
 
     mutating func add(_ key: String, _ value: Int?) {
         guard let value else { return }
-        addRaw(key, String(value))
+        addKey(key)
+        JSONText.appendDecimal(value, to: &bytes)
     }
 
     mutating func add(_ key: String, _ value: Double?) {
         guard let value else { return }
-        addRaw(key, JSONText.number(value))
+        addKey(key)
+        JSONText.appendNumber(value, to: &bytes)
+    }
+
+    /// `write` appends a JSON value.
+    mutating func add(_ key: String, writing write: (inout [UInt8]) -> Void) {
+        addKey(key)
+        write(&bytes)
     }
 
     mutating func add(_ key: String, _ value: Bool?) {
@@ -51,7 +68,9 @@ struct JSONObjectWriter {
     private mutating func addKey(_ key: String) {
         if !isEmpty { bytes.append(UInt8(ascii: ",")) }
         isEmpty = false
-        JSONValue.appendQuoted(key, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
     }
 
@@ -59,6 +78,12 @@ struct JSONObjectWriter {
         var closed = bytes
         closed.append(UInt8(ascii: "}"))
         return String(decoding: closed, as: UTF8.self)
+    }
+
+    /// The object closed, after whatever the buffer held before it.
+    consuming func finish() -> [UInt8] {
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
     }
 }
 
@@ -72,9 +97,69 @@ enum JSONText {
 
     /// Seconds with millisecond precision, `2` not `2.0`.
     static func number(_ value: Double) -> String {
-        guard value.isFinite else { return "null" }
+        var bytes: [UInt8] = []
+        appendNumber(value, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `number`'s text, written as bytes: a run writes a few per task, and
+    /// `String(Double)` is the slow part of an event line.
+    static func appendNumber(_ value: Double, to bytes: inout [UInt8]) {
+        guard value.isFinite else {
+            bytes.append(contentsOf: "null".utf8)
+            return
+        }
         let rounded = (value * 1000).rounded() / 1000
-        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : String(rounded)
+        guard abs(rounded) < 1e12 else {
+            // Out of the range where millis fit the shortest form exactly.
+            let text = rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : String(rounded)
+            bytes.append(contentsOf: text.utf8)
+            return
+        }
+        // Below 1e12 a number of milliseconds has at most 15 digits, so its
+        // shortest round-trip form is exactly "whole.fraction".
+        var millis = Int((value * 1000).rounded())
+        if millis < 0 {
+            bytes.append(UInt8(ascii: "-"))
+            millis = -millis
+        }
+        appendDecimal(millis / 1000, to: &bytes)
+        var fraction = millis % 1000
+        guard fraction > 0 else { return }
+        bytes.append(UInt8(ascii: "."))
+        var digits = 3
+        while fraction % 10 == 0 {
+            fraction /= 10
+            digits -= 1
+        }
+        var divisor = 1
+        for _ in 1..<digits { divisor *= 10 }
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(fraction / divisor % 10))
+            divisor /= 10
+        }
+    }
+
+    /// A whole number's decimal digits.
+    static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        guard value != 0 else {
+            bytes.append(UInt8(ascii: "0"))
+            return
+        }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while magnitude > 0 {
+                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            }
+            for position in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[position]) }
+        }
     }
 
     static func object(_ pairs: [(String, String)]) -> String {

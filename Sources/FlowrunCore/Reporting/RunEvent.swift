@@ -66,9 +66,16 @@ public struct RunEvent: Sendable {
 
     /// One line of `events.jsonl` and of `--output json` (schema: docs/events-json.md).
     public var jsonLine: String {
-        var json = JSONObjectWriter()
+        var bytes: [UInt8] = []
+        appendJSONLine(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `jsonLine`'s bytes (no line break) to `buffer`.
+    func appendJSONLine(to buffer: inout [UInt8]) {
+        var json = JSONObjectWriter(appendingTo: &buffer)
         json.add("event", kind.rawValue)
-        json.add("time", Self.iso8601(timestamp))
+        json.add("time") { ClockText.appendISO8601(timestamp, to: &$0) }
         json.add("elapsed", elapsed)
         json.add("run_id", runID)
         json.add("workflow", workflow)
@@ -104,13 +111,7 @@ public struct RunEvent: Sendable {
             json.addRaw("counts", object.result)
         }
         json.add("exit_code", runExitCode)
-        return json.result
-    }
-
-    /// `2026-11-22T02:51:03.123Z`
-    static func iso8601(_ seconds: Double) -> String {
-        let time = ClockText(seconds, local: false)
-        return "\(time.date)T\(time.time)Z"
+        buffer = json.finish()
     }
 }
 
@@ -122,19 +123,40 @@ struct ClockText {
     var time: String
 
     init(_ seconds: Double, local: Bool) {
+        let (second, milliseconds) = Self.split(seconds)
+        let cached = Self.cachedSecond(second, local: local)
+        date = cached.date
+        time = cached.time + Self.millisecondTexts[milliseconds]
+    }
+
+    /// `2026-11-22T02:51:03.123Z` (UTC), as JSON: quoted.
+    static func appendISO8601(_ seconds: Double, to bytes: inout [UInt8]) {
+        let (second, milliseconds) = split(seconds)
+        let cached = cachedSecond(second, local: false)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: cached.date.utf8)
+        bytes.append(UInt8(ascii: "T"))
+        bytes.append(contentsOf: cached.time.utf8)
+        bytes.append(contentsOf: millisecondTexts[milliseconds].utf8)
+        bytes.append(UInt8(ascii: "Z"))
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func split(_ seconds: Double) -> (second: Int, milliseconds: Int) {
         let whole = Int(seconds.rounded(.down))
-        let milliseconds = min(999, max(0, Int((seconds - Double(whole)) * 1000)))
-        // Two timestamps per task, nearly all within a second of the last:
-        // the calendar part is worked out once a second.
-        let (date, time) = Self.lastSecond.withLock { cache in
+        return (whole, min(999, max(0, Int((seconds - Double(whole)) * 1000))))
+    }
+
+    /// Several timestamps per task, nearly all within a second of the last:
+    /// the calendar part is worked out once a second.
+    private static func cachedSecond(_ second: Int, local: Bool) -> Second {
+        lastSecond.withLock { cache in
             let slot = local ? 1 : 0
-            if cache[slot].second != whole {
-                cache[slot] = Self.calendar(whole, local: local)
+            if cache[slot].second != second {
+                cache[slot] = calendar(second, local: local)
             }
-            return (cache[slot].date, cache[slot].time)
+            return cache[slot]
         }
-        self.date = date
-        self.time = time + Self.millisecondTexts[milliseconds]
     }
 
     private struct Second {

@@ -73,7 +73,7 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
             return
         }
         let flushIsScheduled = !pendingEvents.isEmpty
-        pendingEvents.append(contentsOf: event.jsonLine.utf8)
+        event.appendJSONLine(to: &pendingEvents)
         pendingEvents.append(UInt8(ascii: "\n"))
         if pendingEvents.count >= 64 * 1024 {
             writePendingEvents()
@@ -84,7 +84,7 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
 
     private func writePendingEvents() {
         guard !pendingEvents.isEmpty else { return }
-        pendingEvents.withUnsafeBytes { writeAll(eventsDescriptor, $0) }
+        pendingEvents.withUnsafeBytes { _ = writeAll(eventsDescriptor, $0) }
         pendingEvents.removeAll(keepingCapacity: true)
     }
 
@@ -146,18 +146,21 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
 /// Writes every byte, retrying short writes and EINTR.
 public func writeAll(_ descriptor: Int32, _ text: String) {
     var text = text
-    text.withUTF8 { writeAll(descriptor, UnsafeRawBufferPointer($0)) }
+    text.withUTF8 { _ = writeAll(descriptor, UnsafeRawBufferPointer($0)) }
 }
 
-/// Writes every byte of a buffer, retrying short writes and EINTR.
-func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) {
+/// Writes every byte of a buffer, retrying short writes and EINTR. False
+/// (with errno set) if a write failed.
+@discardableResult
+func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
     var offset = 0
     while offset < bytes.count {
         let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
         if written < 0 {
             if errno == EINTR { continue }
-            return
+            return false
         }
         offset += written
     }
+    return true
 }

@@ -81,10 +81,10 @@ import Testing
         let request = LaunchRequest(shell: "/bin/sh", script: "exit 0", environment: [testPath])
         var missingShell = request
         missingShell.shell = "/nonexistent/sh"
-        #expect(failure(missingShell) == "posix_spawn /nonexistent/sh: No such file or directory (errno 2)")
+        #expect(failure(missingShell) == "exec /nonexistent/sh: No such file or directory (errno 2)")
         var missingDirectory = request
         missingDirectory.workingDirectory = "/nonexistent-flowrun-dir"
-        #expect(failure(missingDirectory) == "posix_spawn /bin/sh in /nonexistent-flowrun-dir: No such file or directory (errno 2)")
+        #expect(failure(missingDirectory) == "chdir /nonexistent-flowrun-dir: No such file or directory (errno 2)")
         var nulInEnvironment = request
         nulInEnvironment.environment = [testPath, "BAD=a\0b"]
         #expect(failure(nulInEnvironment) == "environment entry 1 contains a NUL byte: Invalid argument (errno 22)")

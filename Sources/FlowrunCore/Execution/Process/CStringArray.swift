@@ -7,10 +7,13 @@ struct CStringArray: ~Copyable {
     private let buffer: UnsafeMutableRawPointer
     /// argv/envp as posix_spawn takes it.
     let pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+    /// Entries in `pointers`, the final NULL not counted.
+    let count: Int
 
-    /// Copies `strings`. Throws EINVAL naming `what` and the index of the first
+    /// Copies `strings`, after the entries of `inherited` (which are pointed
+    /// at, not copied). Throws EINVAL naming `what` and the index of the first
     /// string holding a NUL byte, which C would silently cut short.
-    init(_ strings: [String], what: String) throws(ProcessError) {
+    init(_ strings: [String], what: String, after inherited: InheritedEnvironment? = nil) throws(ProcessError) {
         // Contiguous UTF-8 throughout: one memchr and one memcpy per string
         // (a spawn copies the whole environment).
         var byteCount = 0
@@ -21,14 +24,17 @@ struct CStringArray: ~Copyable {
             }
             byteCount += string.utf8.count + 1
         }
+        let first = inherited?.count ?? 0
+        count = first + strings.count
         let tableOffset = (byteCount + 7) & ~7
         let slot = MemoryLayout<UnsafeMutablePointer<CChar>?>.stride
-        buffer = .allocate(byteCount: tableOffset + (strings.count + 1) * slot, alignment: 8)
-        pointers = (buffer + tableOffset).bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: strings.count + 1)
+        buffer = .allocate(byteCount: tableOffset + (count + 1) * slot, alignment: 8)
+        pointers = (buffer + tableOffset).bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: count + 1)
+        if let inherited { pointers.update(from: inherited.pointers, count: first) }
         let bytes = buffer.bindMemory(to: CChar.self, capacity: byteCount)
         var offset = 0
         for (index, string) in strings.enumerated() {
-            pointers[index] = bytes + offset
+            pointers[first + index] = bytes + offset
             var string = string
             let count = string.withUTF8 { utf8 in
                 if let base = utf8.baseAddress { memcpy(bytes + offset, base, utf8.count) }
@@ -38,7 +44,7 @@ struct CStringArray: ~Copyable {
             bytes[offset] = 0
             offset += 1
         }
-        pointers[strings.count] = nil
+        pointers[count] = nil
     }
 
     deinit { buffer.deallocate() }

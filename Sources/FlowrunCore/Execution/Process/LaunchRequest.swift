@@ -5,10 +5,14 @@ struct LaunchRequest: Sendable {
     var shell: String
     /// Run as `shell -c script`.
     var script: String
-    /// The child's whole environment, "K=V" entries; nothing is inherited.
-    /// Put the tree's `ProcessTreeMarker.environmentEntry` here so
-    /// `ProcessTreeKiller` can find descendants that leave the process group.
+    /// The child's environment, "K=V" entries; nothing else is inherited
+    /// but `inherited`. Put the tree's `ProcessTreeMarker.environmentEntry`
+    /// here so `ProcessTreeKiller` can find descendants that leave the
+    /// process group.
     var environment: [String]
+    /// Entries placed before `environment`'s, built once for many launches.
+    /// `environment` must not name any of them again.
+    var inherited: InheritedEnvironment? = nil
     /// The child's working directory; nil keeps flowrun's.
     var workingDirectory: String?
     /// Becomes the child's fd 1, e.g. a pipe's write end; nil is /dev/null.

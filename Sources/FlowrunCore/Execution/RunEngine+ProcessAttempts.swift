@@ -1,0 +1,69 @@
+/// Making the attempt that runs a task's `run:` script as a process tree.
+extension RunEngine {
+    func makeProcessAttempt(for index: Int, script: Template, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
+        guard let reaper else {
+            return FailedAttempt(reason: "cannot watch child processes: \(reaperProblem ?? "unknown error")", queue: queue, completion: completion)
+        }
+        let name = nodes[index].name
+        let attempt = nodes[index].attempt
+        let task = nodes[index].definition?.value
+        do throws(TemplateRenderError) {
+            let rendered = try renderShell(script, for: index)
+            // What a task sets on top of flowrun's own environment, in the order FORMAT.md §8 gives.
+            var overrides: [(key: String, value: String)] = []
+            for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
+            for entry in task?.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
+            let outputPath = record.outputPath(for: name, attempt: attempt)
+            overrides.append(("FLOWRUN_TASK", name))
+            overrides.append(("FLOWRUN_RUN_ID", record.runID))
+            overrides.append(("FLOWRUN_OUTPUT", outputPath))
+            overrides.append(("FLOWRUN_ATTEMPT", String(attempt)))
+            if let item = nodes[index].item { overrides.append(("FLOWRUN_ITEM", item)) }
+            if let position = nodes[index].index { overrides.append(("FLOWRUN_INDEX", String(position))) }
+            let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
+            overrides.append((ProcessTreeMarker.variable, marker.value(inherited: baseEnvironment[ProcessTreeMarker.variable])))
+            let environment = childEnvironment(overrides)
+            let setup = ProcessAttempt.Setup(
+                shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
+                workingDirectory: try task?.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
+                logPath: record.logPath(for: name), outputPath: outputPath, tree: marker, grace: plan.workflow.killGrace)
+            return ProcessAttempt(
+                setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
+                escapeesExist: { [unowned self] in
+                    EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
+                },
+                onProgress: { [unowned self] percent in progressed(index, percent) },
+                onLine: streamsOutput ? { [reporters] line in
+                    for reporter in reporters { reporter.output(task: name, line: line) }
+                } : nil,
+                completion: completion)
+        } catch {
+            return FailedAttempt(reason: error.description, queue: queue, completion: completion)
+        }
+    }
+
+    /// A task's entries on top of flowrun's environment, the last of each
+    /// name winning. They share the run's inherited block unless one of them
+    /// replaces an inherited variable; then the whole environment is built.
+    private func childEnvironment(_ overrides: [(key: String, value: String)]) -> (entries: [String], inherited: InheritedEnvironment?) {
+        var entries: [String] = []
+        entries.reserveCapacity(overrides.count)
+        var replacesInherited = false
+        // A handful of entries: comparing them beats hashing them into a Set.
+        for (position, override) in overrides.enumerated()
+        where !overrides[(position + 1)...].contains(where: { $0.key == override.key }) {
+            if inheritedEnvironment.names.contains(override.key) { replacesInherited = true }
+            entries.append(override.key + "=" + override.value)
+        }
+        guard replacesInherited else { return (entries, inheritedEnvironment) }
+        let replaced = Set(overrides.map(\.key))
+        return (baseEnvironment.filter { !replaced.contains($0.key) }.map { "\($0.key)=\($0.value)" } + entries, nil)
+    }
+
+    func progressed(_ index: Int, _ percent: Int) {
+        guard nodes[index].status == .running else { return }
+        var progress = event(.taskProgress, index)
+        progress.progress = percent
+        emit(progress)
+    }
+}
