@@ -14,24 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int flowrun_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
-    return posix_spawn_file_actions_addclosefrom_np(actions, from);
-}
-
-int flowrun_spawn_file_actions_addchdir(posix_spawn_file_actions_t *actions, const char *path) {
-    return posix_spawn_file_actions_addchdir_np(actions, path);
-}
-
-short flowrun_spawn_setsid_flag(void) {
-    return POSIX_SPAWN_SETSID;
-}
-
-void flowrun_sigset_fill_every_signal(sigset_t *set) {
-    sigfillset(set);
-    const int bits = 8 * sizeof set->__val[0];
-    for (int signal = 1; signal < _NSIG; signal++) {
-        set->__val[(signal - 1) / bits] |= 1UL << ((signal - 1) % bits);
-    }
+void flowrun_name_this_thread(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 int flowrun_set_child_subreaper(int on) {

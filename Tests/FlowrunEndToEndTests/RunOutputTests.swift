@@ -42,8 +42,8 @@ extension RunEndToEnd {
             // The log's start and end: stderr lines around the flood.
             let head = try Self.bytes(of: record.logPath("flood"), from: 0, count: 17)
             #expect(String(decoding: head, as: UTF8.self) == "before the flood\n")
-            // stderr goes straight to the log while stdout passes through a
-            // pipe, so the last stderr line may precede the last pipe-full of x.
+            // stdout and stderr come through two pipes, read in turn, so the
+            // last stderr line may precede the last pipe-full of x.
             let tail = try Self.bytes(of: record.logPath("flood"), from: logSize - 300_000, count: 300_000)
             #expect(String(decoding: tail, as: UTF8.self).contains("xxxxafter the flood\nxxxx")
                         || String(decoding: tail, as: UTF8.self).hasSuffix("xafter the flood\n"), "no 'after the flood' line near the end of the log")
@@ -81,6 +81,61 @@ extension RunEndToEnd {
             // The plain reporter shows a failed task's log tail and its path.
             #expect(run.stdout.contains("| err-2"), "\(run)")
             #expect(run.stdout.contains("log: \(record.logPath("both"))"), "\(run)")
+        }
+
+        /// The log is created at the first byte: a task that printed nothing
+        /// has none (no file, no `path` in its event, no `log` in the
+        /// summary, no `log:` line), one that printed only to stderr has one.
+        @Test func aTaskThatPrintsNothingHasNoLog() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  quiet:
+                    run: "true"
+                  quiet-failure:
+                    run: exit 4
+                  only-stderr:
+                    run: echo "to stderr" >&2
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.status("quiet") == "succeeded")
+            #expect(record.status("quiet-failure") == "failed")
+            for quiet in ["quiet", "quiet-failure"] {
+                #expect(access(record.logPath(quiet), F_OK) != 0, "\(quiet) printed nothing but has a log")
+                #expect(record.finished(quiet)?["path"] == nil, "\(String(describing: record.finished(quiet)))")
+                #expect(record.task(quiet)?["log"] == nil, "\(String(describing: record.task(quiet)))")
+            }
+            #expect(ProcessProbe.text(record.logPath("only-stderr")) == "to stderr\n")
+            #expect(record.finished("only-stderr")?["path"] as? String == record.logPath("only-stderr"))
+            #expect(record.task("only-stderr")?["log"] as? String == record.logPath("only-stderr"))
+            // The failure is reported without a log tail or path to show.
+            #expect(run.stdout.contains("FAILED   quiet-failure (exit 4"), "\(run)")
+            #expect(!run.stdout.contains("log: \(record.logPath("quiet-failure"))"), "\(run)")
+        }
+
+        /// Output that cannot be kept fails the task, with the reason: here the
+        /// task removes the run's logs folder before it prints, so its log
+        /// cannot be created. flowrun neither crashes nor loses the record.
+        @Test func aLogThatCannotBeCreatedFailsTheTask() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  unloggable:
+                    run: |
+                      rm -rf "$(dirname "$(dirname "$FLOWRUN_OUTPUT")")/logs"
+                      echo "this line has nowhere to go"
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.status("unloggable") == "failed", "\(record.overview)")
+            let reason = record.finished("unloggable")?["reason"] as? String ?? ""
+            #expect(reason.hasPrefix("cannot create \(record.logPath("unloggable")): No such file or directory"), "\(reason)")
+            #expect(run.stdout.contains("FAILED   unloggable ("), "\(run)")
+            #expect(run.stdout.contains("cannot create \(record.logPath("unloggable"))"), "\(run)")
+            #expect(record.stdout("unloggable") == "this line has nowhere to go", "the stash still holds the output")
         }
 
         /// `::progress::N` lines become task_progress events (in order) and

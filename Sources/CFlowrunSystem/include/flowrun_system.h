@@ -1,13 +1,13 @@
 #ifndef FLOWRUN_SYSTEM_H
 #define FLOWRUN_SYSTEM_H
 
-// What Glibc's Swift overlay does not show: spawn attributes and file actions
-// that are macros or GNU extensions, prctl's child-subreaper switch, and the
-// pidfd system calls (no glibc wrapper is visible through the overlay), and
+// What Glibc's Swift overlay does not show or Swift cannot call: a
+// vfork-style spawn (clone cannot be called from Swift), prctl's thread name
+// and child-subreaper switches, the pidfd system calls (no glibc wrapper is
+// visible through the overlay), signalfd and a signal-forwarding handler, and
 // epoll, which the overlay leaves out.
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <stddef.h>
@@ -38,14 +38,8 @@ typedef struct {
 /// chdir, dup2 or exec in the child is reported here, and that child reaped).
 int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid);
 
-/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): close every fd >= from in the child.
-int flowrun_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from);
-
-/// posix_spawn_file_actions_addchdir_np (glibc 2.29+): chdir(path) in the child before exec.
-int flowrun_spawn_file_actions_addchdir(posix_spawn_file_actions_t *actions, const char *path);
-
-/// POSIX_SPAWN_SETSID, a GNU extension.
-short flowrun_spawn_setsid_flag(void);
+/// prctl(PR_SET_NAME): the calling thread's name (15 bytes at most), as ps and top show it.
+void flowrun_name_this_thread(const char *name);
 
 /// prctl(PR_SET_CHILD_SUBREAPER, on): orphaned descendants re-parent to us.
 int flowrun_set_child_subreaper(int on);
@@ -58,13 +52,6 @@ int flowrun_pidfd_open(pid_t pid);
 /// pidfd_send_signal(pidfd, signal, NULL, 0) (Linux 5.1+). -1 with errno on failure
 /// (ESRCH once the process has exited).
 int flowrun_pidfd_send_signal(int pidfd, int signal);
-
-/// Every signal 1..._NSIG-1 in `set`, including the two glibc keeps for itself
-/// (32, 33), which sigfillset leaves out. posix_spawn sets a signal outside the
-/// POSIX_SPAWN_SETSIGDEF set to SIG_IGN when it is internal, and SIG_IGN
-/// survives exec: with sigfillset's set every child would start with 32 and
-/// 33 ignored.
-void flowrun_sigset_fill_every_signal(sigset_t *set);
 
 /// sigabbrev_np (glibc 2.32+): "KILL" for SIGKILL, NULL for an unknown number.
 const char *flowrun_signal_abbreviation(int signal);

@@ -1,5 +1,6 @@
 import CFlowrunSystem
-import Foundation
+import Dispatch
+import Glibc
 import Synchronization
 
 /// Reads every running task's stdout on one thread, with `epoll`; with
@@ -76,9 +77,7 @@ final class OutputPump: @unchecked Sendable {
         _ = fcntl(wakeWrite, F_SETFL, O_NONBLOCK)
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         Self.watch(wakeRead, in: epoll)
-        let thread = Thread { [self] in run() }
-        thread.name = "flowrun.output"
-        thread.start()
+        startThread(named: "flowrun.output") { [self] in run() }
     }
 
     /// Starts reading `descriptor`; the pump closes it after `end`.
@@ -235,4 +234,27 @@ final class OutputPump: @unchecked Sendable {
             }
         }
     }
+}
+
+/// Starts a detached thread running `body` (a pthread: Foundation's `Thread`
+/// would load all of Foundation into every flowrun process).
+private func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+    final class Start: @unchecked Sendable {
+        let name: String
+        let body: @Sendable () -> Void
+        init(name: String, body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
+    }
+    let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+    var thread = pthread_t()
+    let result = pthread_create(&thread, nil, { argument in
+        let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
+        flowrun_name_this_thread(start.name)
+        start.body()
+        return nil
+    }, start)
+    precondition(result == 0, "cannot start the \(name) thread: errno \(result)")
+    pthread_detach(thread)
 }

@@ -6,13 +6,13 @@ extension RunEngine {
         }
         let name = nodes[index].name
         let attempt = nodes[index].attempt
-        let task = nodes[index].definition?.value
+        let task = nodes[index].definition  // the reference: its fields are read in place
         do throws(TemplateRenderError) {
             let rendered = try renderShell(script, for: index)
             // What a task sets on top of flowrun's own environment, in the order FORMAT.md §8 gives.
             var overrides: [(key: String, value: String)] = []
             for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
-            for entry in task?.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
+            for entry in task?.value.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
             let outputPath = record.outputPath(for: name, attempt: attempt)
             overrides.append(("FLOWRUN_TASK", name))
             overrides.append(("FLOWRUN_RUN_ID", record.runID))
@@ -22,10 +22,10 @@ extension RunEngine {
             if let position = nodes[index].index { overrides.append(("FLOWRUN_INDEX", String(position))) }
             let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
             overrides.append((ProcessTreeMarker.variable, marker.value(inherited: baseEnvironment[ProcessTreeMarker.variable])))
-            let environment = childEnvironment(overrides)
+            let environment = childEnvironment(overrides, ownKeysFrom: plan.workflow.env.count + (task?.value.env.count ?? 0))
             let setup = ProcessAttempt.Setup(
                 shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
-                workingDirectory: try task?.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
+                workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
                 logPath: record.logPath(for: name), outputPath: outputPath, tree: marker, grace: plan.workflow.killGrace)
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
@@ -45,15 +45,25 @@ extension RunEngine {
     /// A task's entries on top of flowrun's environment, the last of each
     /// name winning. They share the run's inherited block unless one of them
     /// replaces an inherited variable; then the whole environment is built.
-    private func childEnvironment(_ overrides: [(key: String, value: String)]) -> (entries: [String], inherited: InheritedEnvironment?) {
+    /// The first `userKeys` entries come from `env:`; the rest are flowrun's
+    /// own variables, which replace inherited ones only when flowrun itself
+    /// runs inside a flowrun task.
+    private func childEnvironment(_ overrides: [(key: String, value: String)], ownKeysFrom userKeys: Int) -> (entries: [String], inherited: InheritedEnvironment?) {
         var entries: [String] = []
         entries.reserveCapacity(overrides.count)
         var replacesInherited = false
         // A handful of entries: comparing them beats hashing them into a Set.
         for (position, override) in overrides.enumerated()
         where !overrides[(position + 1)...].contains(where: { $0.key == override.key }) {
-            if inheritedEnvironment.names.contains(override.key) { replacesInherited = true }
-            entries.append(override.key + "=" + override.value)
+            if position < userKeys || inheritedEnvironment.hasFlowrunVariables, inheritedEnvironment.names.contains(override.key) {
+                replacesInherited = true
+            }
+            var entry = ""
+            entry.reserveCapacity(override.key.utf8.count + 1 + override.value.utf8.count)
+            entry += override.key
+            entry += "="
+            entry += override.value
+            entries.append(entry)
         }
         guard replacesInherited else { return (entries, inheritedEnvironment) }
         let replaced = Set(overrides.map(\.key))

@@ -1,4 +1,6 @@
-import Foundation
+// FoundationEssentials, not Foundation: the whole of Foundation (with ICU)
+// costs every flowrun process milliseconds of loading, for one JSONEncoder.
+import FoundationEssentials
 
 /// The plan as JSON (`flowrun FILE --dry-run --output json`); the schema is
 /// `docs/plan-json.md`. Durations are in seconds; absent values are null.

@@ -2,7 +2,7 @@
 /// costs ~20 µs an event, which shows at 100,000 tasks). It writes UTF-8
 /// bytes, numbers included, and makes one String at the end, or hands the
 /// bytes back (`finish`) to a buffer of many lines. Keys keep the order they
-/// are added in; they are flowrun's own names and are written unescaped.
+/// are added in.
 struct JSONObjectWriter {
     private var bytes: [UInt8]
     private var isEmpty = true
@@ -68,9 +68,15 @@ struct JSONObjectWriter {
     private mutating func addKey(_ key: String) {
         if !isEmpty { bytes.append(UInt8(ascii: ",")) }
         isEmpty = false
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: key.utf8)
-        bytes.append(UInt8(ascii: "\""))
+        // Keys are nearly always flowrun's own plain names: copied in one go.
+        let copied = key.utf8.withContiguousStorageIfAvailable { utf8 in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return true
+        }
+        if copied != true { JSONValue.appendQuoted(key, to: &bytes) }
         bytes.append(UInt8(ascii: ":"))
     }
 

@@ -17,6 +17,11 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     }
 
     public func report(_ event: RunEvent) {
+        if let line = Self.commonLine(event) {
+            if event.kind == .taskFinished, let duration = event.duration { noteDuration(event.subject ?? "", duration) }
+            output.write(line)
+            return
+        }
         var lines: [String] = []
         let stamp = Self.clock(event.timestamp)
         let name = event.subject ?? ""
@@ -43,7 +48,13 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .runFinished:
             lines += summary(event, stamp: stamp)
         }
-        output.write(lines.joined(separator: "\n") + "\n")
+        var text = ""
+        text.reserveCapacity(lines.reduce(0) { $0 + $1.utf8.count + 1 })
+        for line in lines {
+            text += line
+            text += "\n"
+        }
+        output.write(text)
     }
 
     public func finish() {
@@ -53,6 +64,50 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     /// `build | compiling foo.c` — one write per line, so lines never mix.
     public func output(task: String, line: String) {
         output.write("\(task) | \(line)\n")
+    }
+
+    /// The line of a task's start, wait or success, built by appending: there
+    /// are a few per task, and interpolation and arrays showed at 100,000
+    /// tasks. The same text as the general path; nil for any other event.
+    private static func commonLine(_ event: RunEvent) -> String? {
+        let word: String
+        switch event.kind {
+        case .taskStarted where (event.attempt ?? 1) <= 1: word = " start    "
+        case .taskWaiting: word = " waiting  "
+        case .taskFinished where event.status == .succeeded && (event.attempt ?? 0) == 1: word = " ok       "
+        default: return nil
+        }
+        var line = ""
+        line.reserveCapacity(64)
+        ClockText.appendTime(event.timestamp, local: true, to: &line)
+        line += word
+        line += event.subject ?? ""
+        switch event.kind {
+        case .taskWaiting:
+            line += ": "
+            for (position, what) in (event.waitingOn ?? []).enumerated() {
+                if position > 0 { line += ", " }
+                line += what
+            }
+        case .taskFinished:
+            if let duration = event.duration {
+                line += " ("
+                line += seconds(duration)
+                line += ")"
+            }
+        default:
+            break
+        }
+        line += "\n"
+        return line
+    }
+
+    /// Keeps the three slowest tasks, slowest first (not every task's duration).
+    private func noteDuration(_ name: String, _ duration: Double) {
+        guard slowest.count < 3 || duration > slowest[2].duration else { return }
+        let position = slowest.firstIndex { duration > $0.duration } ?? slowest.count
+        slowest.insert((name, duration), at: position)
+        if slowest.count > 3 { slowest.removeLast() }
     }
 
     private func taskFinished(_ event: RunEvent, stamp: String) -> [String] {
@@ -66,9 +121,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
         let word = status == .succeeded ? "ok      " : status == .failed ? "FAILED  " : status == .timedOut ? "TIMEOUT " : status.rawValue.padding(to: 8)
         var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
-        if let duration = event.duration, event.attempt ?? 0 > 0 {
-            slowest.append((name, duration))
-        }
+        if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(name, duration) }
         if status == .failed || status == .timedOut {
             failures.append((name, event.path))
             for line in event.logTail ?? [] { lines.append("    | " + line) }
@@ -98,7 +151,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     private func summary(_ event: RunEvent, stamp: String) -> [String] {
         let counts = (event.counts ?? []).map { "\($0.count) \($0.status.rawValue)" }.joined(separator: ", ")
         var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts) — exit \(event.runExitCode ?? 0)"]
-        let top = slowest.sorted { $0.duration > $1.duration }.prefix(3)
+        let top = slowest
         if !top.isEmpty { lines.append("    slowest: " + top.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
         for failure in failures { lines.append("    failed: \(failure.name)" + (failure.path.map { " — \($0)" } ?? "")) }
         lines.append("    record: \(event.path ?? "")")
@@ -115,8 +168,21 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         ClockText(timestamp, local: true).time
     }
 
+    /// `0.25s`, `12.5s`, `2m5s`: hundredths below 10 s, tenths below 2 minutes.
     static func seconds(_ value: Double) -> String {
-        value < 10 ? String((value * 100).rounded() / 100) + "s" : value < 120 ? String((value * 10).rounded() / 10) + "s" : Duration.milliseconds(Int64(value * 1000)).text
+        guard value >= 0, value < 120 else {
+            return value < 0 ? String((value * 100).rounded() / 100) + "s" : Duration.milliseconds(Int64(value * 1000)).text
+        }
+        // What String(Double) prints for a whole number of hundredths or
+        // tenths, without its cost (a few of these per task).
+        let hundredths = value < 10
+        let scaled = Int((value * (hundredths ? 100 : 10)).rounded())
+        let unit = hundredths ? 100 : 10
+        let whole = scaled / unit
+        var fraction = scaled % unit
+        if hundredths, fraction % 10 == 0 { fraction /= 10 }
+        let digits = hundredths && scaled % 10 != 0 && fraction < 10 ? "0\(fraction)" : "\(fraction)"
+        return "\(whole).\(digits)s"
     }
 }
 

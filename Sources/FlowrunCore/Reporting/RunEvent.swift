@@ -129,6 +129,13 @@ struct ClockText {
         time = cached.time + Self.millisecondTexts[milliseconds]
     }
 
+    /// `14:03:07.250`, appended to `text`.
+    static func appendTime(_ seconds: Double, local: Bool, to text: inout String) {
+        let (second, milliseconds) = split(seconds)
+        text += cachedSecond(second, local: local).time
+        text += millisecondTexts[milliseconds]
+    }
+
     /// `2026-11-22T02:51:03.123Z` (UTC), as JSON: quoted.
     static func appendISO8601(_ seconds: Double, to bytes: inout [UInt8]) {
         let (second, milliseconds) = split(seconds)

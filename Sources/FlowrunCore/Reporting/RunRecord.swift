@@ -26,6 +26,8 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     public init(runID: String, baseDirectory: String?) throws(Failure) {
         self.runID = runID
         directory = (baseDirectory ?? ".flowrun/runs") + "/" + runID
+        logsPrefix = directory + "/logs/"
+        outputsPrefix = directory + "/outputs/"
         for path in [directory, directory + "/logs", directory + "/outputs"] {
             try Self.makeDirectories(path)
         }
@@ -48,11 +50,23 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
             + String(repeating: "0", count: 4 - random.count) + random
     }
 
-    public func logPath(for task: String) -> String { directory + "/logs/" + Self.fileName(task) + ".log" }
+    public func logPath(for task: String) -> String { logsPrefix + Self.fileName(task) + ".log" }
 
     public func outputPath(for task: String, attempt: Int) -> String {
-        directory + "/outputs/" + Self.fileName(task) + "." + String(attempt)
+        let name = Self.fileName(task)
+        let number = String(attempt)
+        var path = ""
+        path.reserveCapacity(outputsPrefix.utf8.count + name.utf8.count + 1 + number.utf8.count)
+        path += outputsPrefix
+        path += name
+        path += "."
+        path += number
+        return path
     }
+
+    /// `DIRECTORY/logs/` and `DIRECTORY/outputs/`: a path is built per task.
+    private let logsPrefix: String
+    private let outputsPrefix: String
 
     /// Event lines not yet written. The engine's queue writes them once the
     /// step that produced them is over (`writesEvents(scheduling:)`), so a burst of

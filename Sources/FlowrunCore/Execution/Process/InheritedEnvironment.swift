@@ -5,6 +5,8 @@ final class InheritedEnvironment: @unchecked Sendable {
     // @unchecked: immutable after init; nothing writes the buffer again.
     /// The variables' names, to tell whether a task's own entry replaces one.
     let names: Set<String>
+    /// Whether any of them is flowrun's (`FLOWRUN_…`: flowrun runs inside a task).
+    let hasFlowrunVariables: Bool
     private let strings: CStringArray
     var count: Int { strings.count }
     var pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> { strings.pointers }
@@ -14,6 +16,7 @@ final class InheritedEnvironment: @unchecked Sendable {
     init(_ variables: [String: String]) {
         let entries = variables.map { "\($0.key)=\($0.value)" }.filter { !$0.utf8.contains(0) }
         names = Set(variables.keys)
+        hasFlowrunVariables = names.contains { $0.hasPrefix("FLOWRUN_") }
         // Cannot throw: entries with a NUL byte were left out above.
         strings = try! CStringArray(entries, what: "environment entry")
     }
