@@ -1,5 +1,7 @@
 /// Building the run's nodes from the plan.
 extension RunEngine {
+    static let runSlotOnly = SlotPool.Demand(amounts: [runSlots: 1])
+
     func buildNodes() {
         let workflow = plan.workflow
         let groupsByName = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -37,7 +39,7 @@ extension RunEngine {
         }
 
         // Then the edges.
-        for step in plan.steps + plan.finallySteps {
+        for step in [plan.steps, plan.finallySteps].joined() {
             guard let index = indexByName[step.name] else { continue }
             switch step.kind {
             case .task:
@@ -85,6 +87,9 @@ extension RunEngine {
 
     /// The slots a task holds while running: a run slot, its group's, its semaphores'.
     func demand(for task: TaskDefinition, group: Int?) -> SlotPool.Demand {
+        if task.semaphores.isEmpty && group.flatMap({ resourceOfGroup[$0] }) == nil {
+            return Self.runSlotOnly  // most tasks: one value shared, not built per task
+        }
         var amounts = [Self.runSlots: 1]
         if let group, let resource = resourceOfGroup[group] { amounts[resource] = 1 }
         for use in task.semaphores {

@@ -49,6 +49,8 @@ public final class RunEngine: @unchecked Sendable {
         case timeout(Int), retry(Int), group(Int), join(Int)
     }
     var timers: [TimerKey: any DispatchSourceTimer] = [:]
+    /// Events of the current pump batch not yet reported (see `emit`).
+    private var deferredEvents: [RunEvent]?
     /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
     var unsettledMain = 0
     var unsettledFinally = 0
@@ -146,8 +148,26 @@ public final class RunEngine: @unchecked Sendable {
         return result
     }
 
+    /// Reports an event. In a batch of the pump's (a task's end, the next
+    /// one's start) the reporters get the batch's events at its end, in
+    /// order: the next task is spawned before they are formatted.
     func emit(_ event: RunEvent) {
-        for reporter in reporters { reporter.report(event) }
+        if deferredEvents != nil {
+            deferredEvents!.append(event)
+        } else if pump.runAtBatchEnd({ [self] in deliverDeferredEvents() }) {
+            deferredEvents = [event]
+        } else {
+            for reporter in reporters { reporter.report(event) }
+        }
+    }
+
+    /// Hands the reporters what `emit` held back.
+    func deliverDeferredEvents() {
+        guard let events = deferredEvents else { return }
+        deferredEvents = nil
+        for event in events {
+            for reporter in reporters { reporter.report(event) }
+        }
     }
 
     func event(_ kind: RunEvent.Kind, _ node: Int? = nil) -> RunEvent {
@@ -199,6 +219,7 @@ public final class RunEngine: @unchecked Sendable {
         finishedEvent.runExitCode = Int(exitCode())
         finishedEvent.path = record.directory
         emit(finishedEvent)
+        deliverDeferredEvents()  // before the reporters finish
         record.writeSummary(writeSummary)
         for reporter in reporters { reporter.finish() }
         done.signal()

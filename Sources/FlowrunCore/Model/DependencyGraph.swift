@@ -65,7 +65,7 @@ public struct DependencyGraph: Sendable {
     }
 
     private mutating func connect(_ name: String, to needs: [String]) {
-        guard let index = indexByName[name] else { return }
+        guard !needs.isEmpty, let index = indexByName[name] else { return }
         var seen = Set(dependencies[index])
         for need in needs {
             guard let target = indexByName[need], target != index, seen.insert(target).inserted else { continue }

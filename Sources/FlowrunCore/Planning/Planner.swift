@@ -34,15 +34,16 @@ public enum Planner {
         let steps = mainSteps(workflow, graph: graph, maxParallel: maxParallel, selected: selected)
         let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
         let finallyStages = finallyGraph.stages()
-        let finallyTasks = Dictionary(workflow.finally.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // Definitions by index, not copied out (a kilobyte each).
+        let finallyTasks = Dictionary(workflow.finally.indices.map { (workflow.finally[$0].name, $0) }, uniquingKeysWith: { first, _ in first })
         let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
-        let finallySteps = order(finallyGraph).map { index in
+        let finallySteps = order(finallyGraph, stages: finallyStages).map { index in
             let task = finallyTasks[finallyGraph.nodes[index].name]!
-            var step = taskStep(task, node: finallyGraph.nodes[index], capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: nil)
+            var step = taskStep(workflow.finally[task], node: finallyGraph.nodes[index], capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: nil)
             step.stage = finallyStages[index]
             step.timers.runTimeout = nil
             // finally has its own budget, 5 minutes unless the task says otherwise.
-            step.timers.timeout = task.timeout?.value ?? .seconds(300)
+            step.timers.timeout = workflow.finally[task].timeout?.value ?? .seconds(300)
             return step
         }
         var users: [String: [String]] = [:]
@@ -90,17 +91,17 @@ public enum Planner {
     }
 
     /// Node indices by stage, then by position in the file.
-    private static func order(_ graph: DependencyGraph) -> [Int] {
-        let stages = graph.stages()
-        return graph.nodes.indices.sorted {
-            (stages[$0], graph.nodes[$0].location) < (stages[$1], graph.nodes[$1].location)
-        }
+    private static func order(_ graph: DependencyGraph, stages: [Int]) -> [Int] {
+        // The keys once, not a node copied out per comparison.
+        let keys = graph.nodes.indices.map { (stage: stages[$0], location: graph.nodes[$0].location) }
+        return graph.nodes.indices.sorted { (keys[$0].stage, keys[$0].location) < (keys[$1].stage, keys[$1].location) }
     }
 
     private static func mainSteps(_ workflow: Workflow, graph: DependencyGraph, maxParallel: Int, selected: Set<Int>?) -> [PlanStep] {
         let stages = graph.stages()
         let groups = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let tasks = Dictionary(workflow.tasks.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // Definitions by index, not copied out (a kilobyte each).
+        let tasks = Dictionary(workflow.tasks.indices.map { (workflow.tasks[$0].name, $0) }, uniquingKeysWith: { first, _ in first })
         let members = Dictionary(workflow.groups.flatMap { group in group.members.map { ($0.name, $0) } }, uniquingKeysWith: { first, _ in first })
         let joins = Dictionary(workflow.joins.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
@@ -111,13 +112,17 @@ public enum Planner {
 
         var steps: [PlanStep] = []
         steps.reserveCapacity(graph.nodes.count)
-        for index in order(graph) where selected?.contains(index) ?? true {
+        for index in order(graph, stages: stages) where selected?.contains(index) ?? true {
             let node = graph.nodes[index]
             var step: PlanStep
             switch node.kind {
             case .task:
                 let group = node.group.flatMap { groups[$0] }
-                step = taskStep(tasks[node.name] ?? members[node.name]!, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
+                if let task = tasks[node.name] {
+                    step = taskStep(workflow.tasks[task], node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
+                } else {
+                    step = taskStep(members[node.name]!, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
+                }
             case .fanOut:
                 let group = groups[node.group!]!
                 step = taskStep(group.fanOut!.template, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
