@@ -116,6 +116,36 @@ extension DispatchEndToEnd {
             #expect(run.stdout.contains("quorum") && run.stdout.contains("2/4"), "no join block with 2/4 in:\n\(run.stdout)")
         }
 
+        /// A member that succeeds hands its slot on only after its join has
+        /// heard of it: the join completing at the second winner cancels the
+        /// members still waiting, and they never start (with max_parallel 2,
+        /// the second winner's slot must not start `d` first).
+        @Test func aQuorumNeverStartsTheWaitingMembersItCancels() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                max_parallel: 2
+                tasks:
+                  a: {run: "true"}
+                  b: {run: "sleep 0.3"}
+                  c: {run: "sleep 5"}
+                  d: {run: "sleep 5"}
+                  e: {run: "sleep 5"}
+                joins:
+                  quorum:
+                    wait: [a, b, c, d, e]
+                    need: 2
+                """, timeout: .seconds(20))
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.status("a") == "succeeded" && record.status("b") == "succeeded", "\(record.overview)")
+            // c took a's slot before the join was complete; d and e never ran.
+            #expect(record.names("task_started").sorted() == ["a", "b", "c"], "\(record.overview)")
+            for member in ["c", "d", "e"] {
+                #expect(record.status(member) == "cancelled", "\(member): \(record.overview)")
+            }
+        }
+
         /// Issue 4: "the join block shows exactly the two winners' stashes" — the
         /// default report (every member's stash) should not list the members the
         /// quorum cancelled, which have no stash.
