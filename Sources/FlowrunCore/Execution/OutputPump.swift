@@ -39,9 +39,17 @@ final class OutputPump: @unchecked Sendable {
         var end: @Sendable () -> Void
     }
 
+    /// One `add`: its descriptor, and a serial that tells it from a later
+    /// registration of the same descriptor number once this one has ended.
+    struct Registration: Hashable, Sendable {
+        var descriptor: Int32
+        var serial: UInt64
+    }
+
     private struct State {
-        var readers: [Int32: Reader] = [:]
-        var closing: Set<Int32> = []
+        var readers: [Int32: (serial: UInt64, reader: Reader)] = [:]
+        var closing: Set<Registration> = []
+        var serial: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -81,10 +89,16 @@ final class OutputPump: @unchecked Sendable {
     }
 
     /// Starts reading `descriptor`; the pump closes it after `end`.
-    func add(_ descriptor: Int32, _ reader: Reader) {
+    @discardableResult
+    func add(_ descriptor: Int32, _ reader: Reader) -> Registration {
         _ = fcntl(descriptor, F_SETFL, O_NONBLOCK)
-        state.withLock { $0.readers[descriptor] = reader }
+        let registration = state.withLock { state in
+            state.serial += 1
+            state.readers[descriptor] = (state.serial, reader)
+            return Registration(descriptor: descriptor, serial: state.serial)
+        }
         Self.watch(descriptor, in: epoll)
+        return registration
     }
 
     /// Reaps `reaper`'s children on the pump thread, their completions for
@@ -135,9 +149,11 @@ final class OutputPump: @unchecked Sendable {
         return true
     }
 
-    /// Stops reading `descriptor` early (something outside the task still holds it open).
-    func close(_ descriptor: Int32) {
-        state.withLock { _ = $0.closing.insert(descriptor) }
+    /// Stops reading early (something outside the task still holds the pipe
+    /// open). Nothing happens if that registration has ended already, even
+    /// if its descriptor number now belongs to another task's pipe.
+    func close(_ registration: Registration) {
+        state.withLock { _ = $0.closing.insert(registration) }
         wake()
     }
 
@@ -163,7 +179,7 @@ final class OutputPump: @unchecked Sendable {
             for event in events.prefix(Int(ready)) {
                 if event.data.fd == wakeRead {
                     drainWake()
-                    for descriptor in state.withLock({ $0.closing }) { finish(descriptor) }
+                    for registration in state.withLock({ $0.closing }) { finish(registration.descriptor, only: registration.serial) }
                     reap = true  // possibly SIGCHLD; a pass with nothing to reap is one waitpid
                 } else if event.data.fd == childExits {
                     drainSignals()
@@ -196,7 +212,7 @@ final class OutputPump: @unchecked Sendable {
 
     /// One read per wake-up keeps every task's output moving (epoll is level-triggered here).
     private func readOnce(_ descriptor: Int32) {
-        guard let reader = state.withLock({ $0.readers[descriptor] }) else { return }
+        guard let reader = state.withLock({ $0.readers[descriptor]?.reader }) else { return }
         let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
         if count > 0 {
             buffer.withUnsafeBytes { reader.data(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
@@ -205,10 +221,13 @@ final class OutputPump: @unchecked Sendable {
         }
     }
 
-    private func finish(_ descriptor: Int32) {
+    /// Ends the registration of `descriptor` (with `serial`, only that one).
+    private func finish(_ descriptor: Int32, only serial: UInt64? = nil) {
         let reader = state.withLock { state -> Reader? in
-            state.closing.remove(descriptor)
-            return state.readers.removeValue(forKey: descriptor)
+            if let serial { state.closing.remove(Registration(descriptor: descriptor, serial: serial)) }
+            guard let registered = state.readers[descriptor], serial == nil || registered.serial == serial else { return nil }
+            state.readers[descriptor] = nil
+            return registered.reader
         }
         guard let reader else { return }
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)

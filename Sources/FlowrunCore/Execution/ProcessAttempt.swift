@@ -51,8 +51,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var stopping = false
     private var treeGone = false
     private var done = false
-    /// The read ends (stdout's, stderr's) whose output has not ended yet.
-    private var readDescriptors: [Int32] = []
+    /// The pump's registrations of the read ends (stdout's, stderr's) whose
+    /// output has not ended yet.
+    private var openOutputs: [OutputPump.Registration] = []
     private var capture = StdoutCapture()
     private let log: TaskLog
     private var lastProgress = -1
@@ -105,8 +106,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         close(stdoutPipe[1])
         close(stderrPipe[1])
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
-        readDescriptors = [stdoutRead, stderrRead]
-        pump.add(stdoutRead, OutputPump.Reader(
+        let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
             data: { [self] chunk in
                 log.write(chunk)
                 if let progress = capture.append(chunk) { reportProgress(progress) }
@@ -118,9 +118,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 let capture = self.capture
                 pump.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
-        pump.add(stderrRead, OutputPump.Reader(
+        let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
             data: { [self] chunk in log.write(chunk) },
             end: { [self] in pump.deliver { self.outputEnded(stderrRead, capture: nil) } }))
+        openOutputs = [stdoutRegistration, stderrRegistration]
     }
 
     /// On the pump's thread: hands on whole lines, keeping a partial one
@@ -154,7 +155,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// One pipe's output ended (the pump has closed it); stdout's brings the capture.
     private func outputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
-        readDescriptors.removeAll { $0 == descriptor }
+        openOutputs.removeAll { $0.descriptor == descriptor }
         if let capture { finalCapture = capture }
         finishIfOver()
     }
@@ -179,12 +180,12 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         // No writer of the tree is left, so the pipes end as soon as their last
         // bytes are read; should something outside the tree still hold one (a
         // setsid, env -i escapee), stop listening soon — whichever way the tree went.
-        if !readDescriptors.isEmpty {
+        if !openOutputs.isEmpty {
             if !outputDeadlineSet {
                 outputDeadlineSet = true
                 queue.asyncAfter(deadline: .now() + 2) { [weak self] in
                     guard let self, !self.done else { return }
-                    for descriptor in self.readDescriptors { self.pump.close(descriptor) }
+                    for registration in self.openOutputs { self.pump.close(registration) }
                 }
             }
             return
