@@ -29,10 +29,8 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .runStarted:
             let tasks = event.members ?? 0
             lines.append("\(stamp) run      \(event.workflow ?? "") started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(event.path ?? ""))")
-        case .taskWaiting:
-            lines.append("\(stamp) waiting  \(name): \((event.waitingOn ?? []).joined(separator: ", "))")
-        case .taskStarted:
-            lines.append("\(stamp) start    \(name)" + ((event.attempt ?? 1) > 1 ? " (attempt \(event.attempt!))" : ""))
+        case .taskWaiting, .taskStarted:
+            break  // always `commonLine`'s
         case .taskProgress:
             lines.append("\(stamp) progress \(name) \(event.progress ?? 0)%")
         case .taskRetrying:
@@ -66,13 +64,13 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         output.write("\(task) | \(line)\n")
     }
 
-    /// The line of a task's start, wait or success, built by appending: there
-    /// are a few per task, and interpolation and arrays showed at 100,000
-    /// tasks. The same text as the general path; nil for any other event.
+    /// The line of a task's start, wait or first-attempt success, built by
+    /// appending: there are a few per task, and interpolation and arrays
+    /// showed at 100,000 tasks. Nil for any other event.
     private static func commonLine(_ event: RunEvent) -> String? {
         let word: String
         switch event.kind {
-        case .taskStarted where (event.attempt ?? 1) <= 1: word = " start    "
+        case .taskStarted: word = " start    "
         case .taskWaiting: word = " waiting  "
         case .taskFinished where event.status == .succeeded && (event.attempt ?? 0) == 1: word = " ok       "
         default: return nil
@@ -93,6 +91,12 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
             if let duration = event.duration {
                 line += " ("
                 line += seconds(duration)
+                line += ")"
+            }
+        case .taskStarted:
+            if let attempt = event.attempt, attempt > 1 {
+                line += " (attempt "
+                line += String(attempt)
                 line += ")"
             }
         default:

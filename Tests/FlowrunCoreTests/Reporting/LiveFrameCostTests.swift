@@ -45,7 +45,13 @@ import Testing
         return Double(after.tv_sec - before.tv_sec) + Double(after.tv_nsec - before.tv_nsec) / 1e9
     }
 
-    @Test func theEngineHandsEventsToTheLiveViewMoreCheaplyThanToPlainLines() throws {
+    /// The engine's side of the live view only queues events (formatting and
+    /// drawing happen on the view's own queue), so it stays a few µs per
+    /// event even in a debug build. Plain lines used to be the yardstick; they
+    /// became cheaper than queuing (built by appending), so the bound is now
+    /// absolute and generous (about six times what queuing costs in a debug
+    /// build here: 1.6 µs an event); the comparison with plain lines is printed.
+    @Test func theEngineHandsEventsToTheLiveViewCheaply() throws {
         let events = Self.events(tasks: 20_000)
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
@@ -56,7 +62,7 @@ import Testing
         plain.finish()
         live.finish()
         print("engine side, 40,002 events: plain \(Int(plainCPU * 1000)) ms, live view \(Int(liveCPU * 1000)) ms")
-        #expect(liveCPU < plainCPU)
+        #expect(liveCPU / Double(events.count) < 10e-6, "\(liveCPU * 1e6 / Double(events.count)) µs per event on the engine's side")
     }
 
     /// Everything the view's queue does for a 20,000-task run: apply every
