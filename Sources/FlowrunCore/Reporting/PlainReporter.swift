@@ -46,13 +46,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .runFinished:
             lines += summary(event, stamp: stamp)
         }
-        var text = ""
-        text.reserveCapacity(lines.reduce(0) { $0 + $1.utf8.count + 1 })
-        for line in lines {
-            text += line
-            text += "\n"
-        }
-        output.write(text)
+        output.write(lines.joined(separator: "\n") + "\n")
     }
 
     public func finish() {
