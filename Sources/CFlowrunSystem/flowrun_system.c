@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -38,6 +39,36 @@ int flowrun_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
+// MARK: - Dispositions a child resets
+
+/// The kernel's sigaction, to look at and reset any signal, glibc's own
+/// included (glibc's sigaction refuses 32 and 33).
+struct kernel_sigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+
+/// Bit `signal - 1`: a signal that flowrun handles or ignores, which a child
+/// sets back to its default before exec. Most of the 64 are at their default
+/// already: resetting only these saves the child some 60 system calls
+/// (9 µs here), time the parent spends blocked in clone (CLONE_VFORK).
+static _Atomic uint64_t signals_to_reset;
+
+static void note_signal_to_reset(int signal) {
+    atomic_fetch_or(&signals_to_reset, (uint64_t)1 << (signal - 1));
+}
+
+void flowrun_note_signal_dispositions(void) {
+    for (int signal = 1; signal < _NSIG; signal++) {
+        if (signal == SIGKILL || signal == SIGSTOP) continue;
+        struct kernel_sigaction current;
+        if (syscall(SYS_rt_sigaction, signal, NULL, &current, sizeof current.mask) != 0) continue;
+        if (current.handler != SIG_DFL) note_signal_to_reset(signal);
+    }
+}
+
 static volatile int signal_wake_fd = -1;
 
 static void write_signal_number(int signal) {
@@ -57,6 +88,8 @@ int flowrun_child_exit_signalfd(void) {
 
 int flowrun_forward_signal(int signal, int fd) {
     signal_wake_fd = fd;
+    // Before the handler exists, so no child can miss it.
+    note_signal_to_reset(signal);
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = write_signal_number;
@@ -72,19 +105,12 @@ enum { spawn_stack_size = 64 * 1024 };
 struct spawn_child_state {
     const flowrun_spawn_request *request;
     const char *path;
+    /// Bit `signal - 1`: a signal to set back to its default.
+    uint64_t defaults;
     /// Written by the child when something fails before exec; the parent
     /// reads them after clone returns (CLONE_VFORK: the child has exec'd or exited).
     volatile int error;
     const char *volatile failed_operation;
-};
-
-/// The kernel's sigaction, to reset every signal, glibc's own included
-/// (glibc's sigaction refuses 32 and 33).
-struct kernel_sigaction {
-    void (*handler)(int);
-    unsigned long flags;
-    void (*restorer)(void);
-    uint64_t mask;
 };
 
 static int move_descriptor(int from, int to, int open_flags) {
@@ -106,11 +132,12 @@ static int spawn_child(void *argument) {
     struct spawn_child_state *state = argument;
     const flowrun_spawn_request *request = state->request;
     // Every signal to its default: a handler of flowrun's must not run here,
-    // and an ignored signal would stay ignored across exec. All signals are
-    // still blocked (the parent blocked them before clone).
+    // and an ignored signal would stay ignored across exec. The others are
+    // at their default already. All signals are still blocked (the parent
+    // blocked them before clone).
     struct kernel_sigaction default_action = { SIG_DFL, 0, NULL, 0 };
     for (int signal = 1; signal < _NSIG; signal++) {
-        if (signal == SIGKILL || signal == SIGSTOP) continue;
+        if (!(state->defaults & ((uint64_t)1 << (signal - 1)))) continue;
         syscall(SYS_rt_sigaction, signal, &default_action, NULL, sizeof default_action.mask);
     }
     const char *operation = "setpgid";
@@ -197,7 +224,9 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
     // the child while it shares our memory; the child sets its own mask.
     uint64_t every_signal = ~(uint64_t)0, previous = 0;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &every_signal, &previous, sizeof every_signal);
-    struct spawn_child_state state = { request, path, 0, NULL };
+    static pthread_once_t dispositions_noted = PTHREAD_ONCE_INIT;
+    pthread_once(&dispositions_noted, flowrun_note_signal_dispositions);
+    struct spawn_child_state state = { request, path, atomic_load(&signals_to_reset), 0, NULL };
     pid_t child = clone(spawn_child, (char *)stack + spawn_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &state);
     int clone_error = errno;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, NULL, sizeof previous);

@@ -110,6 +110,31 @@ extension RunEndToEnd {
             }
         }
 
+        /// A parent that ignores signals (`nohup`, a shell's background job,
+        /// a CI runner) must not pass that on: exec keeps SIG_IGN, so each
+        /// one flowrun inherited ignored is reset in the child. So are the
+        /// ones flowrun handles itself.
+        @Test func aTaskStartsWithNoSignalIgnoredOrBlockedWhateverFlowrunInherited() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  probe:
+                    run: |
+                      while IFS= read -r line; do
+                        case $line in SigBlk:*|SigIgn:*) echo "$line" >> "$SANDBOX/signals";; esac
+                      done < /proc/self/status
+                """)
+            // The shell ignores these, then becomes flowrun (exec keeps SIG_IGN).
+            let ignoring = "trap '' HUP INT QUIT PIPE USR1 USR2 TERM ALRM; exec \"$0\" \"$@\""
+            let outcome = try ChildProcess.run(
+                executable: "/bin/sh", arguments: ["-c", ignoring, try FlowrunBinary.path()] + sandbox.arguments(workflow, []),
+                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"],
+                directory: sandbox.path, stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"),
+                timeout: .seconds(20), launcher: nil)
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            #expect(sandbox.lines("signals") == ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"])
+        }
+
         @Test func aMissingWorkingDirectoryFailsTheTask() throws {
             let sandbox = try RunSandbox()
             let run = try sandbox.run("""

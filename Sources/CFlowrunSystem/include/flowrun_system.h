@@ -38,6 +38,12 @@ typedef struct {
 /// chdir, dup2 or exec in the child is reported here, and that child reaped).
 int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid);
 
+/// Looks at every signal's disposition now: those handled or ignored are
+/// the ones a child of `flowrun_spawn` resets (with those `flowrun_forward_signal`
+/// handles). The first spawn looks by itself; call it again after changing
+/// a disposition some other way, before the next spawn.
+void flowrun_note_signal_dispositions(void);
+
 /// prctl(PR_SET_NAME): the calling thread's name (15 bytes at most), as ps and top show it.
 void flowrun_name_this_thread(const char *name);
 

@@ -88,10 +88,11 @@ final class OutputPump: @unchecked Sendable {
         startThread(named: "flowrun.output") { [self] in run() }
     }
 
-    /// Starts reading `descriptor`; the pump closes it after `end`.
+    /// Starts reading `descriptor`; the pump closes it after `end`. It may
+    /// stay blocking: the pump reads it only when epoll says it is readable,
+    /// and no one else reads it.
     @discardableResult
     func add(_ descriptor: Int32, _ reader: Reader) -> Registration {
-        _ = fcntl(descriptor, F_SETFL, O_NONBLOCK)
         let registration = state.withLock { state in
             state.serial += 1
             state.readers[descriptor] = (state.serial, reader)
@@ -230,15 +231,21 @@ final class OutputPump: @unchecked Sendable {
             return registered.reader
         }
         guard let reader else { return }
-        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+        // Closing leaves the epoll set too: flowrun holds the only reference
+        // to a read end (children get write ends; any copy a spawn made is
+        // closed before clone returns).
         Glibc.close(descriptor)
         outputEnded = true
         reader.end()
     }
 
+    /// Reads the SIGCHLDs the signalfd holds (only the wake-up matters: the
+    /// reap pass asks the kernel who exited). A read that did not fill the
+    /// buffer has emptied it.
     private func drainSignals() {
-        var info = signalfd_siginfo()
-        while Glibc.read(childExits, &info, MemoryLayout<signalfd_siginfo>.size) > 0 {}
+        var infos = (signalfd_siginfo(), signalfd_siginfo(), signalfd_siginfo(), signalfd_siginfo())
+        let size = MemoryLayout.size(ofValue: infos)
+        while withUnsafeMutableBytes(of: &infos, { Glibc.read(childExits, $0.baseAddress, size) }) == size {}
     }
 
     /// Empties the wake pipe; forwarded signals go to the handler in arrival order.

@@ -100,6 +100,8 @@ final class ChildReaper: Sendable {
         self.orphanHandler = orphanHandler
         self.orphanQueue = orphanQueue
 
+        // What children must set back to default, once this init has set SIGCHLD's.
+        defer { flowrun_note_signal_dispositions() }
         // SIG_IGN or SA_NOCLDWAIT would make the kernel discard exit statuses.
         var current = sigaction()
         sigaction(SIGCHLD, nil, &current)
