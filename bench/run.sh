@@ -9,7 +9,8 @@
 #
 # Environment:
 #   FLOWRUN=path      the binary to measure; default: build it with
-#                     `swift build -c release --product flowrun` (no other flags)
+#                     `swift build -c release --static-swift-stdlib --product flowrun`
+#                     (the release build README.md names)
 #                     and use that build's bin path
 #   PEERS_SH=path     the shared harness (default ../shared/bench/peers.sh,
 #                     next to the clone); INSTALL=1 runs `peers.sh --install` first
@@ -59,12 +60,12 @@ say() { echo "== $*" >&2; }
 
 # ------------------------------------------------------------ the binary
 if [ -z "${FLOWRUN:-}" ]; then
-  say "building: swift build -c release --product flowrun"
-  (cd "$ROOT" && swift build -c release --product flowrun >&2)
+  say "building: swift build -c release --static-swift-stdlib --product flowrun"
+  (cd "$ROOT" && swift build -c release --static-swift-stdlib --product flowrun >&2)
   FLOWRUN=$(cd "$ROOT" && swift build -c release --show-bin-path)/flowrun
-  BUILD_NOTE="swift build -c release --product flowrun (SwiftPM release defaults: -O, whole-module)"
+  BUILD_NOTE="swift build -c release --static-swift-stdlib --product flowrun (SwiftPM release defaults: -O, whole-module; the Swift runtime linked in)"
 else
-  BUILD_NOTE="given as FLOWRUN (the lead's default is swift build -c release --product flowrun)"
+  BUILD_NOTE="given as FLOWRUN (the default is swift build -c release --static-swift-stdlib --product flowrun)"
 fi
 FLOWRUN=$(cd "$(dirname "$FLOWRUN")" && pwd)/$(basename "$FLOWRUN")
 [ -x "$FLOWRUN" ] || { echo "run.sh: no flowrun binary at $FLOWRUN" >&2; exit 1; }
