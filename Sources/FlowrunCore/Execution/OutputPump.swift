@@ -61,13 +61,16 @@ final class OutputPump: @unchecked Sendable {
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     /// Where `deliver`ed work runs.
     private let engineQueue: DispatchQueue
-    /// Work for `engineQueue`, run once the current wake-up is handled.
+    /// Work for `engineQueue`, run once the current wake-up is handled, and
+    /// the buffer it is swapped with to run it (no array allocated per wake-up).
     private var pending: [() -> Void] = []
+    private var running: [() -> Void] = []
     private var reaper: ChildReaper?
     /// Whether `engineQueue` is running a batch, and what runs at its end:
     /// touched only on `engineQueue`.
     private var inBatch = false
     private var batchEnd: [() -> Void] = []
+    private var runningBatchEnd: [() -> Void] = []
     /// A signalfd for SIGCHLD, -1 until `reapChildren`.
     private var childExits: Int32 = -1
     private var signalHandler: ((Int32) -> Void)?
@@ -195,18 +198,18 @@ final class OutputPump: @unchecked Sendable {
                 reaper.reapPass(runningInline: engineQueue, into: &pending)
             }
             if !pending.isEmpty {
-                let work = pending
-                pending.removeAll(keepingCapacity: true)
+                swap(&pending, &running)
                 engineQueue.sync {
                     inBatch = true
-                    for item in work { item() }
+                    for item in running { item() }
                     while !batchEnd.isEmpty {
-                        let tail = batchEnd
-                        batchEnd.removeAll()
-                        for item in tail { item() }
+                        swap(&batchEnd, &runningBatchEnd)
+                        for item in runningBatchEnd { item() }
+                        runningBatchEnd.removeAll(keepingCapacity: true)
                     }
                     inBatch = false
                 }
+                running.removeAll(keepingCapacity: true)
             }
         }
     }

@@ -11,6 +11,7 @@ extension RunEngine {
             let rendered = try renderShell(script, for: index)
             // What a task sets on top of flowrun's own environment, in the order FORMAT.md §8 gives.
             var overrides: [(key: String, value: String)] = []
+            overrides.reserveCapacity(plan.workflow.env.count + (task?.value.env.count ?? 0) + 7)
             for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
             for entry in task?.value.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
             let outputPath = record.outputPath(for: name, attempt: attempt)
@@ -21,7 +22,7 @@ extension RunEngine {
             if let item = nodes[index].item { overrides.append(("FLOWRUN_ITEM", item)) }
             if let position = nodes[index].index { overrides.append(("FLOWRUN_INDEX", String(position))) }
             let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
-            overrides.append((ProcessTreeMarker.variable, marker.value(inherited: baseEnvironment[ProcessTreeMarker.variable])))
+            overrides.append((ProcessTreeMarker.variable, marker.value(inherited: inheritedTreeMarker)))
             let environment = childEnvironment(overrides, ownKeysFrom: plan.workflow.env.count + (task?.value.env.count ?? 0))
             let setup = ProcessAttempt.Setup(
                 shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
@@ -29,9 +30,7 @@ extension RunEngine {
                 logPath: record.logPath(for: name), outputPath: outputPath, tree: marker, grace: plan.workflow.killGrace)
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
-                escapeesExist: { [unowned self] in
-                    EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
-                },
+                escapeesExist: escapeesExist,
                 onProgress: { [unowned self] percent in progressed(index, percent) },
                 onLine: streamsOutput ? { [reporters] line in
                     for reporter in reporters { reporter.output(task: name, line: line) }

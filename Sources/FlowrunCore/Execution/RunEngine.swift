@@ -42,6 +42,13 @@ public final class RunEngine: @unchecked Sendable {
     /// the C strings a child receives.
     let baseEnvironment: [String: String]
     let inheritedEnvironment: InheritedEnvironment
+    /// The `FLOWRUN_TREE` flowrun itself inherited (it runs inside a task), if any.
+    let inheritedTreeMarker: String?
+    /// Whether flowrun has children that are not running task shells: one
+    /// closure for every attempt, not one each.
+    private(set) lazy var escapeesExist: () -> Bool = { [unowned self] in
+        EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
+    }
     private var treeSerial = 0
     /// What a timer is for: a node's deadline or retry delay, or the run's deadline.
     enum TimerKey: Hashable {
@@ -49,8 +56,11 @@ public final class RunEngine: @unchecked Sendable {
         case timeout(Int), retry(Int), group(Int), join(Int)
     }
     var timers: [TimerKey: any DispatchSourceTimer] = [:]
-    /// Events of the current pump batch not yet reported (see `emit`).
-    private var deferredEvents: [RunEvent]?
+    /// Events of the current pump batch not yet reported (see `emit`); the
+    /// buffer and the closure that delivers it are kept between batches.
+    private var deferredEvents: [RunEvent] = []
+    private var defersEvents = false
+    private lazy var deliverDeferredAtBatchEnd: () -> Void = { [unowned self] in deliverDeferredEvents() }
     /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
     var unsettledMain = 0
     var unsettledFinally = 0
@@ -85,6 +95,7 @@ public final class RunEngine: @unchecked Sendable {
         pool = SlotPool(capacities: capacities, names: names)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
+        inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
         // First, on this (the main) thread, before any Dispatch thread exists:
         // the reaper blocks SIGCHLD here so every later thread inherits that.
         // The pump's thread, started next, inherits that block too: it reaps.
@@ -152,10 +163,11 @@ public final class RunEngine: @unchecked Sendable {
     /// one's start) the reporters get the batch's events at its end, in
     /// order: the next task is spawned before they are formatted.
     func emit(_ event: RunEvent) {
-        if deferredEvents != nil {
-            deferredEvents!.append(event)
-        } else if pump.runAtBatchEnd({ [self] in deliverDeferredEvents() }) {
-            deferredEvents = [event]
+        if defersEvents {
+            deferredEvents.append(event)
+        } else if pump.runAtBatchEnd(deliverDeferredAtBatchEnd) {
+            defersEvents = true
+            deferredEvents.append(event)
         } else {
             for reporter in reporters { reporter.report(event) }
         }
@@ -163,11 +175,12 @@ public final class RunEngine: @unchecked Sendable {
 
     /// Hands the reporters what `emit` held back.
     func deliverDeferredEvents() {
-        guard let events = deferredEvents else { return }
-        deferredEvents = nil
-        for event in events {
+        guard defersEvents else { return }
+        defersEvents = false
+        for event in deferredEvents {
             for reporter in reporters { reporter.report(event) }
         }
+        deferredEvents.removeAll(keepingCapacity: true)
     }
 
     func event(_ kind: RunEvent.Kind, _ node: Int? = nil) -> RunEvent {

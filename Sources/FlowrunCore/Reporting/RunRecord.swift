@@ -50,7 +50,15 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
             + String(repeating: "0", count: 4 - random.count) + random
     }
 
-    public func logPath(for task: String) -> String { logsPrefix + Self.fileName(task) + ".log" }
+    public func logPath(for task: String) -> String {
+        let name = Self.fileName(task)
+        var path = ""
+        path.reserveCapacity(logsPrefix.utf8.count + name.utf8.count + 4)
+        path += logsPrefix
+        path += name
+        path += ".log"
+        return path
+    }
 
     public func outputPath(for task: String, attempt: Int) -> String {
         let name = Self.fileName(task)
@@ -73,6 +81,8 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     /// events costs one write, and nothing waits longer than that step.
     private var pendingEvents: [UInt8] = []
     private var scheduleWrite: ((@escaping @Sendable () -> Void) -> Void)?
+    /// `writePendingEvents` as a closure made once, not once per step.
+    private lazy var writePendingEventsWork: @Sendable () -> Void = { [unowned self] in writePendingEvents() }
 
     /// Gathers the event lines of each engine step into one write:
     /// `schedule` runs its work once the current step is over. Without it,
@@ -92,7 +102,7 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
         if pendingEvents.count >= 64 * 1024 {
             writePendingEvents()
         } else if !flushIsScheduled {
-            scheduleWrite { self.writePendingEvents() }
+            scheduleWrite(writePendingEventsWork)
         }
     }
 

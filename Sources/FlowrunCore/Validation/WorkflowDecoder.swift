@@ -37,7 +37,7 @@ struct WorkflowDecoder {
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
         if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }
         if let node = fields["tasks"]?.value {
-            workflow.tasks = named(node, what: "tasks").compactMap { task($0.key, $0.value, context: .main) }
+            workflow.tasks = tasks(named(node, what: "tasks"), context: .main)
         }
         if let node = fields["groups"]?.value {
             workflow.groups = named(node, what: "groups").compactMap { group($0.key, $0.value) }
@@ -46,9 +46,21 @@ struct WorkflowDecoder {
             workflow.joins = named(node, what: "joins").compactMap { join($0.key, $0.value) }
         }
         if let node = fields["finally"]?.value {
-            workflow.finally = named(node, what: "finally").compactMap { task($0.key, $0.value, context: .finally) }
+            workflow.finally = tasks(named(node, what: "finally"), context: .finally)
         }
         return workflow
+    }
+
+    /// Each entry's task, in order, those with errors left out. Into an array
+    /// sized up front: a task definition is about a kilobyte, and growing
+    /// the array would copy them all a few times.
+    private mutating func tasks(_ entries: [(key: Located<String>, value: YAMLNode)], context: TaskContext) -> [TaskDefinition] {
+        var tasks: [TaskDefinition] = []
+        tasks.reserveCapacity(entries.count)
+        for entry in entries {
+            if let task = task(entry.key, entry.value, context: context) { tasks.append(task) }
+        }
+        return tasks
     }
 
     /// The entries of a `tasks:`/`groups:`/`joins:`/`finally:` mapping, with
