@@ -115,6 +115,39 @@ extension RunEndToEnd {
             #expect(!run.stdout.contains("log: \(record.logPath("quiet-failure"))"), "\(run)")
         }
 
+        /// flowrun learns which `$FLOWRUN_OUTPUT` files exist from inotify
+        /// rather than opening each one: every way of making the file must
+        /// still be seen, by the task's downstream and in the summary.
+        @Test func everyWayOfWritingTheOutputsFileIsSeen() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  appended: {run: 'echo "v=appended" >> "$FLOWRUN_OUTPUT"'}
+                  by-grandchild: {run: '(sleep 0.2; echo "v=grandchild" > "$FLOWRUN_OUTPUT") & wait'}
+                  moved: {run: 'echo "v=moved" > "$SANDBOX/moved.tmp" && mv "$SANDBOX/moved.tmp" "$FLOWRUN_OUTPUT"'}
+                  linked: {run: 'echo "v=linked" > "$SANDBOX/linked.tmp" && ln "$SANDBOX/linked.tmp" "$FLOWRUN_OUTPUT"'}
+                  second-attempt:
+                    retries: 1
+                    retry_delay: 10ms
+                    run: '[ "$FLOWRUN_ATTEMPT" = 2 ] || exit 1; echo "v=second" >> "$FLOWRUN_OUTPUT"'
+                  none: {run: "true"}
+                  report:
+                    needs: [appended, by-grandchild, moved, linked, second-attempt, none]
+                    run: |
+                      for value in ${{ tasks.appended.outputs.v }} ${{ tasks.by-grandchild.outputs.v }} ${{ tasks.moved.outputs.v }} \\
+                                   ${{ tasks.linked.outputs.v }} ${{ tasks.second-attempt.outputs.v }}; do
+                        echo "$value" >> "$SANDBOX/values"
+                      done
+                      echo none:${{ tasks.none.outputs.v }} >> "$SANDBOX/values"
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(sandbox.lines("values") == ["appended", "grandchild", "moved", "linked", "second", "none:"])
+            let record = try sandbox.record()
+            #expect(record.task("moved")?["outputs"] as? [String: String] == ["v": "moved"])
+            #expect(record.task("none")?["outputs"] as? [String: String] == [:])
+        }
+
         /// Output that cannot be kept fails the task, with the reason: here the
         /// task removes the run's logs folder before it prints, so its log
         /// cannot be created. flowrun neither crashes nor loses the record.

@@ -34,6 +34,8 @@ public final class RunEngine: @unchecked Sendable {
     var attempts: [Int: any TaskAttempt] = [:]
     /// Reads every task's output on one thread.
     let pump: OutputPump
+    /// Which `$FLOWRUN_OUTPUT` files exist (see there).
+    let outputFiles: OutputFilesWatch
     let killer = ProcessTreeKiller()
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
@@ -106,6 +108,7 @@ public final class RunEngine: @unchecked Sendable {
             reaperProblem = error.description
         }
         pump = OutputPump(engineQueue: queue)
+        outputFiles = OutputFilesWatch(directory: record.outputsDirectory)
         record.writesEvents { [queue, pump] write in
             if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
         }

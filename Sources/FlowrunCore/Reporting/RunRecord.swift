@@ -60,17 +60,22 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
         return path
     }
 
-    public func outputPath(for task: String, attempt: Int) -> String {
-        let name = Self.fileName(task)
-        let number = String(attempt)
+    /// `TASK.N`: the name of attempt N's `$FLOWRUN_OUTPUT` file in `outputs/`.
+    public func outputFileName(for task: String, attempt: Int) -> String {
+        Self.fileName(task) + "." + String(attempt)
+    }
+
+    /// The path of `outputs/NAME`.
+    public func outputPath(fileName: String) -> String {
         var path = ""
-        path.reserveCapacity(outputsPrefix.utf8.count + name.utf8.count + 1 + number.utf8.count)
+        path.reserveCapacity(outputsPrefix.utf8.count + fileName.utf8.count)
         path += outputsPrefix
-        path += name
-        path += "."
-        path += number
+        path += fileName
         return path
     }
+
+    /// `outputs/`, where tasks create their `$FLOWRUN_OUTPUT` files.
+    public var outputsDirectory: String { directory + "/outputs" }
 
     /// `DIRECTORY/logs/` and `DIRECTORY/outputs/`: a path is built per task.
     private let logsPrefix: String
