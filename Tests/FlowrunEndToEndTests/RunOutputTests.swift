@@ -148,6 +148,26 @@ extension RunEndToEnd {
             #expect(record.task("none")?["outputs"] as? [String: String] == [:])
         }
 
+        /// A task that moves `outputs/` away and makes a new one takes the
+        /// folder flowrun watched with it: later outputs must still be seen.
+        @Test func outputsAreSeenAfterATaskReplacesTheOutputsFolder() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  replace-folder:
+                    run: 'folder="$(dirname "$FLOWRUN_OUTPUT")"; mv "$folder" "$folder.old" && mkdir "$folder"'
+                  writer:
+                    needs: [replace-folder]
+                    run: 'echo "v=after" >> "$FLOWRUN_OUTPUT"'
+                  report:
+                    needs: [writer]
+                    run: echo ${{ tasks.writer.outputs.v }} > "$SANDBOX/value"
+                """)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(sandbox.lines("value") == ["after"])
+        }
+
         /// Output that cannot be kept fails the task, with the reason: here the
         /// task removes the run's logs folder before it prints, so its log
         /// cannot be created. flowrun neither crashes nor loses the record.

@@ -11,21 +11,23 @@ import Glibc
 /// A file is created by the task's own processes, all of which have exited
 /// before the attempt is over, and inotify queues the event inside the
 /// creating call: by the time an attempt's outputs are read, its event has
-/// been queued. Without inotify (no instance left, a full queue), every
-/// attempt looks, as before.
+/// been queued. Without inotify (no instance left, a full queue, the folder
+/// removed or moved away by a task), every attempt looks, as before.
 ///
 /// Used on the engine's queue only.
 final class OutputFilesWatch {
     private var descriptor: Int32
-    /// Names created and not yet asked about.
+    /// Names created so far (kept: two task names may share a file name).
     private var created: Set<String> = []
     private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
 
     init(directory: String) {
         descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard descriptor >= 0 else { return }
-        // Created, or moved in (a task that writes elsewhere and renames).
-        if inotify_add_watch(descriptor, directory, UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)) < 0 {
+        // Created, or moved in (a task that writes elsewhere and renames);
+        // and the folder itself going away.
+        let events = IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
+        if inotify_add_watch(descriptor, directory, UInt32(events)) < 0 {
             stopWatching()
         }
     }
@@ -37,7 +39,7 @@ final class OutputFilesWatch {
         guard descriptor >= 0 else { return true }
         readEvents()
         guard descriptor >= 0 else { return true }
-        return created.remove(name) != nil
+        return created.contains(name)
     }
 
     private func readEvents() {
@@ -54,8 +56,9 @@ final class OutputFilesWatch {
                     let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
                     return (event.mask, Int(event.len))
                 }
-                if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                    // Events were dropped: from now on, look every time.
+                if mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                    // Events were dropped, or the folder watched is no longer
+                    // `outputs/`: from now on, look every time.
                     stopWatching()
                     return
                 }
