@@ -48,8 +48,9 @@ public final class RunEngine: @unchecked Sendable {
     let inheritedTreeMarker: String?
     /// Whether flowrun has children that are not running task shells: one
     /// closure for every attempt, not one each.
-    private(set) lazy var escapeesExist: () -> Bool = { [unowned self] in
-        EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
+    private(set) lazy var escapeesExist: () -> Bool = { [weak self] in
+        guard let self else { return false }
+        return EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
     }
     private var treeSerial = 0
     /// What a timer is for: a node's deadline or retry delay, or the run's deadline.
@@ -62,7 +63,7 @@ public final class RunEngine: @unchecked Sendable {
     /// buffer and the closure that delivers it are kept between batches.
     private var deferredEvents: [RunEvent] = []
     private var defersEvents = false
-    private lazy var deliverDeferredAtBatchEnd: () -> Void = { [unowned self] in deliverDeferredEvents() }
+    private lazy var deliverDeferredAtBatchEnd: () -> Void = { [weak self] in self?.deliverDeferredEvents() }
     /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
     var unsettledMain = 0
     var unsettledFinally = 0

@@ -86,8 +86,9 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     /// events costs one write, and nothing waits longer than that step.
     private var pendingEvents: [UInt8] = []
     private var scheduleWrite: ((@escaping @Sendable () -> Void) -> Void)?
-    /// `writePendingEvents` as a closure made once, not once per step.
-    private lazy var writePendingEventsWork: @Sendable () -> Void = { [unowned self] in writePendingEvents() }
+    /// `writePendingEvents` as a closure made once, not once per step. Weak:
+    /// a write queued for later must not outlive the record (nor keep it).
+    private lazy var writePendingEventsWork: @Sendable () -> Void = { [weak self] in self?.writePendingEvents() }
 
     /// Gathers the event lines of each engine step into one write:
     /// `schedule` runs its work once the current step is over. Without it,
