@@ -149,8 +149,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     private func summary(_ event: RunEvent, stamp: String) -> [String] {
         let counts = (event.counts ?? []).map { "\($0.count) \($0.status.rawValue)" }.joined(separator: ", ")
         var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts) — exit \(event.runExitCode ?? 0)"]
-        let top = slowest
-        if !top.isEmpty { lines.append("    slowest: " + top.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
+        if !slowest.isEmpty { lines.append("    slowest: " + slowest.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
         for failure in failures { lines.append("    failed: \(failure.name)" + (failure.path.map { " — \($0)" } ?? "")) }
         lines.append("    record: \(event.path ?? "")")
         return lines

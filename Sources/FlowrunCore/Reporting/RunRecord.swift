@@ -26,9 +26,9 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     public init(runID: String, baseDirectory: String?) throws(Failure) {
         self.runID = runID
         directory = (baseDirectory ?? ".flowrun/runs") + "/" + runID
-        logsPrefix = directory + "/logs/"
-        outputsPrefix = directory + "/outputs/"
-        for path in [directory, directory + "/logs", directory + "/outputs"] {
+        logsDirectory = directory + "/logs"
+        outputsDirectory = directory + "/outputs"
+        for path in [directory, logsDirectory, outputsDirectory] {
             try Self.makeDirectories(path)
         }
         eventsDescriptor = open(directory + "/events.jsonl", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
@@ -50,15 +50,7 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
             + String(repeating: "0", count: 4 - random.count) + random
     }
 
-    public func logPath(for task: String) -> String {
-        let name = Self.fileName(task)
-        var path = ""
-        path.reserveCapacity(logsPrefix.utf8.count + name.utf8.count + 4)
-        path += logsPrefix
-        path += name
-        path += ".log"
-        return path
-    }
+    public func logPath(for task: String) -> String { Self.path(in: logsDirectory, Self.fileName(task), ".log") }
 
     /// `TASK.N`: the name of attempt N's `$FLOWRUN_OUTPUT` file in `outputs/`.
     public func outputFileName(for task: String, attempt: Int) -> String {
@@ -66,20 +58,22 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     }
 
     /// The path of `outputs/NAME`.
-    public func outputPath(fileName: String) -> String {
+    public func outputPath(fileName: String) -> String { Self.path(in: outputsDirectory, fileName) }
+
+    /// `logs/`, and `outputs/`, where tasks create their `$FLOWRUN_OUTPUT` files.
+    public let logsDirectory: String
+    public let outputsDirectory: String
+
+    /// `DIRECTORY/NAMESUFFIX` in one string: a path or two is built per task.
+    private static func path(in directory: String, _ name: String, _ suffix: String = "") -> String {
         var path = ""
-        path.reserveCapacity(outputsPrefix.utf8.count + fileName.utf8.count)
-        path += outputsPrefix
-        path += fileName
+        path.reserveCapacity(directory.utf8.count + 1 + name.utf8.count + suffix.utf8.count)
+        path += directory
+        path += "/"
+        path += name
+        path += suffix
         return path
     }
-
-    /// `outputs/`, where tasks create their `$FLOWRUN_OUTPUT` files.
-    public var outputsDirectory: String { directory + "/outputs" }
-
-    /// `DIRECTORY/logs/` and `DIRECTORY/outputs/`: a path is built per task.
-    private let logsPrefix: String
-    private let outputsPrefix: String
 
     /// Event lines not yet written. The engine's queue writes them once the
     /// step that produced them is over (`writesEvents(scheduling:)`), so a burst of

@@ -22,7 +22,6 @@ extension WorkflowDecoder {
         return pairs
     }
 
-    /// The pairs of a mapping by key; unknown keys are reported with the nearest known one.
     /// A mapping's known keys, looked up by name. A handful per task, read a
     /// dozen times each: comparing short strings beats hashing them
     /// (hashing was a sixth of validating 20,000 tasks).
@@ -38,6 +37,7 @@ extension WorkflowDecoder {
         }
     }
 
+    /// The pairs of a mapping by key; unknown keys are reported with the nearest known one.
     mutating func fields(of node: YAMLNode, what: String, allowed: [String]) -> Fields? {
         guard let pairs = mapping(node, what: what) else { return nil }
         var fields = Fields()
