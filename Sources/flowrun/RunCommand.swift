@@ -78,7 +78,10 @@ struct RunCommand: ParsableCommand {
         case .tty: reporter = LiveTerminalReporter()
         case .auto: reporter = Terminal.standardOutput.showsLiveView ? LiveTerminalReporter() : PlainReporter()
         }
-        let outcome = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: stream).run()
-        throw ExitCode(outcome.exitCode)
+        let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: stream)
+        let outcome = engine.run()
+        // Out at once: freeing every node, and ArgumentParser describing an
+        // ExitCode, is a millisecond or two nobody waits for.
+        withExtendedLifetime(engine) { Terminal.exit(outcome.exitCode) }
     }
 }

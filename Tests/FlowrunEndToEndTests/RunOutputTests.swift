@@ -115,9 +115,8 @@ extension RunEndToEnd {
             #expect(!run.stdout.contains("log: \(record.logPath("quiet-failure"))"), "\(run)")
         }
 
-        /// flowrun learns which `$FLOWRUN_OUTPUT` files exist from inotify
-        /// rather than opening each one: every way of making the file must
-        /// still be seen, by the task's downstream and in the summary.
+        /// Every way of making the `$FLOWRUN_OUTPUT` file must be seen, by
+        /// the task's downstream and in the summary.
         @Test func everyWayOfWritingTheOutputsFileIsSeen() throws {
             let sandbox = try RunSandbox()
             let run = try sandbox.run("""
@@ -148,8 +147,8 @@ extension RunEndToEnd {
             #expect(record.task("none")?["outputs"] as? [String: String] == [:])
         }
 
-        /// A task that moves `outputs/` away and makes a new one takes the
-        /// folder flowrun watched with it: later outputs must still be seen.
+        /// A task that moves `outputs/` away and makes a new one: later
+        /// outputs must still be seen (flowrun holds no handle on the old folder).
         @Test func outputsAreSeenAfterATaskReplacesTheOutputsFolder() throws {
             let sandbox = try RunSandbox()
             let run = try sandbox.run("""

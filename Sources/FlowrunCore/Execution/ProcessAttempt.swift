@@ -27,9 +27,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var workingDirectory: String?
         var logPath: String
         var outputPath: String
-        /// `outputPath`'s last component, in the folder `outputFiles` watches.
-        var outputName: String
-        var outputFiles: OutputFilesWatch
         var tree: ProcessTreeMarker
         var grace: Duration
     }
@@ -254,7 +251,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
     private func readOutputs() -> [(key: String, value: String)] {
-        guard setup.outputFiles.mayExist(setup.outputName) else { return [] }
         let descriptor = open(setup.outputPath, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return [] }
         defer { close(descriptor) }

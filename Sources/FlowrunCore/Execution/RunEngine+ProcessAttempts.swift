@@ -14,8 +14,7 @@ extension RunEngine {
             overrides.reserveCapacity(plan.workflow.env.count + (task?.value.env.count ?? 0) + 7)
             for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
             for entry in task?.value.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
-            let outputName = record.outputFileName(for: name, attempt: attempt)
-            let outputPath = record.outputPath(fileName: outputName)
+            let outputPath = record.outputPath(for: name, attempt: attempt)
             overrides.append(("FLOWRUN_TASK", name))
             overrides.append(("FLOWRUN_RUN_ID", record.runID))
             overrides.append(("FLOWRUN_OUTPUT", outputPath))
@@ -28,7 +27,7 @@ extension RunEngine {
             let setup = ProcessAttempt.Setup(
                 shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
-                logPath: record.logPath(for: name), outputPath: outputPath, outputName: outputName, outputFiles: outputFiles,
+                logPath: record.logPath(for: name), outputPath: outputPath,
                 tree: marker, grace: plan.workflow.killGrace)
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,

@@ -34,8 +34,6 @@ public final class RunEngine: @unchecked Sendable {
     var attempts: [Int: any TaskAttempt] = [:]
     /// Reads every task's output on one thread.
     let pump: OutputPump
-    /// Which `$FLOWRUN_OUTPUT` files exist (see there).
-    let outputFiles: OutputFilesWatch
     let killer = ProcessTreeKiller()
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
@@ -74,6 +72,8 @@ public final class RunEngine: @unchecked Sendable {
     /// A second signal: everything is killed at once, `finally` included.
     var killingEverything = false
     var finished = false
+    /// The exit code, worked out once when the run has finished.
+    var finalExitCode: Int32?
     private let done = DispatchSemaphore(value: 0)
 
     /// `--stream`: task output goes to the reporters line by line as it arrives.
@@ -109,7 +109,6 @@ public final class RunEngine: @unchecked Sendable {
             reaperProblem = error.description
         }
         pump = OutputPump(engineQueue: queue)
-        outputFiles = OutputFilesWatch(directory: record.outputsDirectory)
         record.writesEvents { [queue, pump] write in
             if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
         }
@@ -142,7 +141,7 @@ public final class RunEngine: @unchecked Sendable {
         done.wait()
         // Nothing of the run may outlive flowrun, not even a daemon that left its group.
         ProcessTreeKiller.killAll(runID: record.runID, includingChildren: true)
-        return RunOutcome(exitCode: queue.sync { exitCode() }, recordDirectory: record.directory)
+        return RunOutcome(exitCode: queue.sync { finalExitCode ?? exitCode() }, recordDirectory: record.directory)
     }
 
     func nextTreeSerial() -> Int {
@@ -233,11 +232,13 @@ public final class RunEngine: @unchecked Sendable {
         finishedEvent.runID = record.runID
         finishedEvent.duration = elapsed
         finishedEvent.counts = statusCounts()
-        finishedEvent.runExitCode = Int(exitCode())
+        let code = exitCode()
+        finalExitCode = code
+        finishedEvent.runExitCode = Int(code)
         finishedEvent.path = record.directory
         emit(finishedEvent)
         deliverDeferredEvents()  // before the reporters finish
-        record.writeSummary(writeSummary)
+        record.writeSummary { writeSummary(into: &$0) }
         for reporter in reporters { reporter.finish() }
         done.signal()
     }
@@ -259,12 +260,10 @@ public final class RunEngine: @unchecked Sendable {
     }
 
     private func countsAsFailure(_ index: Int) -> Bool {
-        switch nodes[index].kind {
-        case .task:
-            return nodes[index].isFailure && !(nodes[index].definition?.value.continueOnError ?? false)
-        case .group, .join:
-            return nodes[index].isFailure
-        }
+        // Fields read one by one: a node read whole is a copy (some 20 references retained).
+        let status = nodes[index].status
+        guard status == .failed || status == .timedOut else { return false }
+        return nodes[index].kind != .task || !(nodes[index].definition?.value.continueOnError ?? false)
     }
 
     // MARK: - Timers

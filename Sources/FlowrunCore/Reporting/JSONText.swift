@@ -14,8 +14,10 @@ struct JSONObjectWriter {
 
     /// Writes after what `buffer` holds; `finish` returns the whole buffer.
     init(appendingTo buffer: inout [UInt8]) {
-        bytes = buffer
-        buffer = []  // `bytes` is then the only owner: appending copies nothing
+        // Swapped, not copied: `bytes` must be the only owner, or the first
+        // append copies the whole buffer.
+        bytes = []
+        swap(&bytes, &buffer)
         bytes.append(UInt8(ascii: "{"))
     }
 

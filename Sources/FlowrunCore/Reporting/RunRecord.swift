@@ -52,13 +52,10 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
 
     public func logPath(for task: String) -> String { Self.path(in: logsDirectory, Self.fileName(task), ".log") }
 
-    /// `TASK.N`: the name of attempt N's `$FLOWRUN_OUTPUT` file in `outputs/`.
-    public func outputFileName(for task: String, attempt: Int) -> String {
-        Self.fileName(task) + "." + String(attempt)
+    /// The `$FLOWRUN_OUTPUT` file of a task's attempt: `outputs/TASK.N`.
+    public func outputPath(for task: String, attempt: Int) -> String {
+        Self.path(in: outputsDirectory, Self.fileName(task), "." + String(attempt))
     }
-
-    /// The path of `outputs/NAME`.
-    public func outputPath(fileName: String) -> String { Self.path(in: outputsDirectory, fileName) }
 
     /// `logs/`, and `outputs/`, where tasks create their `$FLOWRUN_OUTPUT` files.
     public let logsDirectory: String
@@ -117,21 +114,15 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     }
 
     /// Writes `summary.json` piece by piece (a 100,000-task summary is never
-    /// one string), atomically: a temporary file renamed into place.
-    public func writeSummary(_ produce: (_ write: (String) -> Void) -> Void) {
+    /// held whole), atomically: a temporary file renamed into place.
+    func writeSummary(_ produce: (inout ChunkedFileWriter) -> Void) {
         let path = directory + "/summary.json"
         let temporary = path + ".tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return }
-        var buffer = ""
-        produce { piece in
-            buffer += piece
-            if buffer.utf8.count >= 64 * 1024 {
-                writeAll(descriptor, buffer)
-                buffer = ""
-            }
-        }
-        writeAll(descriptor, buffer)
+        var writer = ChunkedFileWriter(descriptor: descriptor)
+        produce(&writer)
+        writer.flush()
         close(descriptor)
         rename(temporary, path)
     }
@@ -171,6 +162,28 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
 public func writeAll(_ descriptor: Int32, _ text: String) {
     var text = text
     text.withUTF8 { _ = writeAll(descriptor, UnsafeRawBufferPointer($0)) }
+}
+
+/// Bytes on their way to a file: appended to `bytes`, written out in
+/// pieces of 64 KiB or more.
+struct ChunkedFileWriter {
+    let descriptor: Int32
+    var bytes: [UInt8] = []
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+        bytes.reserveCapacity(128 * 1024)
+    }
+
+    /// Writes what has gathered once it is 64 KiB or more.
+    mutating func flushIfFull() {
+        if bytes.count >= 64 * 1024 { flush() }
+    }
+
+    mutating func flush() {
+        bytes.withUnsafeBytes { _ = writeAll(descriptor, $0) }
+        bytes.removeAll(keepingCapacity: true)
+    }
 }
 
 /// Writes every byte of a buffer, retrying short writes and EINTR. False

@@ -38,13 +38,20 @@ struct TreeMembership: Sendable {
         var scratch = [UInt8](repeating: 0, count: 16 * 1024)
         var members: [ProcessEntry] = []
         for pid in ProcessTable.processIDs() where pid != me {
-            guard let entry = ProcessTable.entry(pid), !entry.hasExited, ProcessTable.isOwned(pid, by: uid) else { continue }
+            guard let entry = ProcessTable.entry(pid), !entry.hasExited else { continue }
+            let isChild = includesChildren && entry.parent == me
+            let inGroup = processGroups.contains(entry.processGroup)
+            // Started before flowrun: it cannot carry a marker of ours, and
+            // most of the machine's processes are left out without reading
+            // their environment.
+            if entry.startTime < Self.flowrunStartTime && !isChild && !inGroup { continue }
+            guard ProcessTable.isOwned(pid, by: uid) else { continue }
             let markers = ProcessTable.treeMarkers(pid, buffer: &scratch) ?? []
             let marked = markers.contains(where: matches)
             let belongs: Bool
-            if marked || (includesChildren && entry.parent == me) {
+            if marked || isChild {
                 belongs = true
-            } else if processGroups.contains(entry.processGroup) {
+            } else if inGroup {
                 belongs = markers.isEmpty
             } else {
                 belongs = false
@@ -53,6 +60,9 @@ struct TreeMembership: Sendable {
         }
         return members
     }
+
+    /// When flowrun started, in /proc's clock ticks after boot.
+    private static let flowrunStartTime: UInt64 = ProcessTable.entry(getpid())?.startTime ?? 0
 
     private func matches(_ component: Substring) -> Bool {
         switch marker {
