@@ -251,6 +251,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
     private func readOutputs() -> [(key: String, value: String)] {
+        // Most attempts write none: a `stat` that fails costs less than an
+        // `open` that fails (no file to allocate and free).
+        var probe = stat()
+        guard stat(setup.outputPath, &probe) == 0 else { return [] }
         let descriptor = open(setup.outputPath, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return [] }
         defer { close(descriptor) }

@@ -8,28 +8,33 @@ extension RunEngine {
         // Room for every node at once: growing the array by doubling would
         // hold two copies at its peak (tens of MB at 20,000 tasks).
         nodes.reserveCapacity(plan.steps.count + plan.finallySteps.count)
-        // First every node, so needs can point forward.
-        for step in plan.steps {
-            switch step.kind {
+        indexByName.reserveCapacity(plan.steps.count + plan.finallySteps.count)
+        // Steps are read by index, field by field: a step copied out retains
+        // every field it has. First every node, so needs can point forward.
+        let steps = plan.steps
+        for position in steps.indices {
+            let name = steps[position].name
+            switch steps[position].kind {
             case .task:
-                var node = RunNode(kind: .task, name: step.name)
-                node.definition = step.sharedTask
+                var node = RunNode(kind: .task, name: name)
+                node.definition = steps[position].sharedTask
                 add(node)
             case .group:
-                var node = RunNode(kind: .group, name: step.name)
-                node.groupDefinition = groupsByName[step.name]
+                var node = RunNode(kind: .group, name: name)
+                node.groupDefinition = groupsByName[name]
                 add(node)
             case .join:
-                var node = RunNode(kind: .join, name: step.name)
-                node.joinDefinition = step.join
+                var node = RunNode(kind: .join, name: name)
+                node.joinDefinition = steps[position].join
                 add(node)
             case .fanOut:
                 break
             }
         }
-        for step in plan.finallySteps {
-            var node = RunNode(kind: .task, name: step.name)
-            node.definition = step.sharedTask
+        let finallySteps = plan.finallySteps
+        for position in finallySteps.indices {
+            var node = RunNode(kind: .task, name: finallySteps[position].name)
+            node.definition = finallySteps[position].sharedTask
             node.isFinally = true
             add(node)
         }
@@ -39,30 +44,9 @@ extension RunEngine {
         }
 
         // Then the edges.
-        for step in [plan.steps, plan.finallySteps].joined() {
-            guard let index = indexByName[step.name] else { continue }
-            switch step.kind {
-            case .task:
-                let groupIndex = step.group.flatMap { indexByName[$0] }
-                if let groupIndex {
-                    // A member waits for its own needs and for its group to start.
-                    let own = (step.task?.needs.map(\.value) ?? []).filter { $0 != step.group }
-                    nodes[index].needs = own.compactMap { indexByName[$0] }
-                    nodes[index].group = groupIndex
-                    nodes[groupIndex].members.append(index)
-                } else {
-                    nodes[index].needs = step.needs.compactMap { indexByName[$0] }
-                }
-                nodes[index].demand = demand(for: step.sharedTask!.value, group: groupIndex)
-            case .group:
-                nodes[index].needs = step.needs.compactMap { indexByName[$0] }
-            case .join:
-                let members = step.members.compactMap { indexByName[$0] }
-                nodes[index].members = members
-                nodes[index].required = nodes[index].joinDefinition?.need.value.required(of: members.count) ?? members.count
-                for member in members { nodes[member].joins.append(index) }
-            case .fanOut:
-                break
+        for phase in [steps, finallySteps] {
+            for position in phase.indices {
+                connect(phase[position])
             }
         }
         for index in nodes.indices where nodes[index].kind != .join {
@@ -75,6 +59,34 @@ extension RunEngine {
         }
         unsettledFinally = nodes.indices.count { nodes[$0].isFinally }
         unsettledMain = nodes.count - unsettledFinally
+    }
+
+    /// A step's edges: needs, group membership, join members.
+    private func connect(_ step: borrowing PlanStep) {
+        guard let index = indexByName[step.name] else { return }
+        switch step.kind {
+        case .task:
+            let groupIndex = step.group.flatMap { indexByName[$0] }
+            if let groupIndex {
+                // A member waits for its own needs and for its group to start.
+                let own = (step.sharedTask?.value.needs.map(\.value) ?? []).filter { $0 != step.group }
+                nodes[index].needs = own.compactMap { indexByName[$0] }
+                nodes[index].group = groupIndex
+                nodes[groupIndex].members.append(index)
+            } else {
+                nodes[index].needs = step.needs.compactMap { indexByName[$0] }
+            }
+            nodes[index].demand = demand(for: step.sharedTask!.value, group: groupIndex)
+        case .group:
+            nodes[index].needs = step.needs.compactMap { indexByName[$0] }
+        case .join:
+            let members = step.members.compactMap { indexByName[$0] }
+            nodes[index].members = members
+            nodes[index].required = nodes[index].joinDefinition?.need.value.required(of: members.count) ?? members.count
+            for member in members { nodes[member].joins.append(index) }
+        case .fanOut:
+            break
+        }
     }
 
     @discardableResult

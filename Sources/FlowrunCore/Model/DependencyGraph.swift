@@ -27,6 +27,10 @@ public struct DependencyGraph: Sendable {
         // Tasks by index, fields read in place: `for task in` would copy each
         // definition (a retain per field), a tenth of validating 100,000 tasks.
         let tasks = workflow.tasks
+        let count = tasks.count + workflow.joins.count + workflow.groups.reduce(0) { $0 + 2 + $1.members.count }
+        nodes.reserveCapacity(count)
+        dependencies.reserveCapacity(count)
+        indexByName.reserveCapacity(count)
         for index in tasks.indices { add(tasks[index].name, .task, tasks[index].location, group: nil) }
         for group in workflow.groups {
             add(group.name, .group, group.location, group: nil)

@@ -47,8 +47,12 @@ public enum Planner {
             return step
         }
         var users: [String: [String]] = [:]
-        for step in steps + finallySteps {
-            for use in step.task?.semaphores ?? [] { users[use.name, default: []].append(step.name) }
+        // By index and through the shared definition: a step or a definition
+        // copied out retains every field it has.
+        for phase in [steps, finallySteps] {
+            for index in phase.indices {
+                for use in phase[index].sharedTask?.value.semaphores ?? [] { users[use.name, default: []].append(phase[index].name) }
+            }
         }
         let semaphores = workflow.semaphores.map { declaration in
             PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])

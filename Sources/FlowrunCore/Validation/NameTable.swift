@@ -18,6 +18,7 @@ struct NameTable {
     init(root: YAMLNode) {
         for pair in root.mapping ?? [] {
             guard let section = pair.key.scalar?.text, let entries = pair.value.mapping else { continue }
+            kinds.reserveCapacity(kinds.count + entries.count)
             for entry in entries {
                 guard let name = entry.key.scalar?.text else { continue }
                 switch section {

@@ -51,7 +51,10 @@ struct WorkflowChecker {
             }
             declared[name] = (kind, location)
         }
-        for task in workflow.tasks { declare(task.name, "task", task.location) }
+        declared.reserveCapacity(workflow.tasks.count + workflow.finally.count)
+        // Tasks by index, fields read in place: a definition copied out retains every field.
+        let tasks = workflow.tasks
+        for index in tasks.indices { declare(tasks[index].name, "task", tasks[index].location) }
         for group in workflow.groups {
             declare(group.name, "group", group.location)
             for member in group.members { declare(member.name, "task", member.location) }
@@ -106,7 +109,8 @@ struct WorkflowChecker {
                 }
             }
         }
-        for task in workflow.tasks { check(task.needs, of: task.name, group: nil, isFinally: false) }
+        let tasks = workflow.tasks
+        for index in tasks.indices { check(tasks[index].needs, of: tasks[index].name, group: nil, isFinally: false) }
         for group in workflow.groups {
             check(group.needs, of: group.name, group: nil, isFinally: false)
             for member in group.members { check(member.needs, of: member.name, group: group.name, isFinally: false) }
@@ -221,7 +225,8 @@ struct WorkflowChecker {
             }
             checkVariables(in: entry.value.operands)
         }
-        for task in workflow.tasks { checkOperands(of: task, allowsItem: false) }
+        let tasks = workflow.tasks
+        for index in tasks.indices { checkOperands(of: tasks[index], allowsItem: false) }
         for group in workflow.groups {
             for member in group.members { checkOperands(of: member, allowsItem: false) }
             guard let fanOut = group.fanOut else { continue }
