@@ -4,6 +4,8 @@
 #include <unistd.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <stdint.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <errno.h>
@@ -17,6 +19,30 @@
 
 void flowrun_name_this_thread(const char *name) {
     prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/* The kernel's struct sched_attr (glibc 2.36 has no wrapper). */
+struct flowrun_sched_attr {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+int flowrun_prioritize_this_thread(int nice) {
+    errno = 0;
+    int current = getpriority(PRIO_PROCESS, 0);  /* Linux: this thread's nice */
+    if (current != 0 || errno != 0) return -1;
+    struct flowrun_sched_attr attr = {
+        .size = sizeof attr,
+        .sched_policy = SCHED_OTHER,
+        /* Every thread or process this one creates starts at nice 0 again. */
+        .sched_flags = 0x01 /* SCHED_FLAG_RESET_ON_FORK */,
+        .sched_nice = nice,
+    };
+    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
 int flowrun_set_child_subreaper(int on) {

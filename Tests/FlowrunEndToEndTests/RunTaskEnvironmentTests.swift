@@ -135,6 +135,41 @@ extension RunEndToEnd {
             #expect(sandbox.lines("signals") == ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"])
         }
 
+        /// The thread that reaps and spawns gets nice -10 when more tasks may
+        /// run than there are cores, where flowrun may raise priorities (root
+        /// here); the tasks it spawns, the second one included, run at
+        /// flowrun's own nice. Field 19 of /proc/PID/stat is the nice value.
+        @Test(arguments: [(maxParallel: 64, boosted: true), (maxParallel: 1, boosted: false)])
+        func tasksRunAtFlowrunsOwnNiceWhateverItsSpawningThreadRunsAt(_ setting: (maxParallel: Int, boosted: Bool)) throws {
+            let sandbox = try RunSandbox()
+            let probe = """
+                awk '{print $19}' /proc/self/stat >> "$SANDBOX/tasks"
+                for thread in /proc/$PPID/task/*; do
+                  read -r name < "$thread/comm"
+                  [ "$name" = flowrun.output ] && awk '{print $19}' "$thread/stat" > "$SANDBOX/spawner"
+                done
+                true
+                """
+            let indented = probe.split(separator: "\n").map { "      " + $0 }.joined(separator: "\n")
+            let run = try sandbox.run("""
+                max_parallel: \(setting.maxParallel)
+                tasks:
+                  first:
+                    run: |
+                \(indented)
+                  second:
+                    needs: [first]
+                    run: |
+                \(indented)
+                """)
+            #expect(run.exitStatus == 0, "\(run)")
+            let own = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+            #expect(sandbox.lines("tasks") == ["\(own)", "\(own)"])
+            if geteuid() == 0 && own == 0 && ProcessInfo.processInfo.activeProcessorCount < 64 {
+                #expect(sandbox.lines("spawner") == [setting.boosted ? "-10" : "0"])
+            }
+        }
+
         @Test func aMissingWorkingDirectoryFailsTheTask() throws {
             let sandbox = try RunSandbox()
             let run = try sandbox.run("""

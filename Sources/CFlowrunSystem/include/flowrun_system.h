@@ -47,6 +47,13 @@ void flowrun_note_signal_dispositions(void);
 /// prctl(PR_SET_NAME): the calling thread's name (15 bytes at most), as ps and top show it.
 void flowrun_name_this_thread(const char *name);
 
+/// Gives the calling thread nice `nice` (negative: a larger share of the CPU
+/// than its peers) if it runs at nice 0 and may raise its priority
+/// (CAP_SYS_NICE, or RLIMIT_NICE); every thread or process it creates from
+/// then on starts at nice 0 again. 0 on success; -1 otherwise (errno 0: the
+/// thread was not at nice 0).
+int flowrun_prioritize_this_thread(int nice);
+
 /// prctl(PR_SET_CHILD_SUBREAPER, on): orphaned descendants re-parent to us.
 int flowrun_set_child_subreaper(int on);
 

@@ -108,7 +108,7 @@ public final class RunEngine: @unchecked Sendable {
         } catch {
             reaperProblem = error.description
         }
-        pump = OutputPump(engineQueue: queue)
+        pump = OutputPump(engineQueue: queue, prioritized: plan.maxParallel > Planner.cpuCount)
         record.writesEvents { [queue, pump] write in
             if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
         }
