@@ -51,6 +51,11 @@ extension RunEngine {
     private func childEnvironment(_ overrides: [(key: String, value: String)], ownKeysFrom userKeys: Int) -> (entries: [String], inherited: InheritedEnvironment?) {
         var entries: [String] = []
         entries.reserveCapacity(overrides.count)
+        if userKeys == 0 && !inheritedEnvironment.hasFlowrunVariables {
+            // Only flowrun's own names, each once, none inherited: nothing to compare.
+            for override in overrides { entries.append(Self.entry(override.key, override.value)) }
+            return (entries, inheritedEnvironment)
+        }
         var replacesInherited = false
         // A handful of entries: comparing them beats hashing them into a Set.
         for (position, override) in overrides.enumerated()
@@ -58,16 +63,21 @@ extension RunEngine {
             if position < userKeys || inheritedEnvironment.hasFlowrunVariables, inheritedEnvironment.names.contains(override.key) {
                 replacesInherited = true
             }
-            var entry = ""
-            entry.reserveCapacity(override.key.utf8.count + 1 + override.value.utf8.count)
-            entry += override.key
-            entry += "="
-            entry += override.value
-            entries.append(entry)
+            entries.append(Self.entry(override.key, override.value))
         }
         guard replacesInherited else { return (entries, inheritedEnvironment) }
         let replaced = Set(overrides.map(\.key))
         return (baseEnvironment.filter { !replaced.contains($0.key) }.map { "\($0.key)=\($0.value)" } + entries, nil)
+    }
+
+    /// "KEY=VALUE" in one allocation.
+    private static func entry(_ key: String, _ value: String) -> String {
+        var entry = ""
+        entry.reserveCapacity(key.utf8.count + 1 + value.utf8.count)
+        entry += key
+        entry += "="
+        entry += value
+        return entry
     }
 
     func progressed(_ index: Int, _ percent: Int) {

@@ -16,7 +16,7 @@ struct ProcessTreeMarker: Hashable, Sendable, CustomStringConvertible {
     var serial: Int
 
     /// "RUN.SERIAL"
-    var description: String { "\(runID).\(serial)" }
+    var description: String { runID + "." + String(serial) }
 
     /// The "FLOWRUN_TREE=…" entry for the child's environment, keeping the
     /// marker flowrun itself inherited (its own `FLOWRUN_TREE`), if any.
@@ -27,7 +27,7 @@ struct ProcessTreeMarker: Hashable, Sendable, CustomStringConvertible {
     /// The variable's value: the inherited markers, then this one.
     func value(inherited: String? = nil) -> String {
         guard let inherited, !inherited.isEmpty else { return description }
-        return "\(inherited):\(description)"
+        return inherited + ":" + description
     }
 }
 

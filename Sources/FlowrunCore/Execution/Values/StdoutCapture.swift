@@ -72,6 +72,7 @@ public struct StdoutCapture: Sendable {
     /// The stash text: the last `limit` bytes, the trailing line ending removed.
     public var stash: String {
         let pending = pendingText
+        if window.isEmpty && pending.isEmpty { return "" }  // most tasks: nothing to copy
         let total = window.count + pending.count
         let skip = max(0, total - limit)
         var bytes = Array(window.dropFirst(skip))
