@@ -164,28 +164,6 @@ public func writeAll(_ descriptor: Int32, _ text: String) {
     text.withUTF8 { _ = writeAll(descriptor, UnsafeRawBufferPointer($0)) }
 }
 
-/// Bytes on their way to a file: appended to `bytes`, written out in
-/// pieces of 64 KiB or more.
-struct ChunkedFileWriter {
-    let descriptor: Int32
-    var bytes: [UInt8] = []
-
-    init(descriptor: Int32) {
-        self.descriptor = descriptor
-        bytes.reserveCapacity(128 * 1024)
-    }
-
-    /// Writes what has gathered once it is 64 KiB or more.
-    mutating func flushIfFull() {
-        if bytes.count >= 64 * 1024 { flush() }
-    }
-
-    mutating func flush() {
-        bytes.withUnsafeBytes { _ = writeAll(descriptor, $0) }
-        bytes.removeAll(keepingCapacity: true)
-    }
-}
-
 /// Writes every byte of a buffer, retrying short writes and EINTR. False
 /// (with errno set) if a write failed.
 @discardableResult
