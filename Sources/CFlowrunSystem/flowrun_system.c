@@ -32,6 +32,9 @@ struct flowrun_sched_attr {
 };
 
 int flowrun_prioritize_this_thread(int nice) {
+    /* Only from the default policy at nice 0: a flowrun started under
+     * SCHED_BATCH, SCHED_IDLE or a nice value keeps it, tasks included. */
+    if (sched_getscheduler(0) != SCHED_OTHER) { errno = 0; return -1; }
     errno = 0;
     int current = getpriority(PRIO_PROCESS, 0);  /* Linux: this thread's nice */
     if (current != 0 || errno != 0) return -1;

@@ -172,6 +172,41 @@ extension RunEndToEnd {
             }
         }
 
+        /// A flowrun started under SCHED_BATCH (`chrt --batch`) keeps that
+        /// policy for its tasks, even with more of them allowed than cores:
+        /// the priority change is only made from the default policy. Field
+        /// 41 of /proc/PID/stat is the policy (3: SCHED_BATCH).
+        @Test func aFlowrunStartedUnderSCHED_BATCHKeepsItForItsTasks() throws {
+            let sandbox = try RunSandbox()
+            let probe = """
+                      awk '{print $41}' /proc/self/stat >> "$SANDBOX/policies"
+                      for thread in /proc/$PPID/task/*; do
+                        read -r name < "$thread/comm"
+                        [ "$name" = flowrun.output ] && awk '{print $19}' "$thread/stat" > "$SANDBOX/spawner"
+                      done
+                      true
+                """
+            let workflow = try sandbox.write(workflow: """
+                max_parallel: 64
+                tasks:
+                  first:
+                    run: |
+                \(probe)
+                  second:
+                    needs: [first]
+                    run: |
+                \(probe)
+                """)
+            let outcome = try ChildProcess.run(
+                executable: "/usr/bin/chrt", arguments: ["--batch", "0", try FlowrunBinary.path()] + sandbox.arguments(workflow, []),
+                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"],
+                directory: sandbox.path, stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"),
+                timeout: .seconds(20), launcher: nil)
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            #expect(sandbox.lines("policies") == ["3", "3"])
+            #expect(sandbox.lines("spawner") == ["0"])
+        }
+
         /// Whether flowrun, started by this process, may lower a nice value
         /// to -10: CAP_SYS_NICE (bit 23 of CapEff; root in a container may
         /// lack it) or an RLIMIT_NICE of 30 or more.

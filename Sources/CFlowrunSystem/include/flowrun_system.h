@@ -48,7 +48,7 @@ void flowrun_note_signal_dispositions(void);
 void flowrun_name_this_thread(const char *name);
 
 /// Gives the calling thread nice `nice` (negative: a larger share of the CPU
-/// than its peers) if it runs at nice 0 and may raise its priority
+/// than its peers) if it runs under SCHED_OTHER at nice 0 and may raise its priority
 /// (CAP_SYS_NICE, or RLIMIT_NICE); every thread or process it creates from
 /// then on starts at nice 0 again. 0 on success; -1 otherwise (errno 0: the
 /// thread was not at nice 0).
