@@ -142,26 +142,7 @@ extension RunEndToEnd {
         @Test(arguments: [(maxParallel: 64, boosted: true), (maxParallel: 1, boosted: false)])
         func tasksRunAtFlowrunsOwnNiceWhateverItsSpawningThreadRunsAt(_ setting: (maxParallel: Int, boosted: Bool)) throws {
             let sandbox = try RunSandbox()
-            let probe = """
-                awk '{print $19}' /proc/self/stat >> "$SANDBOX/tasks"
-                for thread in /proc/$PPID/task/*; do
-                  read -r name < "$thread/comm"
-                  [ "$name" = flowrun.output ] && awk '{print $19}' "$thread/stat" > "$SANDBOX/spawner"
-                done
-                true
-                """
-            let indented = probe.split(separator: "\n").map { "      " + $0 }.joined(separator: "\n")
-            let run = try sandbox.run("""
-                max_parallel: \(setting.maxParallel)
-                tasks:
-                  first:
-                    run: |
-                \(indented)
-                  second:
-                    needs: [first]
-                    run: |
-                \(indented)
-                """)
+            let run = try sandbox.run(Self.chainedProbes(maxParallel: setting.maxParallel, statField: 19, into: "tasks"))
             #expect(run.exitStatus == 0, "\(run)")
             let own = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
             #expect(sandbox.lines("tasks") == ["\(own)", "\(own)"])
@@ -178,25 +159,7 @@ extension RunEndToEnd {
         /// 41 of /proc/PID/stat is the policy (3: SCHED_BATCH).
         @Test func aFlowrunStartedUnderSCHED_BATCHKeepsItForItsTasks() throws {
             let sandbox = try RunSandbox()
-            let probe = """
-                      awk '{print $41}' /proc/self/stat >> "$SANDBOX/policies"
-                      for thread in /proc/$PPID/task/*; do
-                        read -r name < "$thread/comm"
-                        [ "$name" = flowrun.output ] && awk '{print $19}' "$thread/stat" > "$SANDBOX/spawner"
-                      done
-                      true
-                """
-            let workflow = try sandbox.write(workflow: """
-                max_parallel: 64
-                tasks:
-                  first:
-                    run: |
-                \(probe)
-                  second:
-                    needs: [first]
-                    run: |
-                \(probe)
-                """)
+            let workflow = try sandbox.write(workflow: Self.chainedProbes(maxParallel: 64, statField: 41, into: "policies"))
             let outcome = try ChildProcess.run(
                 executable: "/usr/bin/chrt", arguments: ["--batch", "0", try FlowrunBinary.path()] + sandbox.arguments(workflow, []),
                 environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"],
@@ -205,6 +168,32 @@ extension RunEndToEnd {
             #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
             #expect(sandbox.lines("policies") == ["3", "3"])
             #expect(sandbox.lines("spawner") == ["0"])
+        }
+
+        /// Two chained tasks (the second started by flowrun's spawning
+        /// thread), each appending field `statField` of its own
+        /// /proc/PID/stat to `$SANDBOX/FILE`; each also writes that thread's
+        /// nice (field 19) to `$SANDBOX/spawner`.
+        static func chainedProbes(maxParallel: Int, statField: Int, into file: String) -> String {
+            let probe = """
+                      awk '{print $\(statField)}' /proc/self/stat >> "$SANDBOX/\(file)"
+                      for thread in /proc/$PPID/task/*; do
+                        read -r name < "$thread/comm"
+                        [ "$name" = flowrun.output ] && awk '{print $19}' "$thread/stat" > "$SANDBOX/spawner"
+                      done
+                      true
+                """
+            return """
+                max_parallel: \(maxParallel)
+                tasks:
+                  first:
+                    run: |
+                \(probe)
+                  second:
+                    needs: [first]
+                    run: |
+                \(probe)
+                """
         }
 
         /// Whether flowrun, started by this process, may lower a nice value

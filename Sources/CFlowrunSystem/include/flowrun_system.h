@@ -51,7 +51,7 @@ void flowrun_name_this_thread(const char *name);
 /// than its peers) if it runs under SCHED_OTHER at nice 0 and may raise its priority
 /// (CAP_SYS_NICE, or RLIMIT_NICE); every thread or process it creates from
 /// then on starts at nice 0 again. 0 on success; -1 otherwise (errno 0: the
-/// thread was not at nice 0).
+/// thread was under another policy or nice value).
 int flowrun_prioritize_this_thread(int nice);
 
 /// prctl(PR_SET_CHILD_SUBREAPER, on): orphaned descendants re-parent to us.

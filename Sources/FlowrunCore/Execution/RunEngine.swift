@@ -261,8 +261,7 @@ public final class RunEngine: @unchecked Sendable {
 
     private func countsAsFailure(_ index: Int) -> Bool {
         // Fields read one by one: a node read whole is a copy (some 20 references retained).
-        let status = nodes[index].status
-        guard status == .failed || status == .timedOut else { return false }
+        guard nodes[index].status.isFailure else { return false }
         return nodes[index].kind != .task || !(nodes[index].definition?.value.continueOnError ?? false)
     }
 

@@ -73,7 +73,7 @@ struct RunNode {
     }
 
     /// Whether this node counts as a failure for `when: failure`.
-    var isFailure: Bool { status == .failed || status == .timedOut }
+    var isFailure: Bool { status.isFailure }
 }
 
 /// What a finished task leaves behind for expressions and joins.

@@ -13,6 +13,9 @@ public enum TaskStatus: String, Sendable, Codable, CaseIterable {
         default: return true
         }
     }
+
+    /// Failed or timed out: what `when: failure` and the exit code look at.
+    public var isFailure: Bool { self == .failed || self == .timedOut }
 }
 
 /// Why something was cancelled: decides whether it fails the run.

@@ -58,8 +58,8 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     }
 
     /// `logs/`, and `outputs/`, where tasks create their `$FLOWRUN_OUTPUT` files.
-    public let logsDirectory: String
-    public let outputsDirectory: String
+    private let logsDirectory: String
+    private let outputsDirectory: String
 
     /// `DIRECTORY/NAMESUFFIX` in one string: a path or two is built per task.
     private static func path(in directory: String, _ name: String, _ suffix: String = "") -> String {
