@@ -82,6 +82,21 @@ int flowrun_child_exit_signalfd(void);
 /// SA_RESTART; SA_NOCLDSTOP for SIGCHLD.
 int flowrun_forward_signal(int signal, int fd);
 
+/// dnotify: a descriptor for `directory` (O_RDONLY, close-on-exec) that makes
+/// the kernel send flowrun SIGIO whenever an entry in it is created, removed
+/// or renamed (or, with `writes_too`, written), as long as it stays open; -1
+/// if it cannot (errno set).
+int flowrun_notify_on_entry_changes(const char *directory, int writes_too);
+
+/// Blocks SIGIO in the calling thread (threads it starts later inherit that)
+/// and returns a non-blocking signalfd that collects it. A thread that does
+/// not block SIGIO runs a handler instead, which `flowrun_sigio_arrived`
+/// also reports. Children set SIGIO back to its default.
+int flowrun_sigio_signalfd(void);
+
+/// Whether SIGIO arrived since the last call: reads `signalfd` empty.
+int flowrun_sigio_arrived(int signalfd);
+
 /// An `http:` task's response body, chunk by chunk, with the response's
 /// status; on the HTTP thread.
 typedef void (*flowrun_http_data_fn)(void *context, long status, const char *bytes, size_t count);

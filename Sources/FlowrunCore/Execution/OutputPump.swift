@@ -76,6 +76,9 @@ final class OutputPump: @unchecked Sendable {
     private var signalHandler: ((Int32) -> Void)?
     /// Whether an output ended in the current wake-up.
     private var outputEnded = false
+    /// Read ends whose output ended in this wake-up, closed once its work
+    /// (which may spawn the next task) is done: a close is not on that path.
+    private var endedDescriptors: [Int32] = []
 
     /// Whether the pump's thread asks for a larger share of the CPU than the tasks (see `run`).
     private let prioritized: Bool
@@ -223,6 +226,8 @@ final class OutputPump: @unchecked Sendable {
                 }
                 running.removeAll(keepingCapacity: true)
             }
+            for descriptor in endedDescriptors { Glibc.close(descriptor) }
+            endedDescriptors.removeAll(keepingCapacity: true)
         }
     }
 
@@ -246,10 +251,10 @@ final class OutputPump: @unchecked Sendable {
             return registered.reader
         }
         guard let reader else { return }
-        // Closing leaves the epoll set too: flowrun holds the only reference
-        // to a read end (children get write ends; any copy a spawn made is
-        // closed before clone returns).
-        Glibc.close(descriptor)
+        // Closing (at the end of this wake-up) leaves the epoll set too:
+        // flowrun holds the only reference to a read end (children get write
+        // ends; any copy a spawn made is closed before clone returns).
+        endedDescriptors.append(descriptor)
         outputEnded = true
         reader.end()
     }

@@ -29,6 +29,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var outputPath: String
         var tree: ProcessTreeMarker
         var grace: Duration
+        /// Tells whether the attempt may have written `outputPath` (nil: look).
+        var outputFiles: OutputFilesWatch?
     }
 
     private let setup: Setup
@@ -58,6 +60,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let log: TaskLog
     private var lastProgress = -1
     private var outputDeadlineSet = false
+    private var outputFilesStamp: UInt64 = 0
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, onLine: ((String) -> Void)? = nil,
@@ -80,6 +83,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         // Neither the log nor $FLOWRUN_OUTPUT is created here: a task that
         // prints nothing costs no log, one that writes no outputs no outputs
         // file (`>>` creates it; each attempt has its own name).
+        outputFilesStamp = setup.outputFiles?.stamp ?? 0
         var stdoutPipe: [Int32] = [-1, -1]
         var stderrPipe: [Int32] = [-1, -1]
         guard flowrun_pipe_cloexec(&stdoutPipe) == 0 else {
@@ -251,8 +255,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
     private func readOutputs() -> [(key: String, value: String)] {
-        // Most attempts write none: a `stat` that fails costs less than an
-        // `open` that fails (no file to allocate and free).
+        // Most attempts write none: no lookup at all when nothing was written
+        // in `outputs/` meanwhile, else a `stat` (a failed one costs less than
+        // a failed `open`: no file to allocate and free).
+        if let outputFiles = setup.outputFiles, !outputFiles.mayHaveWritten(since: outputFilesStamp) { return [] }
         var probe = stat()
         guard stat(setup.outputPath, &probe) == 0 else { return [] }
         let descriptor = open(setup.outputPath, O_RDONLY | O_CLOEXEC)

@@ -28,7 +28,7 @@ extension RunEngine {
                 shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
                 logPath: record.logPath(for: name), outputPath: outputPath,
-                tree: marker, grace: plan.workflow.killGrace)
+                tree: marker, grace: plan.workflow.killGrace, outputFiles: outputFiles)
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,

@@ -4,7 +4,7 @@ extension RunEngine {
     /// field by field: a node read whole is a copy (some 20 references retained).
     func writeSummary(into file: inout ChunkedFileWriter) {
         var counts = JSONObjectWriter()
-        for (status, count) in statusCounts() { counts.add(status.rawValue, count) }
+        for (status, count) in statusCounts() { counts.add(key: status.rawValue, count) }
         let countsJSON = counts.finish()
         var json = JSONObjectWriter()
         json.add("run_id", record.runID)
@@ -61,7 +61,7 @@ extension RunEngine {
         if nodes[index].hasLog { object.add("log", record.logPath(for: nodes[index].name)) }
         object.add("stdout", nodes[index].stash.stdout)
         var outputs = JSONObjectWriter()
-        for output in nodes[index].stash.outputs { outputs.add(output.key, output.value) }
+        for output in nodes[index].stash.outputs { outputs.add(key: output.key, output.value) }
         let outputsJSON = outputs.finish()
         object.add("outputs") { $0 += outputsJSON }
         return object.finish()

@@ -35,6 +35,8 @@ public final class RunEngine: @unchecked Sendable {
     /// Reads every task's output on one thread.
     let pump: OutputPump
     let killer = ProcessTreeKiller()
+    /// Which attempts may have written outputs; nil: look for every attempt's file.
+    let outputFiles: OutputFilesWatch?
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
     var reaperProblem: String?
@@ -108,6 +110,8 @@ public final class RunEngine: @unchecked Sendable {
         } catch {
             reaperProblem = error.description
         }
+        // Before the pump's thread: it must inherit SIGIO blocked too.
+        outputFiles = record.watchOutputFiles()
         pump = OutputPump(engineQueue: queue, prioritized: plan.maxParallel > Planner.cpuCount)
         record.writesEvents { [queue, pump] write in
             if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
@@ -283,6 +287,8 @@ public final class RunEngine: @unchecked Sendable {
     }
 
     func cancelTimer(_ key: TimerKey) {
+        // Twice per task, and most runs have no timers: no key hashed for nothing.
+        guard !timers.isEmpty else { return }
         timers.removeValue(forKey: key)?.cancel()
     }
 

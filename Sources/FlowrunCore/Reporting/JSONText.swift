@@ -21,36 +21,40 @@ struct JSONObjectWriter {
         bytes.append(UInt8(ascii: "{"))
     }
 
-    mutating func add(_ key: String, _ value: String?) {
+    // Keys are flowrun's own names, written as they are (`StaticString`:
+    // no escaping to check); `add(key:_:)` takes any other text.
+
+    mutating func add(_ key: StaticString, _ value: String?) {
         guard let value else { return }
         addKey(key)
         JSONValue.appendQuoted(value, to: &bytes)
     }
 
-    mutating func add(_ key: String, _ value: Int?) {
+    mutating func add(_ key: StaticString, _ value: Int?) {
         guard let value else { return }
         addKey(key)
         JSONText.appendDecimal(value, to: &bytes)
     }
 
-    mutating func add(_ key: String, _ value: Double?) {
+    mutating func add(_ key: StaticString, _ value: Double?) {
         guard let value else { return }
         addKey(key)
         JSONText.appendNumber(value, to: &bytes)
     }
 
     /// `write` appends a JSON value.
-    mutating func add(_ key: String, writing write: (inout [UInt8]) -> Void) {
+    mutating func add(_ key: StaticString, writing write: (inout [UInt8]) -> Void) {
         addKey(key)
         write(&bytes)
     }
 
-    mutating func add(_ key: String, _ value: Bool?) {
+    mutating func add(_ key: StaticString, _ value: Bool?) {
         guard let value else { return }
-        addRaw(key, value ? "true" : "false")
+        addKey(key)
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
-    mutating func add(_ key: String, _ values: [String]?) {
+    mutating func add(_ key: StaticString, _ values: [String]?) {
         guard let values else { return }
         addKey(key)
         bytes.append(UInt8(ascii: "["))
@@ -62,24 +66,37 @@ struct JSONObjectWriter {
     }
 
     /// `value` must already be JSON.
-    mutating func addRaw(_ key: String, _ value: String) {
+    mutating func addRaw(_ key: StaticString, _ value: String) {
         addKey(key)
         bytes.append(contentsOf: value.utf8)
     }
 
-    private mutating func addKey(_ key: String) {
+    /// A key that is not flowrun's own (an output's name, a status): escaped.
+    mutating func add(key: String, _ value: String) {
+        addComma()
+        JSONValue.appendQuoted(key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        JSONValue.appendQuoted(value, to: &bytes)
+    }
+
+    mutating func add(key: String, _ value: Int) {
+        addComma()
+        JSONValue.appendQuoted(key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        JSONText.appendDecimal(value, to: &bytes)
+    }
+
+    private mutating func addKey(_ key: StaticString) {
+        addComma()
+        bytes.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    private mutating func addComma() {
         if !isEmpty { bytes.append(UInt8(ascii: ",")) }
         isEmpty = false
-        // Keys are nearly always flowrun's own plain names: copied in one go.
-        let copied = key.utf8.withContiguousStorageIfAvailable { utf8 in
-            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: utf8)
-            bytes.append(UInt8(ascii: "\""))
-            return true
-        }
-        if copied != true { JSONValue.appendQuoted(key, to: &bytes) }
-        bytes.append(UInt8(ascii: ":"))
     }
 
     var result: String {
@@ -172,7 +189,7 @@ enum JSONText {
 
     static func object(_ pairs: [(String, String)]) -> String {
         var writer = JSONObjectWriter()
-        for (key, value) in pairs { writer.add(key, value) }
+        for (key, value) in pairs { writer.add(key: key, value) }
         return writer.result
     }
 }

@@ -79,7 +79,7 @@ public struct RunEvent: Sendable {
         json.add("elapsed", elapsed)
         json.add("run_id", runID)
         json.add("workflow", workflow)
-        let subjectKey: String
+        let subjectKey: StaticString
         switch kind {
         case .groupFinished: subjectKey = "group"
         case .joinCompleted: subjectKey = "join"
@@ -107,7 +107,7 @@ public struct RunEvent: Sendable {
         }
         if let counts {
             var object = JSONObjectWriter()
-            for (status, count) in counts { object.add(status.rawValue, count) }
+            for (status, count) in counts { object.add(key: status.rawValue, count) }
             json.addRaw("counts", object.result)
         }
         json.add("exit_code", runExitCode)

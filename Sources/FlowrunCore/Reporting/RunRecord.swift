@@ -57,6 +57,11 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
         Self.path(in: outputsDirectory, Self.fileName(task), "." + String(attempt))
     }
 
+    /// Tells which attempts may have written their `$FLOWRUN_OUTPUT` file (nil: look for every one).
+    func watchOutputFiles() -> OutputFilesWatch? {
+        OutputFilesWatch(runDirectory: directory, outputsDirectory: outputsDirectory)
+    }
+
     /// `logs/`, and `outputs/`, where tasks create their `$FLOWRUN_OUTPUT` files.
     private let logsDirectory: String
     private let outputsDirectory: String
