@@ -284,6 +284,26 @@ extension RunEndToEnd {
             #expect(record.stdout("slow") == "early line\nlate line")
         }
 
+        /// flowrun keeps its own copies of a running task's pipe write ends
+        /// (four descriptors a task, not two) only where max_parallel tasks
+        /// fit so within RLIMIT_NOFILE: 40 tasks at once under a limit of 150
+        /// all run (holding four each would need over 160), and every line
+        /// they print arrives.
+        @Test func manyTasksAtOnceNearTheDescriptorLimitAllRun() throws {
+            let sandbox = try RunSandbox()
+            let tasks = (1...40).map { "  t\($0): {run: 'echo start; sleep 0.3; echo end >&2; echo done >> \"$SANDBOX/done\"'}" }
+            let workflow = try sandbox.write(workflow: "max_parallel: 40\ntasks:\n" + tasks.joined(separator: "\n"))
+            let outcome = try ChildProcess.run(
+                executable: "/usr/bin/prlimit", arguments: ["--nofile=150", try FlowrunBinary.path()] + sandbox.arguments(workflow, []),
+                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"],
+                directory: sandbox.path, stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"),
+                timeout: .seconds(20), launcher: nil)
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stdout") ?? "")")
+            #expect(sandbox.lines("done").count == 40)
+            let record = try sandbox.record()
+            #expect(record.stdout("t40") == "start")
+        }
+
         static func size(of path: String) throws -> Int {
             var info = stat()
             guard stat(path, &info) == 0 else { throw FlowrunBinaryError("stat \(path): \(String(cString: strerror(errno)))") }

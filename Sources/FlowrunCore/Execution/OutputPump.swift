@@ -53,6 +53,8 @@ final class OutputPump: @unchecked Sendable {
     }
 
     private let state = Mutex(State())
+    /// The pump's thread, once it runs.
+    private let threadIdentity = Mutex(pthread_t())
     private let epoll: Int32
     /// A byte here wakes the pump: 0 for a `close` request, else the number
     /// of a signal that was forwarded (`forwardSignals`) or is SIGCHLD.
@@ -161,6 +163,43 @@ final class OutputPump: @unchecked Sendable {
         return true
     }
 
+    /// Whether the caller runs on the pump's thread (in a `deliver`ed batch,
+    /// or in a `Reader` callback).
+    var isCurrentThread: Bool { pthread_equal(pthread_self(), threadIdentity.withLock { $0 }) != 0 }
+
+    /// On the pump's thread, in a batch: of `registrations`, those whose pipe
+    /// has no writer left are read to their end and forgotten (closed at the
+    /// end of this wake-up) without their `end` callback; they are returned,
+    /// and the caller ends them itself. The others stay as they are.
+    ///
+    /// Why: a task that holds on to its pipes' write ends until its shell
+    /// has exited hears of its end once (the exit), not twice (the pipes'
+    /// end of file just before it, then the exit): the pump is not woken
+    /// on the exiting shell's CPU while the shell is still exiting.
+    func endWithoutWriters(_ registrations: [Registration]) -> [Registration] {
+        var polls = registrations.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+        guard poll(&polls, nfds_t(polls.count), 0) > 0 else { return [] }
+        var ended: [Registration] = []
+        for (registration, polled) in zip(registrations, polls) where polled.revents & Int16(POLLHUP) != 0 {
+            guard let reader = state.withLock({ $0.readers[registration.descriptor] }), reader.serial == registration.serial else { continue }
+            // No writer is left: every read returns what is there, then 0.
+            while true {
+                let count = buffer.withUnsafeMutableBytes { Glibc.read(registration.descriptor, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    buffer.withUnsafeBytes { reader.reader.data(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                } else if count < 0 && errno == EINTR {
+                    continue
+                } else {
+                    break
+                }
+            }
+            state.withLock { $0.readers[registration.descriptor] = nil }
+            endedDescriptors.append(registration.descriptor)
+            ended.append(registration)
+        }
+        return ended
+    }
+
     /// Stops reading early (something outside the task still holds the pipe
     /// open). Nothing happens if that registration has ended already, even
     /// if its descriptor number now belongs to another task's pipe.
@@ -182,6 +221,7 @@ final class OutputPump: @unchecked Sendable {
     }
 
     private func run() {
+        threadIdentity.withLock { $0 = pthread_self() }
         // With more tasks running than cores, this thread queues for the CPU
         // behind them, and every spawn and reap waits for it: where flowrun
         // may raise priorities (root, RLIMIT_NICE) it gets nice -10 then

@@ -29,6 +29,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var outputPath: String
         var tree: ProcessTreeMarker
         var grace: Duration
+        /// Keep flowrun's copies of the pipes' write ends until the shell has
+        /// exited (see `OutputPump.endWithoutWriters`): two more descriptors
+        /// while the task runs.
+        var holdsWriteEnds = false
         /// Tells whether the attempt may have written `outputPath` (nil: look).
         var outputFiles: OutputFilesWatch?
     }
@@ -61,6 +65,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var lastProgress = -1
     private var outputDeadlineSet = false
     private var outputFilesStamp: UInt64 = 0
+    /// flowrun's copies of the pipes' write ends, held until the shell exits.
+    private var heldWriteEnds: [Int32] = []
+    private var stdoutRegistration: OutputPump.Registration?
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, onLine: ((String) -> Void)? = nil,
@@ -107,8 +114,12 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             fail("cannot start \(setup.shell): \(error)")
             return
         }
-        close(stdoutPipe[1])
-        close(stderrPipe[1])
+        if setup.holdsWriteEnds {
+            heldWriteEnds = [stdoutPipe[1], stderrPipe[1]]
+        } else {
+            close(stdoutPipe[1])
+            close(stderrPipe[1])
+        }
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
         let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
             data: { [self] chunk in
@@ -117,15 +128,26 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 if onLine != nil { streamLines(chunk) }
             },
             end: { [self] in
-                if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self)) }
-                if let progress = capture.finish() { reportProgress(progress) }
-                let capture = self.capture
+                let capture = stdoutEnded()
                 pump.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
             data: { [self] chunk in log.write(chunk) },
             end: { [self] in pump.deliver { self.outputEnded(stderrRead, capture: nil) } }))
         openOutputs = [stdoutRegistration, stderrRegistration]
+        self.stdoutRegistration = stdoutRegistration
+    }
+
+    deinit {
+        for end in heldWriteEnds { close(end) }
+    }
+
+    /// On the pump's thread, when stdout has ended: the last partial line and
+    /// progress value, and the capture as it stands.
+    private func stdoutEnded() -> StdoutCapture {
+        if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self)) }
+        if let progress = capture.finish() { reportProgress(progress) }
+        return capture
     }
 
     /// On the pump's thread: hands on whole lines, keeping a partial one
@@ -159,14 +181,33 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// One pipe's output ended (the pump has closed it); stdout's brings the capture.
     private func outputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
+        noteOutputEnded(descriptor, capture: capture)
+        finishIfOver()
+    }
+
+    private func noteOutputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
         openOutputs.removeAll { $0.descriptor == descriptor }
         if let capture { finalCapture = capture }
-        finishIfOver()
     }
 
     private func exited(_ exit: ProcessExit) {
         self.exit = exit
+        releaseWriteEnds()
         finishIfOver()
+    }
+
+    /// Closes the write ends flowrun held. On the pump's thread the pipes
+    /// that have no writer left are read to their end at once; any other
+    /// pipe ends through the pump as usual (a background job still has it).
+    private func releaseWriteEnds() {
+        guard !heldWriteEnds.isEmpty else { return }
+        for end in heldWriteEnds { close(end) }
+        heldWriteEnds = []
+        guard pump.isCurrentThread else { return }
+        for registration in pump.endWithoutWriters(openOutputs) {
+            // The pump's part of an end, then the engine's: both are this thread's now.
+            noteOutputEnded(registration.descriptor, capture: registration == stdoutRegistration ? stdoutEnded() : nil)
+        }
     }
 
     /// Over when the shell has exited, nothing of its tree is left and both pipes have closed.

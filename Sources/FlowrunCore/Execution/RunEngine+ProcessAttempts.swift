@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 /// Making the attempt that runs a task's `run:` script as a process tree.
 extension RunEngine {
     func makeProcessAttempt(for index: Int, script: Template, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
@@ -28,7 +31,11 @@ extension RunEngine {
                 shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
                 logPath: record.logPath(for: name), outputPath: outputPath,
-                tree: marker, grace: plan.workflow.killGrace, outputFiles: outputFiles)
+                tree: marker, grace: plan.workflow.killGrace,
+                // Four descriptors a running task instead of two: only where
+                // max_parallel tasks holding four still fit within the limit.
+                holdsWriteEnds: plan.maxParallel <= (Self.descriptorLimit - 64) / 4,
+                outputFiles: outputFiles)
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,
@@ -41,6 +48,13 @@ extension RunEngine {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
         }
     }
+
+    /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft limit).
+    static let descriptorLimit: Int = {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int(clamping: min(limit.rlim_cur, 1 << 40))  // unlimited is all ones
+    }()
 
     /// A task's entries on top of flowrun's environment, the last of each
     /// name winning. They share the run's inherited block unless one of them
