@@ -73,17 +73,19 @@ struct JSONObjectWriter {
 
     /// A key that is not flowrun's own (an output's name, a status): escaped.
     mutating func add(key: String, _ value: String) {
-        addComma()
-        JSONValue.appendQuoted(key, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
+        addKey(escaping: key)
         JSONValue.appendQuoted(value, to: &bytes)
     }
 
     mutating func add(key: String, _ value: Int) {
+        addKey(escaping: key)
+        JSONText.appendDecimal(value, to: &bytes)
+    }
+
+    private mutating func addKey(escaping key: String) {
         addComma()
         JSONValue.appendQuoted(key, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
-        JSONText.appendDecimal(value, to: &bytes)
     }
 
     private mutating func addKey(_ key: StaticString) {
