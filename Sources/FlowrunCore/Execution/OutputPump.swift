@@ -18,8 +18,9 @@ import Synchronization
 /// the pump (a write, a context switch and two reads per task with poll).
 ///
 /// Why exits are reaped here too: a task is over when its shell has exited
-/// and its stdout has closed, two events that arrive together. Seen by one
-/// thread, both go to the engine in one `engineQueue.sync` (`deliver`),
+/// and its stdout has closed, two events that arrive together (or as one,
+/// when the task holds its pipes' write ends: `endWithoutWriters`). Seen by
+/// one thread, both go to the engine in one `engineQueue.sync` (`deliver`),
 /// which runs the engine's step on this thread: the next task is spawned
 /// with no thread woken. A SIGCHLD source of libdispatch's would cost its
 /// manager thread's wake-up plus a worker's per exit, and the pipe's EOF
