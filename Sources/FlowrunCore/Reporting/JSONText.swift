@@ -12,15 +12,6 @@ struct JSONObjectWriter {
         bytes.reserveCapacity(256)
     }
 
-    /// Writes after what `buffer` holds; `finish` returns the whole buffer.
-    init(appendingTo buffer: inout [UInt8]) {
-        // Swapped, not copied: `bytes` must be the only owner, or the first
-        // append copies the whole buffer.
-        bytes = []
-        swap(&bytes, &buffer)
-        bytes.append(UInt8(ascii: "{"))
-    }
-
     // Keys are flowrun's own names, written as they are (`StaticString`:
     // no escaping to check); `add(key:_:)` takes any other text.
 
@@ -107,7 +98,7 @@ struct JSONObjectWriter {
         return String(decoding: closed, as: UTF8.self)
     }
 
-    /// The object closed, after whatever the buffer held before it.
+    /// The object's bytes, closed.
     consuming func finish() -> [UInt8] {
         bytes.append(UInt8(ascii: "}"))
         return bytes
