@@ -174,8 +174,17 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         let percent = Int(value.rounded(.down))
         guard percent != lastProgress else { return }
         lastProgress = percent
+        guard !readsOnEngineQueue else {
+            // Already there (`releaseWriteEnds`), and the attempt ends next:
+            // a queued report would come after its end and be dropped.
+            onProgress(percent)
+            return
+        }
         queue.async { [weak self] in self?.onProgress(percent) }
     }
+
+    /// Whether output is being read on the engine's queue (the pump's thread in a batch).
+    private var readsOnEngineQueue = false
 
     private var finalCapture: StdoutCapture?
 
@@ -204,6 +213,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         for end in heldWriteEnds { close(end) }
         heldWriteEnds = []
         guard pump.isCurrentThread else { return }
+        readsOnEngineQueue = true
+        defer { readsOnEngineQueue = false }
         for registration in pump.endWithoutWriters(openOutputs) {
             // The pump's part of an end, then the engine's: both are this thread's now.
             noteOutputEnded(registration.descriptor, capture: registration == stdoutRegistration ? stdoutEnded() : nil)

@@ -32,9 +32,9 @@ extension RunEngine {
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
                 logPath: record.logPath(for: name), outputPath: outputPath,
                 tree: marker, grace: plan.workflow.killGrace,
-                // Four descriptors a running task instead of two: only where
-                // max_parallel tasks holding four still fit within the limit.
-                holdsWriteEnds: plan.maxParallel <= (Self.descriptorLimit - 64) / 4,
+                // Five descriptors a running task instead of three (two pipes
+                // and the log): only where max_parallel such tasks fit the limit.
+                holdsWriteEnds: plan.maxParallel <= (Self.descriptorLimit - 64) / 5,
                 outputFiles: outputFiles)
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
