@@ -184,16 +184,10 @@ final class OutputPump: @unchecked Sendable {
         for (registration, polled) in zip(registrations, polls) where polled.revents & Int16(POLLHUP) != 0 {
             guard let reader = state.withLock({ $0.readers[registration.descriptor] }), reader.serial == registration.serial else { continue }
             // No writer is left: every read returns what is there, then 0.
-            while true {
-                let count = buffer.withUnsafeMutableBytes { Glibc.read(registration.descriptor, $0.baseAddress, $0.count) }
-                if count > 0 {
-                    buffer.withUnsafeBytes { reader.reader.data(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                } else if count < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
-            }
+            var count: Int
+            repeat {
+                count = readChunk(registration.descriptor, to: reader.reader)
+            } while count > 0 || (count < 0 && errno == EINTR)
             state.withLock { $0.readers[registration.descriptor] = nil }
             endedDescriptors.append(registration.descriptor)
             ended.append(registration)
@@ -275,12 +269,17 @@ final class OutputPump: @unchecked Sendable {
     /// One read per wake-up keeps every task's output moving (epoll is level-triggered here).
     private func readOnce(_ descriptor: Int32) {
         guard let reader = state.withLock({ $0.readers[descriptor]?.reader }) else { return }
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        if count > 0 {
-            buffer.withUnsafeBytes { reader.data(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-        } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+        let count = readChunk(descriptor, to: reader)
+        if count == 0 || (count < 0 && errno != EINTR && errno != EAGAIN) {
             finish(descriptor)
         }
+    }
+
+    /// One `read` into the buffer; what it got goes to `reader`. Returns read's result.
+    private func readChunk(_ descriptor: Int32, to reader: Reader) -> Int {
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        if count > 0 { buffer.withUnsafeBytes { reader.data(UnsafeRawBufferPointer(rebasing: $0[0..<count])) } }
+        return count
     }
 
     /// Ends the registration of `descriptor` (with `serial`, only that one).
