@@ -34,9 +34,12 @@ struct Flowrun: ParsableCommand {
         defaultSubcommand: RunCommand.self
     )
 
-    /// Parses and runs, mapping usage errors to exit 2 (SPEC §7) instead of
+    /// Splits off the supervisor, then parses and runs, mapping usage errors to exit 2 (SPEC §7) instead of
     /// ArgumentParser's 64.
     static func main() {
+        // First, while single-threaded: the pid the shell knows becomes a
+        // supervisor, and everything below runs in its child, the engine.
+        Supervisor.split()
         do {
             var command = try parseAsRoot()
             try command.run()
