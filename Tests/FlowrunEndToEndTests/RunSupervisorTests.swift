@@ -77,8 +77,11 @@ extension RunEndToEnd {
         /// engine hears SIGTERM directly and passed on by the supervisor, and
         /// must count it once — a graceful stop (exit 143, one SIGTERM to the
         /// task, whose trap then finishes), not "a second signal kills
-        /// everything at once".
-        @Test func oneSenderSignallingBothProcessesCountsAsOneSignal() throws {
+        /// everything at once". The second kill waits until the first was
+        /// acted on (the task's trap ran), so the two cannot merge into one
+        /// pending signal in the kernel.
+        @Test(arguments: ["supervisor first", "engine first"])
+        func oneSenderSignallingBothProcessesCountsAsOneSignal(_ order: String) throws {
             let sandbox = try RunSandbox()
             let flowrun = try sandbox.start("""
                 kill_grace: 10s
@@ -93,8 +96,10 @@ extension RunEndToEnd {
                 """)
             try #require(sandbox.waitFor("one.ready"))
             let engine = try #require(flowrun.engine(), "no engine under the supervisor \(flowrun.pid)")
-            kill(flowrun.pid, SIGTERM)
-            kill(engine, SIGTERM)
+            let (first, second) = order == "supervisor first" ? (flowrun.pid, engine) : (engine, flowrun.pid)
+            kill(first, SIGTERM)
+            try #require(sandbox.waitFor("one.trap", timeout: .seconds(5)), "the first SIGTERM was not acted on")
+            kill(second, SIGTERM)
             let ended = flowrun.finish()
             #expect(ended.exitStatus == 143, "\(ended)")
             #expect(sandbox.lines("one.trap") == ["TERM"])
