@@ -92,7 +92,7 @@ int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context) {
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    pthread_attr_setstacksize(&attributes, 512 * 1024);  /* Swift code runs on it */
     pthread_t thread;
     int result = pthread_create(&thread, &attributes, watch_link, watch);
     pthread_attr_destroy(&attributes);
