@@ -107,6 +107,40 @@ extension RunEndToEnd {
             #expect(sandbox.survivors().isEmpty, "survivors: \(sandbox.describeSurvivors())")
         }
 
+        /// A real Ctrl-C: the terminal sends SIGINT to the whole foreground
+        /// group, supervisor and engine both. The supervisor must not pass it
+        /// on (the engine has it already), or one Ctrl-C would count as two
+        /// and kill everything at once. flowrun runs as a session leader with
+        /// a pseudo-terminal as its controlling terminal (`setsid -c`).
+        @Test func oneCtrlCAtTheTerminalCountsAsOneSignal() throws {
+            let setsid = try #require(Self.tool("setsid"), "setsid is not installed")
+            let terminal = try PseudoTerminal()
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                kill_grace: 10s
+                tasks:
+                  one:
+                    run: |
+                      trap 'echo TERM >> "$SANDBOX/one.trap"; stop=1' TERM
+                      echo ready > "$SANDBOX/one.ready"
+                      while [ -z "$stop" ]; do sleep 0.05; done
+                      sleep 0.5
+                      echo finished > "$SANDBOX/one.finished"
+                """)
+            // setsid forks (the test's child leads a process group) and waits: the session's leader is flowrun.
+            let flowrun = try LiveFlowrun(
+                sandbox.arguments(workflow, []), environment: sandbox.environment, directory: sandbox.path,
+                hardTimeout: .seconds(30),
+                launchedThrough: ["/bin/sh", "-c", "exec \(setsid) -w -c \"$@\" < \(terminal.devicePath)", "sh"])
+            try #require(sandbox.waitFor("one.ready"))
+            try #require(terminal.type([0x03]), "cannot type at the terminal")
+            let ended = flowrun.finish()
+            #expect(ended.exitStatus == 130, "\(ended)")
+            #expect(sandbox.lines("one.trap") == ["TERM"])
+            #expect(sandbox.read("one.finished") == "finished\n", "the task was killed, not stopped gracefully: one Ctrl-C counted twice")
+            #expect(sandbox.survivors().isEmpty, "survivors: \(sandbox.describeSurvivors())")
+        }
+
         // MARK: flowrun killed
 
         /// 50 tasks at once, each leaving a background child and a `setsid`
