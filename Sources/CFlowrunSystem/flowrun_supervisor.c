@@ -186,13 +186,20 @@ static long read_parents(struct process_parent **table, size_t *capacity) {
     return count;
 }
 
+static int by_pid(const void *first, const void *second) {
+    pid_t a = ((const struct process_parent *)first)->pid, b = ((const struct process_parent *)second)->pid;
+    return (a > b) - (a < b);
+}
+
 /// SIGKILL to every descendant of this process (by /proc parent chains,
 /// whatever its user, session or environment); returns how many were found.
 static long kill_every_descendant(struct process_parent **table, size_t *capacity) {
     long count = read_parents(table, capacity);
     if (count <= 0) return count;
+    struct process_parent *processes = *table;
+    qsort(processes, (size_t)count, sizeof *processes, by_pid);
     pid_t me = getpid();
-    // Marks spread down from us, one generation a pass.
+    // Marks spread down from us, one generation (at least) a pass.
     char *mark = calloc((size_t)count, 1);
     if (!mark) return -1;
     long found = 0;
@@ -200,14 +207,14 @@ static long kill_every_descendant(struct process_parent **table, size_t *capacit
         changed = 0;
         for (long i = 0; i < count; i++) {
             if (mark[i]) continue;
-            pid_t parent = (*table)[i].parent;
-            int descends = parent == me;
-            for (long j = 0; !descends && j < count; j++) descends = mark[j] && (*table)[j].pid == parent;
-            if (descends) {
+            struct process_parent key = { processes[i].parent, 0 };
+            struct process_parent *parent = processes[i].parent == me
+                ? NULL : bsearch(&key, processes, (size_t)count, sizeof *processes, by_pid);
+            if (processes[i].parent == me || (parent && mark[parent - processes])) {
                 mark[i] = 1;
                 changed = 1;
                 found++;
-                kill((*table)[i].pid, SIGKILL);
+                kill(processes[i].pid, SIGKILL);
             }
         }
     }
