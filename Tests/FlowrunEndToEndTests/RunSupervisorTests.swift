@@ -141,6 +141,39 @@ extension RunEndToEnd {
             #expect(sandbox.survivors().isEmpty, "survivors: \(sandbox.describeSurvivors())")
         }
 
+        /// Under `nohup`, SIGHUP stays ignored in the pid the shell knows: the
+        /// supervisor installs no handler for it (so it never passes one on),
+        /// and a SIGHUP sent to it leaves the run to finish normally.
+        @Test func aSignalTheCallerIgnoredStaysIgnoredInTheSupervisor() throws {
+            let nohup = try #require(Self.tool("nohup"), "nohup is not installed")
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  one:
+                    run: |
+                      echo ready > "$SANDBOX/one.ready"
+                      until [ -e "$SANDBOX/release" ]; do sleep 0.02; done
+                """)
+            let flowrun = try LiveFlowrun(
+                sandbox.arguments(workflow, []), environment: sandbox.environment, directory: sandbox.path,
+                hardTimeout: .seconds(30), launchedThrough: [nohup])
+            try #require(sandbox.waitFor("one.ready"))
+            let status = ProcessProbe.text("/proc/\(flowrun.pid)/status") ?? ""
+            func mask(_ field: String) -> UInt64 {
+                let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
+                return UInt64(line.split(separator: "\t").last ?? "", radix: 16) ?? 0
+            }
+            let hangup: UInt64 = 1 << (UInt64(SIGHUP) - 1)
+            #expect(mask("SigIgn") & hangup != 0, "SIGHUP is not ignored in the supervisor\n\(status)")
+            #expect(mask("SigCgt") & hangup == 0, "the supervisor handles SIGHUP (it would pass it on)")
+            #expect(mask("SigCgt") & (1 << (UInt64(SIGTERM) - 1)) != 0, "the supervisor does not handle SIGTERM")
+            kill(flowrun.pid, SIGHUP)
+            #expect(FileManager.default.createFile(atPath: sandbox.file("release"), contents: nil))
+            let ended = flowrun.finish()
+            #expect(ended.exitStatus == 0, "\(ended)")
+            #expect(try sandbox.record().status("one") == "succeeded")
+        }
+
         // MARK: flowrun killed
 
         /// 50 tasks at once, each leaving a background child and a `setsid`
