@@ -34,7 +34,7 @@ struct Flowrun: ParsableCommand {
         defaultSubcommand: RunCommand.self
     )
 
-    /// Splits off the supervisor, then parses and runs, mapping usage errors to exit 2 (SPEC §7) instead of
+    /// Parses and runs, mapping usage errors to exit 2 (SPEC §7) instead of
     /// ArgumentParser's 64.
     static func main() {
         // First, while single-threaded: the pid the shell knows becomes a

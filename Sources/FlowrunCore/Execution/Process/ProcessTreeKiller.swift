@@ -104,6 +104,12 @@ final class ProcessTreeKiller: Sendable {
                 handle.send(SIGKILL)
                 waiting.append(handle)
             }
+            if waiting.isEmpty {
+                // No pidfd could be opened: each just exited, or no descriptor
+                // is left. The pid was read a moment ago; kill by it, look again soon.
+                for entry in live { Glibc.kill(entry.pid, SIGKILL) }
+                usleep(1000)
+            }
             // Wait for the pidfds to poll readable (exited), not for a sleep;
             // then look again: something may have forked or re-parented meanwhile.
             waitForExit(of: waiting, until: deadline)
