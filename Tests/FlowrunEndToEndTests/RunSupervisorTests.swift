@@ -332,13 +332,28 @@ struct MemoryCgroup {
         func write(_ text: String, _ file: String) -> Bool { writeInPlace(text, to: file) }
         let root = "/sys/fs/cgroup"
         if (ProcessProbe.text(root + "/cgroup.controllers") ?? "").split(separator: " ").contains(where: { $0.hasPrefix("memory") }) {
+            // v2: a new cgroup next to ours, under the nearest ancestor that
+            // hands the memory controller down (the root may, if asked; a
+            // cgroup holding processes, like ours, cannot).
+            let own = (ProcessProbe.text("/proc/self/cgroup") ?? "").split(separator: "\n")
+                .first { $0.hasPrefix("0::") }.map { String($0.dropFirst(3)) } ?? "/"
+            var ancestors: [String] = []
+            var current = own
+            while current != "/" && !current.isEmpty {
+                current = (current as NSString).deletingLastPathComponent
+                ancestors.append(current)
+            }
+            if ancestors.last != "/" { ancestors.append("/") }
             _ = write("+memory", root + "/cgroup.subtree_control")
-            let path = root + "/" + name
-            if (try? manager.createDirectory(atPath: path, withIntermediateDirectories: false)) != nil {
+            for ancestor in ancestors {
+                let base = ancestor == "/" ? "" : ancestor
+                guard (ProcessProbe.text(root + base + "/cgroup.subtree_control") ?? "").contains("memory") else { continue }
+                let path = root + base + "/" + name
+                guard (try? manager.createDirectory(atPath: path, withIntermediateDirectories: false)) != nil else { continue }
                 if write(String(limitBytes), path + "/memory.max") {
                     _ = write("0", path + "/memory.swap.max")
                     self.path = path
-                    relativePath = "/" + name
+                    relativePath = base + "/" + name
                     isV2 = true
                     return
                 }
