@@ -100,7 +100,10 @@ void flowrun_note_signal_dispositions(void) {
 
 static volatile int signal_wake_fd = -1;
 
-static void write_signal_number(int signal) {
+static void write_signal_number(int signal, siginfo_t *info, void *context) {
+    (void)context;
+    // One kill that reached both flowrun processes counts once.
+    if (flowrun_signal_is_echo(signal, info)) return;
     int saved = errno;
     unsigned char byte = (unsigned char)signal;
     ssize_t ignored = write(signal_wake_fd, &byte, 1);
@@ -121,8 +124,8 @@ int flowrun_forward_signal(int signal, int fd) {
     note_signal_to_reset(signal);
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = write_signal_number;
-    action.sa_flags = SA_RESTART | (signal == SIGCHLD ? SA_NOCLDSTOP : 0);
+    action.sa_sigaction = write_signal_number;
+    action.sa_flags = SA_SIGINFO | SA_RESTART | (signal == SIGCHLD ? SA_NOCLDSTOP : 0);
     sigemptyset(&action.sa_mask);
     return sigaction(signal, &action, NULL);
 }

@@ -37,6 +37,9 @@ struct Flowrun: ParsableCommand {
     /// Parses and runs, mapping usage errors to exit 2 (SPEC §7) instead of
     /// ArgumentParser's 64.
     static func main() {
+        // First, while single-threaded: the pid the shell knows becomes a
+        // supervisor, and everything below runs in its child, the engine.
+        Supervisor.split()
         do {
             var command = try parseAsRoot()
             try command.run()

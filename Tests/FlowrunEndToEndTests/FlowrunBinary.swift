@@ -214,6 +214,13 @@ final class PseudoTerminal {
 
     deinit { close(controller) }
 
+    /// Types `bytes` at the terminal (0x03 is Ctrl-C: the line discipline
+    /// sends SIGINT to the foreground process group of the session whose
+    /// controlling terminal this is).
+    func type(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { write(controller, $0.baseAddress, $0.count) } == bytes.count
+    }
+
     /// Everything written so far (the terminal buffers about 4 KiB).
     func drain() -> String {
         var bytes: [UInt8] = []

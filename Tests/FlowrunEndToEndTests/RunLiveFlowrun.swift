@@ -41,9 +41,10 @@ final class LiveFlowrun {
     private var ended: Ended?
 
     /// `inheritedDescriptor`: also give flowrun an open descriptor (on /dev/null) at this number,
-    /// the way a careless parent leaks one.
+    /// the way a careless parent leaks one. `launchedThrough`: a command that
+    /// `exec`s its arguments (flowrun and its own), e.g. to enter a cgroup first.
     init(_ arguments: [String], environment overrides: [String: String], directory: String, hardTimeout: Duration,
-         inheritedDescriptor: Int32? = nil) throws {
+         inheritedDescriptor: Int32? = nil, launchedThrough prefix: [String] = []) throws {
         scratch = try TemporaryDirectory(prefix: "flowrun-live")
         stdoutPath = scratch.path + "/stdout"
         stderrPath = scratch.path + "/stderr"
@@ -54,7 +55,7 @@ final class LiveFlowrun {
 
         let binary = try FlowrunBinary.path()
         let pid = try ChildProcess.spawn(
-            argv: [binary] + arguments, environment: environment.map { "\($0.key)=\($0.value)" }, directory: directory,
+            argv: prefix + [binary] + arguments, environment: environment.map { "\($0.key)=\($0.value)" }, directory: directory,
             stdoutPath: stdoutPath, stderrPath: stderrPath, inheritedDescriptor: inheritedDescriptor)
         self.pid = pid
     }
@@ -68,6 +69,18 @@ final class LiveFlowrun {
     }
 
     var elapsed: Double { (ContinuousClock.now - started).seconds }
+
+    /// The engine: the supervisor's (`pid`'s) only child, which does
+    /// everything flowrun does (SPEC §11). Waits for it up to `timeout`.
+    func engine(timeout: Duration = .seconds(10)) -> pid_t? {
+        var found: pid_t?
+        _ = poll(until: timeout, every: .milliseconds(2)) {
+            let children = ProcessProbe.children(of: pid)
+            found = children.count == 1 ? children[0] : nil
+            return found != nil
+        }
+        return found
+    }
 
     /// `kill(-pgid, signal)`: the whole foreground job, as a terminal does it.
     func signalGroup(_ signal: Int32) {

@@ -264,12 +264,14 @@ extension RunEndToEnd {
                   ranged: {sleep: 300ms..600ms}
                 """)
             try #require(sandbox.waitForEvent("task_started"), "nothing started")
+            // The pid the shell knows is the supervisor; its one child, the engine, starts tasks.
+            let engine = try #require(flowrun.engine(), "no engine under the supervisor \(flowrun.pid)")
             var samples = 0
             var children: [Int32] = []
-            // Look at flowrun's children repeatedly while the naps run.
+            // Look at the engine's children repeatedly while the naps run.
             _ = poll(until: .milliseconds(600), every: .milliseconds(20)) {
                 samples += 1
-                children += ProcessProbe.children(of: flowrun.pid)
+                children += ProcessProbe.children(of: engine)
                 return false
             }
             let ended = flowrun.finish()

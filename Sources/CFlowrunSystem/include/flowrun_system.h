@@ -97,6 +97,34 @@ int flowrun_sigio_signalfd(void);
 /// Whether SIGIO arrived since the last call: reads `signalfd` empty.
 int flowrun_sigio_arrived(int signalfd);
 
+// MARK: - The supervisor (flowrun_supervisor.c)
+
+/// Splits flowrun in two; call first thing in main, while the process has
+/// one thread. Returns 0 in the child, the engine, which goes on to do
+/// everything flowrun does; -1 (errno set) when it cannot split, and flowrun
+/// runs unsupervised. The parent, the pid the shell knows, never returns: it
+/// is a child subreaper that passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
+/// by a process (not the terminal's, which reach the engine too) on to the
+/// engine, waits for it, kills every descendant left (by /proc parent
+/// chains, whatever their user) and exits with the engine's status, or
+/// 128+N if the engine died of signal N (SIGKILL, the OOM killer).
+int flowrun_supervise(void);
+
+/// Called once, on a thread of its own, when the supervisor is gone.
+typedef void (*flowrun_supervisor_gone_fn)(void *context);
+
+/// In the engine: starts a thread (every signal blocked) that calls `gone`
+/// when the supervisor has died (the end of a pipe only the supervisor
+/// holds: no race with a death before this call). -1 when unsupervised.
+int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context);
+
+/// In the engine's signal handler: whether this delivery is the second half
+/// of one kill that reached both processes (`pkill flowrun`, a kill to the
+/// process group): the same sender's signal, once directly and once passed
+/// on by the supervisor, within a second. Such an echo must be ignored, or
+/// one signal would count as two ("kill everything at once").
+int flowrun_signal_is_echo(int signal, const siginfo_t *info);
+
 /// An `http:` task's response body, chunk by chunk, with the response's
 /// status; on the HTTP thread.
 typedef void (*flowrun_http_data_fn)(void *context, long status, const char *bytes, size_t count);

@@ -142,9 +142,13 @@ public final class RunEngine: @unchecked Sendable {
     public func run() -> RunOutcome {
         installSignalHandlers()
         queue.async { self.begin() }
+        // After `begin` is queued: a supervisor found dead kills what began.
+        watchSupervisor()
         done.wait()
-        // Nothing of the run may outlive flowrun, not even a daemon that left its group.
-        ProcessTreeKiller.killAll(runID: record.runID, includingChildren: true)
+        // Nothing of the run may outlive flowrun, not even a daemon that left
+        // its group, cleared its environment or changed its user: every
+        // descendant goes (orphans re-parent to flowrun, a child subreaper).
+        ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true)
         return RunOutcome(exitCode: queue.sync { finalExitCode ?? exitCode() }, recordDirectory: record.directory)
     }
 

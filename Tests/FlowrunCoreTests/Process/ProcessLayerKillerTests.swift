@@ -118,10 +118,13 @@ import Testing
         let first = try launch(Self.escapingScript, marker: ProcessTreeMarker(runID: run, serial: 1))
         let second = try launch(Self.escapingScript, marker: ProcessTreeMarker(runID: run, serial: 2))
         let bystander = try launch("echo ready; exec sleep 1000", marker: ProcessTreeMarker(runID: run + "0", serial: 1))
-        defer { cleanUp(first); cleanUp(second); cleanUp(bystander) }
+        // A run whose id starts with this run's id and a dot: its "RUN.x.1" is not "RUN.N".
+        let dotted = try launch("echo ready; exec sleep 1000", marker: ProcessTreeMarker(runID: run + ".x", serial: 1))
+        defer { cleanUp(first); cleanUp(second); cleanUp(bystander); cleanUp(dotted) }
         let pids = Array(await Self.escapees(of: first).values) + Array(await Self.escapees(of: second).values)
         #expect(pids.count == 8)
         #expect(await bystander.output.lines { $0.contains("ready") } == ["ready"])
+        #expect(await dotted.output.lines { $0.contains("ready") } == ["ready"])
 
         let left = ProcessTreeKiller.killAll(runID: run, processGroups: [first.pid, second.pid])
         #expect(left == [])
@@ -131,6 +134,7 @@ import Testing
         #expect(await first.exit.value() == .signalled(SIGKILL))
         #expect(await second.exit.value() == .signalled(SIGKILL))
         #expect(!hasExited(bystander.pid), "another run's task was killed")
+        #expect(!hasExited(dotted.pid), "a run whose id extends this one's was killed")
     }
 
     @Test func aGroupOutlivingItsLeaderStillHasLiveMembers() async throws {

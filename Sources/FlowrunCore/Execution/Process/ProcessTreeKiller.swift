@@ -7,10 +7,11 @@ import Synchronization
 /// marker. A process counts as gone once it has exited: zombies are gone.
 ///
 /// Limits: a descendant that both leaves the group and drops the marker
-/// (`setsid env -i …`) is not found by `terminate`; once its parent dies it
-/// re-parents to flowrun (a subreaper), where `killAll(…, includingChildren:)`
-/// finds it. Processes of another uid are never touched. Keep the killer for
-/// the life of the run: terminations in progress end with it.
+/// (`setsid env -i …`) is not found by `terminate`; flowrun is a child
+/// subreaper, so it stays a descendant of flowrun, where
+/// `killAll(…, includingEveryDescendant:)` finds it. Descendants are killed
+/// whatever their user (see `TreeMembership`). Keep the killer for the life
+/// of the run: terminations in progress end with it.
 final class ProcessTreeKiller: Sendable {
     /// Serial; owns every `TreeTermination` and its sources and timers.
     private let queue = DispatchQueue(label: "flowrun.tree-killer")
@@ -76,42 +77,58 @@ final class ProcessTreeKiller: Sendable {
 
     /// flowrun's last resort (a second signal, or the final clean-up before
     /// exit): SIGKILL, at once, every process that carries a marker of run
-    /// `runID`, is in one of `processGroups`, or (if `includingChildren`) is a
-    /// child of flowrun; repeats until a look finds nothing new, then waits up
-    /// to `timeout` for them to exit. Blocks the calling thread. Returns the
-    /// pids still alive at the end (normally none).
+    /// `runID`, is in one of `processGroups`, or (if `includingEveryDescendant`)
+    /// descends from flowrun, whatever its user, session, environment or
+    /// name; waits for them to exit, then looks again, until a look finds
+    /// nothing alive or `timeout` has passed. Blocks the calling thread.
+    /// Returns the pids still alive at the end (normally none).
     @discardableResult
     static func killAll(
-        runID: String, processGroups: Set<Int32> = [], includingChildren: Bool = false,
+        runID: String, processGroups: Set<Int32> = [], includingEveryDescendant: Bool = false,
         timeout: Duration = .seconds(2)
     ) -> [Int32] {
-        let membership = TreeMembership(processGroups: processGroups, marker: .run(runID), includesChildren: includingChildren)
-        var handles: [ProcessHandle] = []
-        var seen: Set<ProcessIdentity> = []
-        for _ in 0..<100 {
-            let fresh = membership.liveMembers().filter { !seen.contains($0.identity) }
-            if fresh.isEmpty { break }
-            seen.formUnion(fresh.map(\.identity))
-            for group in Set(fresh.map(\.processGroup)) where processGroups.contains(group) {
+        let membership = TreeMembership(
+            processGroups: processGroups, marker: .run(runID), includesEveryDescendant: includingEveryDescendant)
+        let deadline = ContinuousClock.now + timeout
+        var handles: [ProcessIdentity: ProcessHandle] = [:]
+        while true {
+            let live = membership.liveMembers()
+            if live.isEmpty { return [] }
+            for group in Set(live.map(\.processGroup)) where processGroups.contains(group) {
                 Glibc.kill(-group, SIGKILL)
             }
-            for entry in fresh {
-                guard let handle = ProcessHandle(entry) else { continue }
+            var waiting: [ProcessHandle] = []
+            for entry in live {
+                guard let handle = handles[entry.identity] ?? ProcessHandle(entry) else { continue }
+                handles[entry.identity] = handle
                 handle.send(SIGKILL)
-                handles.append(handle)
+                waiting.append(handle)
+            }
+            if waiting.isEmpty {
+                // No pidfd could be opened: each just exited, or no descriptor
+                // is left. The pid was read a moment ago; kill by it, look again soon.
+                for entry in live { Glibc.kill(entry.pid, SIGKILL) }
+                usleep(1000)
+            }
+            // Wait for the pidfds to poll readable (exited), not for a sleep;
+            // then look again: something may have forked or re-parented meanwhile.
+            waitForExit(of: waiting, until: deadline)
+            if ContinuousClock.now >= deadline {
+                return membership.liveMembers().map(\.pid)
             }
         }
-        // Wait for the pidfds to poll readable (exited), not for a sleep.
-        let deadline = ContinuousClock.now + timeout
+    }
+
+    /// Polls the handles' pidfds until each has exited or `deadline` passed.
+    private static func waitForExit(of handles: [ProcessHandle], until deadline: ContinuousClock.Instant) {
         var waiting = handles
         while !waiting.isEmpty {
             let left = deadline - ContinuousClock.now
-            guard left > .zero else { break }
+            guard left > .zero else { return }
             var items = waiting.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
             let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-            if poll(&items, nfds_t(items.count), milliseconds) < 0 && errno != EINTR { break }
+            if poll(&items, nfds_t(items.count), milliseconds) < 0 && errno != EINTR { return }
             waiting = zip(waiting, items).filter { $1.revents == 0 }.map(\.0)
         }
-        return waiting.map(\.entry.pid)
     }
 }
