@@ -47,6 +47,7 @@ final class RunFolder: Sendable {
         let baseDescriptor = try Self.openBase(base)
         defer { close(baseDescriptor) }
         var made: (id: String, descriptor: Int32)?
+        var umaskNarrowsModes = false
         var lastError: Int32 = 0
         for _ in 0..<8 {
             let id = makeRunID()
@@ -55,13 +56,16 @@ final class RunFolder: Sendable {
                 if lastError == EEXIST { continue }  // taken (or planted): another id
                 break
             }
-            made = (id, try Self.openMade(id, in: baseDescriptor, shownAs: base + "/" + id))
+            let opened = try Self.openMade(id, in: baseDescriptor, shownAs: base + "/" + id)
+            made = (id, opened.descriptor)
+            umaskNarrowsModes = opened.narrowed
             break
         }
         guard let made else {
             throw Refusal(description: "cannot create a run folder in \(base): \(String(cString: strerror(lastError)))")
         }
         runID = made.id
+        self.umaskNarrowsModes = umaskNarrowsModes
         path = base + "/" + made.id
         descriptor = made.descriptor
         var logs: Int32 = -1
@@ -74,9 +78,6 @@ final class RunFolder: Sendable {
             throw error
         }
         self.logs = logs
-        var info = stat()
-        fstat(logs, &info)
-        umaskNarrowsModes = info.st_mode & 0o777 != 0o700
         (pathForFlowrun, pathForTasks) = Self.handlePaths(descriptor: descriptor, path: path)
     }
 
@@ -125,7 +126,7 @@ final class RunFolder: Sendable {
             return -1
         }
         // The task made it with its umask: private like every other record file.
-        if info.st_mode & 0o077 != 0, info.st_uid == geteuid() { fchmod(file, 0o600) }
+        if info.st_mode & 0o7777 != 0o600, info.st_uid == geteuid() { fchmod(file, 0o600) }
         return file
     }
 
@@ -213,8 +214,9 @@ final class RunFolder: Sendable {
     }
 
     /// Opens the run folder just made in `base` and checks it is the one
-    /// flowrun made (its own, private, not a link swapped in), then forces `0700`.
-    private static func openMade(_ name: String, in base: Int32, shownAs path: String) throws(Refusal) -> Int32 {
+    /// flowrun made (its own, private, not a link swapped in), then forces
+    /// `0700`; `narrowed` tells whether the umask had taken bits from it.
+    private static func openMade(_ name: String, in base: Int32, shownAs path: String) throws(Refusal) -> (descriptor: Int32, narrowed: Bool) {
         let folder = openat(base, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard folder >= 0 else {
             throw Refusal(description: "cannot open \(path) right after making it: \(String(cString: strerror(errno)))")
@@ -224,8 +226,9 @@ final class RunFolder: Sendable {
             close(folder)
             throw Refusal(description: "\(path) was replaced right after flowrun made it; nothing written")
         }
-        if info.st_mode & 0o7777 != 0o700 { fchmod(folder, 0o700) }
-        return folder
+        let narrowed = info.st_mode & 0o7777 != 0o700
+        if narrowed { fchmod(folder, 0o700) }
+        return (folder, narrowed)
     }
 
     /// Makes a fresh folder `name` in `parent`, `0700`, and opens it.
@@ -233,7 +236,7 @@ final class RunFolder: Sendable {
         guard mkdirat(parent, name, 0o700) == 0 else {
             throw Refusal(description: "cannot create \(path): \(String(cString: strerror(errno)))")
         }
-        return try openMade(name, in: parent, shownAs: path)
+        return try openMade(name, in: parent, shownAs: path).descriptor
     }
 
     /// How flowrun itself (`/proc/self/fd/N`) and its tasks (`/proc/PID/fd/N`)
