@@ -22,13 +22,11 @@ final class RunFolder: Sendable {
     let descriptor: Int32
     /// `logs/`, opened once: a task that replaces it cannot redirect a log.
     let logs: Int32
-    /// How a task names the run folder: through flowrun's own handle on it
-    /// (`/proc/PID/fd/N`), so a task writes its `$FLOWRUN_OUTPUT` file into
-    /// this run's folder even if the path were swapped; the absolute path
-    /// where /proc cannot say so.
-    let pathForTasks: String
-    /// The same for flowrun itself (`/proc/self/fd/N`).
+    /// How flowrun names the folder it holds: `/proc/self/fd/N` where /proc
+    /// says so, else the folder's absolute path.
     let pathForFlowrun: String
+    /// Whether `pathForFlowrun` is the /proc handle.
+    private let procNamesHandle: Bool
     /// Whether the umask takes bits from `0600`/`0700`, so that every file
     /// made needs an `fchmod`.
     let umaskNarrowsModes: Bool
@@ -78,7 +76,7 @@ final class RunFolder: Sendable {
             throw error
         }
         self.logs = logs
-        (pathForFlowrun, pathForTasks) = Self.handlePaths(descriptor: descriptor, path: path)
+        (pathForFlowrun, procNamesHandle) = Self.handlePath(descriptor: descriptor, path: path)
     }
 
     deinit {
@@ -239,20 +237,27 @@ final class RunFolder: Sendable {
         return try openMade(name, in: parent, shownAs: path).descriptor
     }
 
-    /// How flowrun itself (`/proc/self/fd/N`) and its tasks (`/proc/PID/fd/N`)
-    /// name the folder it holds, when /proc says so; else its absolute path
-    /// for both (what a task with its own `cwd:` can use too).
-    private static func handlePaths(descriptor: Int32, path: String) -> (own: String, tasks: String) {
+    /// How a task names the run folder: through flowrun's own handle on it
+    /// (`/proc/PID/fd/N`, PID being the process that holds it and starts the
+    /// tasks), so a task writes its `$FLOWRUN_OUTPUT` file into this run's
+    /// folder even if the path were swapped; the absolute path where /proc
+    /// cannot say so.
+    func pathForTasks() -> String {
+        procNamesHandle ? "/proc/\(getpid())/fd/\(descriptor)" : pathForFlowrun
+    }
+
+    /// `/proc/self/fd/N` when that names the folder held, else its absolute
+    /// path (what a task with its own `cwd:` can use too).
+    private static func handlePath(descriptor: Int32, path: String) -> (String, isHandle: Bool) {
         let own = "/proc/self/fd/\(descriptor)"
         var viaProc = stat()
         var held = stat()
         if stat(own, &viaProc) == 0, fstat(descriptor, &held) == 0, viaProc.st_dev == held.st_dev, viaProc.st_ino == held.st_ino {
-            return (own, "/proc/\(getpid())/fd/\(descriptor)")
+            return (own, true)
         }
-        if path.hasPrefix("/") { return (path, path) }
+        if path.hasPrefix("/") { return (path, false) }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard getcwd(&buffer, buffer.count) != nil else { return (path, path) }
-        let absolute = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
-        return (absolute, absolute)
+        guard getcwd(&buffer, buffer.count) != nil else { return (path, false) }
+        return (String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path, false)
     }
 }

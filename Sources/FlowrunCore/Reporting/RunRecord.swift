@@ -95,12 +95,15 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     /// `$FLOWRUN_OUTPUT` as the task gets it: through flowrun's handle on the run folder.
     func outputPathForTask(_ fileName: String) -> String {
         var path = ""
-        path.reserveCapacity(folder.pathForTasks.utf8.count + 9 + fileName.utf8.count)
-        path += folder.pathForTasks
-        path += "/outputs/"
+        path.reserveCapacity(outputsForTasks.utf8.count + fileName.utf8.count)
+        path += outputsForTasks
         path += fileName
         return path
     }
+
+    /// `…/outputs/`, made when the first task starts: in the process that
+    /// holds the folder and starts tasks, whatever forked before.
+    private lazy var outputsForTasks: String = folder.pathForTasks() + "/outputs/"
 
     /// Tells which attempts may have written their `$FLOWRUN_OUTPUT` file (nil: look for every one).
     func watchOutputFiles() -> OutputFilesWatch? {
