@@ -221,6 +221,23 @@ extension RunEndToEnd {
             }
         }
 
+        /// `$FLOWRUN_OUTPUT` is an absolute path (flowrun's handle on the run
+        /// folder), so a task with its own `cwd:` writes its outputs too,
+        /// with the record in the default, relative `.flowrun/runs`.
+        @Test func outputsAreWrittenFromATasksOwnWorkingDirectory() throws {
+            let sandbox = try RunSandbox()
+            #expect(mkdir(sandbox.file("sub"), 0o700) == 0)
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  writer: {cwd: sub, run: 'echo "k=from-sub" >> "$FLOWRUN_OUTPUT"'}
+                  reader: {needs: writer, run: 'printf "%s" ${{ tasks.writer.outputs.k }} > "$SANDBOX/read"'}
+                """)
+            let run = try FlowrunBinary.run([workflow, "--output", "plain"], in: sandbox.path, environment: sandbox.environment)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(sandbox.read("read") == "from-sub")
+        }
+
         /// Runs started together in one folder (most in the same second) each
         /// get their own folder, named by a 64-bit random id.
         @Test func runsStartedTogetherGetTheirOwnFolders() throws {
