@@ -114,9 +114,11 @@ extension RunEndToEnd {
             #expect(!sandbox.exists("task-ran"), "a task ran")
         }
 
-        /// The same shared folder with the sticky bit (like /tmp), or a
-        /// `.flowrun/` that is root's and sticky: accepted.
-        @Test func aStickySharedFolderIsAccepted() throws {
+        /// The same shared folder with the sticky bit (like /tmp), a
+        /// `.flowrun/` that is root's and sticky, or a current directory of
+        /// another user's (a checkout mounted into a container, run as root)
+        /// where flowrun makes its own `.flowrun/`: accepted.
+        @Test func foldersNoOtherUserControlsAreAccepted() throws {
             let sandbox = try RunSandbox()
             try Self.shareWithOtherUser(sandbox)
             let shared = sandbox.file("shared")
@@ -127,6 +129,11 @@ extension RunEndToEnd {
             let underSticky = try FlowrunBinary.run([workflow, "--output", "plain"], in: shared, environment: sandbox.environment)
             #expect(underSticky.exitStatus == 0, "\(underSticky)")
             #expect(Self.walk(shared + "/.flowrun/runs").filter { $0.kind == S_IFDIR }.count == 4, "runs, RUN_ID, logs, outputs")
+            try Self.asOtherUser("mkdir", "-m", "755", shared + "/checkout")
+            let inTheirs = try FlowrunBinary.run([workflow, "--output", "plain"], in: shared + "/checkout", environment: sandbox.environment)
+            #expect(inTheirs.exitStatus == 0, "\(inTheirs)")
+            var info = stat()
+            #expect(stat(shared + "/checkout/.flowrun", &info) == 0 && info.st_uid == geteuid() && info.st_mode & 0o7777 == 0o700)
         }
 
         /// `--log-dir ''` would put the record under `/`: a command-line error.

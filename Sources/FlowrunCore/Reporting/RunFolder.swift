@@ -141,31 +141,25 @@ final class RunFolder: Sendable {
     // MARK: Making the folders
 
     /// Opens the base folder, making it (and missing parents) `0700`, after
-    /// checking each folder flowrun writes in: one another user could
-    /// redirect is refused, the way ssh refuses a key in a loose folder.
-    /// Checked: the base and, for the default, `.flowrun` too; and any
-    /// existing folder flowrun makes a missing one in.
+    /// checking every folder of its path (`.flowrun` and `runs` for the
+    /// default; each part of `--log-dir`, below the current directory when
+    /// relative): one another user could redirect is refused, the way ssh
+    /// refuses a key in a loose folder.
     private static func openBase(_ base: String) throws(Refusal) -> Int32 {
         guard !base.isEmpty else { throw Refusal(description: "the run record needs a folder; --log-dir is empty") }
         let root = base.hasPrefix("/") ? "/" : "."
         var current = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard current >= 0 else { throw Refusal(description: "cannot open \(root): \(String(cString: strerror(errno)))") }
-        var shown = root
         let components = base.split(separator: "/").filter { $0 != "." }.map(String.init)
-        let firstChecked = base == ".flowrun/runs" ? 0 : max(0, components.count - 1)
-        if components.isEmpty, let problem = trustProblem(of: current) {
+        if root == "/" || components.isEmpty, let problem = trustProblem(of: current) {
             close(current)
-            throw Refusal(description: "refusing to write the run record in \(base): it \(problem)")
+            throw Refusal(description: "refusing to write the run record under \(root == "/" ? "/" : base): it \(problem)")
         }
-        for (position, component) in components.enumerated() {
+        var shown = root
+        for component in components {
             let child = shown == "." ? component : shown == "/" ? "/" + component : shown + "/" + component
             var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if next < 0 && errno == ENOENT {
-                // flowrun writes in `shown` now: it must be a folder no one else controls.
-                if let problem = trustProblem(of: current) {
-                    close(current)
-                    throw Refusal(description: "refusing to create \(child): \(shown) \(problem)")
-                }
                 if mkdirat(current, component, 0o700) != 0 && errno != EEXIST {
                     let reason = String(cString: strerror(errno))
                     close(current)
@@ -179,7 +173,7 @@ final class RunFolder: Sendable {
             guard next >= 0 else { throw Refusal(description: "cannot open \(child): \(reason)") }
             current = next
             shown = child
-            if position >= firstChecked, let problem = trustProblem(of: current) {
+            if let problem = trustProblem(of: current) {
                 close(current)
                 throw Refusal(description: "refusing to write the run record under \(child): it \(problem)")
             }
