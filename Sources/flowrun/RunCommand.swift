@@ -36,13 +36,15 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "Show what tasks print as they print it, each line prefixed with the task's name (plain and tty output).")
     var stream = false
 
-    @Option(help: ArgumentHelp("Where to write the run record (default: .flowrun/runs/RUN_ID under the current directory).", valueName: "dir"))
+    @Option(help: ArgumentHelp("The folder to make run folders in: DIR/RUN_ID (default: .flowrun/runs under the current directory). It must be yours (or root's) and not writable by others without the sticky bit.", valueName: "dir"))
     var logDir: String?
 
     func validate() throws {
         for variable in variables where !variable.contains("=") || variable.hasPrefix("=") {
             throw ValidationError("--var takes name=value, found '\(variable)'")
         }
+        // An empty path would put the record under `/`.
+        if logDir?.isEmpty == true { throw ValidationError("--log-dir needs a folder, found an empty value") }
         if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1, found \(maxParallel)") }
     }
 
@@ -64,7 +66,7 @@ struct RunCommand: ParsableCommand {
         let runOptions = RunOptions(logDirectory: logDir)
         let record: RunRecord
         do {
-            record = try RunRecord(runID: runOptions.runID, baseDirectory: runOptions.logDirectory)
+            record = try RunRecord(baseDirectory: runOptions.logDirectory)
         } catch {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)

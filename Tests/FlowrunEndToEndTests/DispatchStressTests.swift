@@ -195,8 +195,8 @@ extension DispatchEndToEnd {
             // A line without its time means the task's `date` did not run: its log says why.
             let unparsedLogs = unparsed.prefix(3).map { line -> String in
                 let name = line.split(separator: " ").dropFirst().first.map(String.init) ?? ""
-                let record = (try? sandbox.record())?.directory ?? sandbox.logDirectory
-                return "\(name).log: " + (ProcessProbe.text(record + "/logs/" + name + ".log") ?? "none")
+                let path = (try? sandbox.record())?.logPath(name) ?? "none"
+                return "\(name).log: " + (ProcessProbe.text(path) ?? "none")
             }
             #expect(unparsed.isEmpty, "trace lines that do not parse: \(unparsed.prefix(5)); \(unparsedLogs)")
             var balance: [String: Int] = [:]

@@ -91,7 +91,7 @@ extension RunEndToEnd {
             let problems = try Self.validate([
                 #"{"event":"task_started","time":"2026-11-22T14:03:07.250Z","elapsed":0.1,"task":"a","attempt":1,"colour":"red"}"#,
                 #"{"event":"task_progress","time":"2026-11-22T14:03:07.250Z","elapsed":0.1,"task":"a","progress":"50"}"#,
-                #"{"event":"run_finished","time":"2026-11-22T14:03:07.250Z","elapsed":0.1,"run_id":"20261122-140307-4f1c","duration":1}"#,
+                #"{"event":"run_finished","time":"2026-11-22T14:03:07.250Z","elapsed":0.1,"run_id":"20261122-140307-4f1c09a2b7d3e865","duration":1}"#,
                 #"{"event":"task_started","time":"2026-11-22T14:03:07.250Z","elapsed":0.1,"task":"a","attempt":1}"#,
             ])
             #expect(problems.map(\.line) == [1, 2, 3], "\(problems)")

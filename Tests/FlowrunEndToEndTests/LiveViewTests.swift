@@ -170,7 +170,7 @@ extension RunEndToEnd {
             #expect(lines.contains { $0.wholeMatch(of: #/✓ fetch  \d+\.\d+s/#) != nil }, "\(run)")
             #expect(lines.contains { $0.wholeMatch(of: #/✗ check  failed \(exit 3, \d+\.\d+s\)/#) != nil }, "\(run)")
             #expect(lines.contains("    │ FAIL: red"), "the log tail, its colours taken out\n\(run)")
-            #expect(lines.contains { $0.hasPrefix("    log: ") && $0.hasSuffix("/logs/check.log") }, "\(run)")
+            #expect(lines.contains { $0.hasPrefix("    log: ") && $0.hasSuffix("-check.log") && $0.contains("/logs/") }, "\(run)")
             #expect(lines.contains { $0.hasPrefix("✗ to-a-file failed in ") && $0.hasSuffix("(exit 1)") }, "\(run)")
             #expect(lines.contains("  1 succeeded · 1 failed"), "\(run)")
         }

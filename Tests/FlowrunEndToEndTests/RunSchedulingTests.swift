@@ -159,7 +159,7 @@ extension RunEndToEnd {
             #expect(retrying.compactMap { integer($0["attempt"]) } == [2, 3], "\(retrying)")
             #expect(retrying.compactMap { double($0["delay"]) } == [0.3, 0.6], "\(retrying)")
             for attempt in 1...3 {
-                #expect(FileManager.default.fileExists(atPath: record.directory + "/outputs/flaky.\(attempt)"), "no outputs/flaky.\(attempt)")
+                #expect(FileManager.default.fileExists(atPath: record.outputsPath("flaky", attempt: attempt)), "no outputs/NNNNNN-flaky.\(attempt)")
             }
             // Every attempt's output is in the one log.
             let log = ProcessProbe.text(record.logPath("flaky")) ?? ""

@@ -20,18 +20,16 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     private let headers: [(String, String)]
     private let body: String?
     private let expect: Int
-    private let logPath: String
+    private let log: TaskLog
     private let completion: (AttemptResult) -> Void
     private var requestID: UInt64 = 0
     private var done = false
-    private var logDescriptor: Int32 = -1
-    private var logWasCreated = false
     private var tail: [UInt8] = []
     private var statusWritten = false
 
     private static let stashLimit = 1 << 20
 
-    init?(method: String, url: String, headers: [(String, String)], body: String?, expect: Int, logPath: String,
+    init?(method: String, url: String, headers: [(String, String)], body: String?, expect: Int, log: TaskLog,
           queue: DispatchQueue, completion: @escaping (AttemptResult) -> Void) {
         let scheme = url.prefix(while: { $0 != ":" }).lowercased()
         guard (scheme == "http" || scheme == "https") && url.dropFirst(scheme.count).hasPrefix("://") else { return nil }
@@ -40,14 +38,12 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         self.headers = headers
         self.body = body
         self.expect = expect
-        self.logPath = logPath
+        self.log = log
         self.queue = queue
         self.completion = completion
     }
 
     func start() {
-        logDescriptor = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        logWasCreated = logDescriptor >= 0
         writeLog("\(method) \(url)\n")
         // A line break in a header would start another header (or the body),
         // and a NUL would cut the URL or method short: values from upstream
@@ -113,7 +109,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     /// On the HTTP thread: a chunk of the body.
     private func received(status: Int, _ chunk: UnsafeRawBufferPointer) {
         writeStatus(status)
-        if logDescriptor >= 0 { writeAll(logDescriptor, chunk) }
+        log.write(chunk)
         tail.append(contentsOf: chunk)
         if tail.count > 2 * Self.stashLimit { tail.removeFirst(tail.count - Self.stashLimit) }
     }
@@ -122,7 +118,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     private func ended(status: Int, error: String?) {
         writeStatus(status)
         if let error { writeLog("error: \(error)\n") }
-        if logDescriptor >= 0 { close(logDescriptor) }
+        log.close()
         let body = tail.suffix(Self.stashLimit)
         queue.async { self.finished(status: status == 0 ? nil : status, body: body, error: error) }
     }
@@ -134,7 +130,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func writeLog(_ text: String) {
-        if logDescriptor >= 0 { writeAll(logDescriptor, text) }
+        log.write(text)
     }
 
     private func finished(status: Int?, body: ArraySlice<UInt8>, error: String?) {
@@ -148,12 +144,17 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         var stdout = String(decoding: body, as: UTF8.self)
         if stdout.hasSuffix("\n") { stdout.removeLast() }
         result.stdout = stdout
+        if let problem = log.problem {
+            // A response that could not be kept is output lost: say so, and fail.
+            result.status = .failed
+            result.reason = problem
+        }
         complete(result)
     }
 
     private func fail(_ reason: String) {
         writeLog("flowrun: \(reason)\n")
-        if logDescriptor >= 0 { close(logDescriptor) }
+        log.close()
         let result = AttemptResult(status: .failed, reason: reason)
         queue.async { self.complete(result) }
     }
@@ -172,7 +173,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         done = true
         var result = result
         // The log is created when the request starts (it names the request).
-        result.wroteLog = logWasCreated
+        result.wroteLog = log.exists
         completion(result)
     }
 }

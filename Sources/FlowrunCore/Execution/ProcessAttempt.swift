@@ -25,15 +25,19 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var environment: [String]
         var inherited: InheritedEnvironment?
         var workingDirectory: String?
-        var logPath: String
-        var outputPath: String
+        /// The task's log in the run record.
+        var log: TaskLog
+        /// The run record's folder, and the name of this attempt's
+        /// `$FLOWRUN_OUTPUT` file in its `outputs/`.
+        var record: RunFolder
+        var outputFileName: String
         var tree: ProcessTreeMarker
         var grace: Duration
         /// Keep flowrun's copies of the pipes' write ends until the shell has
         /// exited (see `OutputPump.endWithoutWriters`): two more descriptors
         /// while the task runs.
         var holdsWriteEnds = false
-        /// Tells whether the attempt may have written `outputPath` (nil: look).
+        /// Tells whether the attempt may have written its outputs file (nil: look).
         var outputFiles: OutputFilesWatch?
     }
 
@@ -81,7 +85,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         self.killer = killer
         self.onProgress = onProgress
         self.completion = completion
-        log = TaskLog(path: setup.logPath)
+        log = setup.log
     }
 
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
@@ -308,12 +312,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
     private func readOutputs() -> [(key: String, value: String)] {
         // Most attempts write none: no lookup at all when nothing was written
-        // in `outputs/` meanwhile, else a `stat` (a failed one costs less than
-        // a failed `open`: no file to allocate and free).
+        // in `outputs/` meanwhile.
         if let outputFiles = setup.outputFiles, !outputFiles.mayHaveWritten(since: outputFilesStamp) { return [] }
-        var probe = stat()
-        guard stat(setup.outputPath, &probe) == 0 else { return [] }
-        let descriptor = open(setup.outputPath, O_RDONLY | O_CLOEXEC)
+        // Relative to the run folder flowrun holds, never through a link.
+        let descriptor = setup.record.openOutputsFile(setup.outputFileName)
         guard descriptor >= 0 else { return [] }
         defer { close(descriptor) }
         var info = stat()

@@ -14,7 +14,8 @@ extension RunEngine {
                 let body = try request.body.map { (body: Template) throws(TemplateRenderError) -> String in try renderText(body, for: index) }
                 if let attempt = HTTPAttempt(
                     method: request.method, url: url, headers: headers, body: body,
-                    expect: request.expect, logPath: record.logPath(for: nodes[index].name), queue: queue, completion: completion) {
+                    expect: request.expect, log: record.log(index: index, name: nodes[index].name, exists: nodes[index].hasLog),
+                    queue: queue, completion: completion) {
                     return attempt
                 }
                 return FailedAttempt(reason: "not an http(s) URL: '\(url)'", queue: queue, completion: completion)

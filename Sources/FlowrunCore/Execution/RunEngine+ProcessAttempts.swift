@@ -17,10 +17,10 @@ extension RunEngine {
             overrides.reserveCapacity(plan.workflow.env.count + (task?.value.env.count ?? 0) + 7)
             for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
             for entry in task?.value.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
-            let outputPath = record.outputPath(for: name, attempt: attempt)
+            let outputFileName = record.outputFileName(index: index, name: name, attempt: attempt)
             overrides.append(("FLOWRUN_TASK", name))
             overrides.append(("FLOWRUN_RUN_ID", record.runID))
-            overrides.append(("FLOWRUN_OUTPUT", outputPath))
+            overrides.append(("FLOWRUN_OUTPUT", record.outputPathForTask(outputFileName)))
             overrides.append(("FLOWRUN_ATTEMPT", String(attempt)))
             if let item = nodes[index].item { overrides.append(("FLOWRUN_ITEM", item)) }
             if let position = nodes[index].index { overrides.append(("FLOWRUN_INDEX", String(position))) }
@@ -30,7 +30,8 @@ extension RunEngine {
             let setup = ProcessAttempt.Setup(
                 shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
-                logPath: record.logPath(for: name), outputPath: outputPath,
+                log: record.log(index: index, name: name, exists: nodes[index].hasLog),
+                record: record.folder, outputFileName: outputFileName,
                 tree: marker, grace: plan.workflow.killGrace,
                 // Five descriptors a running task instead of three (two pipes
                 // and the log): only where max_parallel such tasks fit the limit.

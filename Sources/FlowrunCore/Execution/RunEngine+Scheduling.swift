@@ -182,7 +182,7 @@ extension RunEngine {
             finished.duration = nodes[index].stash.duration
             finished.reason = why
             if nodes[index].hasLog {
-                finished.path = record.logPath(for: nodes[index].name)
+                finished.path = record.logPath(index: index, name: nodes[index].name)
                 if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
             }
             emit(finished)
@@ -225,7 +225,7 @@ extension RunEngine {
 
     /// The last lines of a failed task's log, for the reporter.
     func logTail(of index: Int, lines: Int = 10) -> [String] {
-        LogTail.read(path: record.logPath(for: nodes[index].name), lines: lines)
+        record.logTail(index: index, name: nodes[index].name, lines: lines)
     }
 }
 

@@ -58,7 +58,7 @@ extension RunEngine {
         object.add("attempts", nodes[index].attempt)
         object.add("exit_code", nodes[index].stash.exitCode)
         object.add("duration", nodes[index].stash.duration)
-        if nodes[index].hasLog { object.add("log", record.logPath(for: nodes[index].name)) }
+        if nodes[index].hasLog { object.add("log", record.logPath(index: index, name: nodes[index].name)) }
         object.add("stdout", nodes[index].stash.stdout)
         var outputs = JSONObjectWriter()
         for output in nodes[index].stash.outputs { outputs.add(key: output.key, output.value) }

@@ -240,14 +240,22 @@ public final class RunEngine: @unchecked Sendable {
         finishedEvent.runID = record.runID
         finishedEvent.duration = elapsed
         finishedEvent.counts = statusCounts()
-        let code = exitCode()
+        var code = exitCode()
+        // A record that could not be written fails the run (unless a signal or timeout already did).
+        if code == 0 && record.failure != nil { code = 1 }
         finalExitCode = code
         finishedEvent.runExitCode = Int(code)
         finishedEvent.path = record.directory
         emit(finishedEvent)
         deliverDeferredEvents()  // before the reporters finish
+        record.writePendingEvents()  // so that the summary knows whether events.jsonl is whole
+        if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
         record.writeSummary { writeSummary(into: &$0) }
+        if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
         for reporter in reporters { reporter.finish() }
+        if let failure = record.failure {
+            writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")
+        }
         done.signal()
     }
 

@@ -1,11 +1,10 @@
 /// How to run a plan: choices from the command line.
 public struct RunOptions: Sendable {
-    public var runID: String
-    /// The run record's folder (`--log-dir`), nil for `.flowrun/runs`.
+    /// The folder run folders are made in (`--log-dir`), nil for `.flowrun/runs`.
+    /// The run's id is chosen when its folder is made (`RunRecord`).
     public var logDirectory: String?
 
-    public init(runID: String = RunRecord.makeRunID(), logDirectory: String? = nil) {
-        self.runID = runID
+    public init(logDirectory: String? = nil) {
         self.logDirectory = logDirectory
     }
 }

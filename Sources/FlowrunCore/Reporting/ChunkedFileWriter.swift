@@ -1,8 +1,15 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Bytes on their way to a file: appended to `bytes`, written out in
-/// pieces of 64 KiB or more.
+/// pieces of 64 KiB or more. After a write fails, nothing more is written
+/// and `failure` says why.
 struct ChunkedFileWriter {
     let descriptor: Int32
     var bytes: [UInt8] = []
+    /// The errno of the first write that failed.
+    private(set) var failure: Int32?
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -15,7 +22,7 @@ struct ChunkedFileWriter {
     }
 
     mutating func flush() {
-        bytes.withUnsafeBytes { _ = writeAll(descriptor, $0) }
+        if failure == nil, !bytes.withUnsafeBytes({ writeAll(descriptor, $0) }) { failure = errno }
         bytes.removeAll(keepingCapacity: true)
     }
 }

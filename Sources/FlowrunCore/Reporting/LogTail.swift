@@ -4,10 +4,13 @@ import Glibc
 
 /// The last lines of a log file, read from its end (never the whole file).
 enum LogTail {
-    static func read(path: String, lines: Int, maxBytes: Int = 64 * 1024) -> [String] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    /// Reads `name` in the folder `folder` (a descriptor), never through a link.
+    static func read(_ folder: Int32, _ name: String, lines: Int, maxBytes: Int = 64 * 1024) -> [String] {
+        let descriptor = openat(folder, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return [] }
         defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return [] }
         let size = lseek(descriptor, 0, SEEK_END)
         guard size > 0 else { return [] }
         let start = max(0, Int(size) - maxBytes)

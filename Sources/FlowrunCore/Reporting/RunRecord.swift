@@ -3,35 +3,47 @@ import Dispatch
 import Glibc
 #endif
 
-/// The run's folder, `.flowrun/runs/RUN_ID/` (or `--log-dir`):
+/// The run's folder, `.flowrun/runs/RUN_ID/` (or `--log-dir`), private and
+/// never written through a link (`RunFolder`):
 ///
-///     events.jsonl        one event a line, written as it happens (a step's lines in one write)
-///     logs/TASK.log       everything the task printed (stdout and stderr), all attempts
-///     outputs/TASK.N      the `$FLOWRUN_OUTPUT` file of attempt N
-///     summary.json        the final state, written when the run ends
+///     events.jsonl              one event a line, written as it happens (a step's lines in one write)
+///     logs/000042-NAME.log      everything task 42 printed (stdout and stderr), all attempts
+///     outputs/000042-NAME.N     the `$FLOWRUN_OUTPUT` file of its attempt N
+///     summary.json              the final state, written when the run ends
 ///
-/// Written only from the engine's serial queue.
+/// Files are named by the task's node index (`RecordFileName`): two tasks
+/// never share one. A file that cannot be written fails the run (exit 1,
+/// `failure` says which and why); `events.jsonl` keeps whole lines only and
+/// `summary.json` is whole or absent.
+///
+/// Written only from the engine's serial queue (logs: see `TaskLog`).
 public final class RunRecord: RunReporter, @unchecked Sendable {
     // @unchecked: every method runs on the engine's serial queue.
     public let runID: String
+    /// The folder as the user named it: `BASE/RUN_ID`.
     public let directory: String
-    private var eventsDescriptor: Int32 = -1
+    let folder: RunFolder
+    private let eventsDescriptor: Int32
+    /// Bytes of whole lines in events.jsonl: where a failed write is cut back to.
+    private var eventsLength: off_t = 0
+    /// Set when events.jsonl could not be written: no more lines go to it.
+    private var eventsFailed = false
 
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
     }
 
-    /// Creates the folder (and its parents). `baseDirectory` nil means
-    /// `.flowrun/runs` under the current directory.
-    public init(runID: String, baseDirectory: String?) throws(Failure) {
-        self.runID = runID
-        directory = (baseDirectory ?? ".flowrun/runs") + "/" + runID
-        logsDirectory = directory + "/logs"
-        outputsDirectory = directory + "/outputs"
-        for path in [directory, logsDirectory, outputsDirectory] {
-            try Self.makeDirectories(path)
+    /// Makes a fresh run folder in `baseDirectory` (nil: `.flowrun/runs`
+    /// under the current directory), with a new id if one is taken.
+    public init(baseDirectory: String?, makeRunID: () -> String = RunRecord.makeRunID) throws(Failure) {
+        do throws(RunFolder.Refusal) {
+            folder = try RunFolder(base: baseDirectory, makeRunID: makeRunID)
+        } catch {
+            throw Failure(description: error.description)
         }
-        eventsDescriptor = open(directory + "/events.jsonl", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        runID = folder.runID
+        directory = folder.path
+        eventsDescriptor = folder.create("events.jsonl", in: folder.descriptor, appending: true)
         if eventsDescriptor < 0 { throw Failure(description: "cannot write \(directory)/events.jsonl: \(String(cString: strerror(errno)))") }
     }
 
@@ -39,43 +51,66 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
         if eventsDescriptor >= 0 { close(eventsDescriptor) }
     }
 
-    /// `20261122-025301-4f1c`: sortable, and unique enough for one machine.
+    /// `20261122-025301-4f1c09a2b7d3e865`: sortable by the local time it
+    /// started, and 64 random bits from the system's generator (getrandom),
+    /// so no one can guess the next one.
     public static func makeRunID() -> String {
         var now = time(nil)
         var parts = tm()
         localtime_r(&now, &parts)
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let random = String(UInt16.random(in: 0...UInt16.max), radix: 16)
+        var generator = SystemRandomNumberGenerator()
+        let random = String(generator.next() as UInt64, radix: 16)
         return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))-\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))-"
-            + String(repeating: "0", count: 4 - random.count) + random
+            + String(repeating: "0", count: 16 - random.count) + random
     }
 
-    public func logPath(for task: String) -> String { Self.path(in: logsDirectory, Self.fileName(task), ".log") }
+    /// The first record file that could not be written ("cannot write PATH: REASON").
+    public var failure: String? { folder.failure }
 
-    /// The `$FLOWRUN_OUTPUT` file of a task's attempt: `outputs/TASK.N`.
-    public func outputPath(for task: String, attempt: Int) -> String {
-        Self.path(in: outputsDirectory, Self.fileName(task), "." + String(attempt))
+    // MARK: Task files
+
+    /// Task `index`'s log as the user finds it: `DIR/logs/000042-NAME.log`.
+    public func logPath(index: Int, name: String) -> String {
+        directory + "/logs/" + RecordFileName.stem(index: index, name: name) + ".log"
     }
+
+    /// Task `index`'s log, to write: made at its first byte, or reopened
+    /// when an earlier attempt made it (`exists`).
+    func log(index: Int, name: String, exists: Bool) -> TaskLog {
+        let stem = RecordFileName.stem(index: index, name: name)
+        return TaskLog(folder: folder, fileName: stem + ".log", path: directory + "/logs/" + stem + ".log", exists: exists)
+    }
+
+    /// The last lines of task `index`'s log.
+    func logTail(index: Int, name: String, lines: Int) -> [String] {
+        LogTail.read(folder.logs, RecordFileName.stem(index: index, name: name) + ".log", lines: lines)
+    }
+
+    /// `outputs/000042-NAME.N`: the file name of attempt N's `$FLOWRUN_OUTPUT`.
+    func outputFileName(index: Int, name: String, attempt: Int) -> String {
+        RecordFileName.stem(index: index, name: name) + "." + String(attempt)
+    }
+
+    /// `$FLOWRUN_OUTPUT` as the task gets it: through flowrun's handle on the run folder.
+    func outputPathForTask(_ fileName: String) -> String {
+        var path = ""
+        path.reserveCapacity(outputsForTasks.utf8.count + fileName.utf8.count)
+        path += outputsForTasks
+        path += fileName
+        return path
+    }
+
+    /// `…/outputs/`, made when the first task starts: in the process that
+    /// holds the folder and starts tasks, whatever forked before.
+    private lazy var outputsForTasks: String = folder.pathForTasks() + "/outputs/"
 
     /// Tells which attempts may have written their `$FLOWRUN_OUTPUT` file (nil: look for every one).
     func watchOutputFiles() -> OutputFilesWatch? {
-        OutputFilesWatch(runDirectory: directory, outputsDirectory: outputsDirectory)
+        OutputFilesWatch(runDirectory: folder.pathForFlowrun, outputsDirectory: folder.pathForFlowrun + "/outputs")
     }
 
-    /// `logs/`, and `outputs/`, where tasks create their `$FLOWRUN_OUTPUT` files.
-    private let logsDirectory: String
-    private let outputsDirectory: String
-
-    /// `DIRECTORY/NAMESUFFIX` in one string: a path or two is built per task.
-    private static func path(in directory: String, _ name: String, _ suffix: String = "") -> String {
-        var path = ""
-        path.reserveCapacity(directory.utf8.count + 1 + name.utf8.count + suffix.utf8.count)
-        path += directory
-        path += "/"
-        path += name
-        path += suffix
-        return path
-    }
+    // MARK: Events
 
     /// Event lines not yet written. The engine's queue writes them once the
     /// step that produced them is over (`writesEvents(scheduling:)`), so a burst of
@@ -94,13 +129,13 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
     }
 
     public func report(_ event: RunEvent) {
-        guard let scheduleWrite else {
-            writeAll(eventsDescriptor, event.jsonLine + "\n")
-            return
-        }
         let flushIsScheduled = !pendingEvents.isEmpty
         event.appendJSONLine(to: &pendingEvents)
         pendingEvents.append(UInt8(ascii: "\n"))
+        guard let scheduleWrite else {
+            writePendingEvents()
+            return
+        }
         if pendingEvents.count >= 64 * 1024 {
             writePendingEvents()
         } else if !flushIsScheduled {
@@ -108,57 +143,67 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
         }
     }
 
-    private func writePendingEvents() {
+    /// Writes the pending lines. If that fails (disk full, file size limit),
+    /// events.jsonl is cut back to its last whole line, the run fails, and
+    /// no more lines are written.
+    func writePendingEvents() {
         guard !pendingEvents.isEmpty else { return }
-        pendingEvents.withUnsafeBytes { _ = writeAll(eventsDescriptor, $0) }
-        pendingEvents.removeAll(keepingCapacity: true)
+        defer { pendingEvents.removeAll(keepingCapacity: true) }
+        guard !eventsFailed else { return }
+        let (written, reason) = pendingEvents.withUnsafeBytes { bytes -> (Int, Int32) in
+            var offset = 0
+            while offset < bytes.count {
+                let count = write(eventsDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return (offset, errno)
+                }
+                if count == 0 { return (offset, EIO) }
+                offset += count
+            }
+            return (offset, 0)
+        }
+        guard reason != 0 else {
+            eventsLength += off_t(written)
+            return
+        }
+        eventsFailed = true
+        let whole = pendingEvents[..<written].lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+        eventsLength += off_t(whole)
+        _ = ftruncate(eventsDescriptor, eventsLength)
+        folder.noteFailure("cannot write \(directory)/events.jsonl: \(String(cString: strerror(reason)))")
     }
 
     public func finish() {
         writePendingEvents()
     }
 
+    // MARK: Summary
+
     /// Writes `summary.json` piece by piece (a 100,000-task summary is never
-    /// held whole), atomically: a temporary file renamed into place.
+    /// held whole), atomically: an exclusive temporary file renamed into
+    /// place. If it cannot be written whole, there is none, and the run fails.
     func writeSummary(_ produce: (inout ChunkedFileWriter) -> Void) {
-        let path = directory + "/summary.json"
-        let temporary = path + ".tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { return }
+        let temporary = "summary.json.tmp"
+        var descriptor = folder.create(temporary, in: folder.descriptor)
+        if descriptor < 0 && errno == EEXIST {
+            // Left by someone in our own folder: remove the name (not what it points at) and make ours.
+            unlinkat(folder.descriptor, temporary, 0)
+            descriptor = folder.create(temporary, in: folder.descriptor)
+        }
+        guard descriptor >= 0 else {
+            folder.noteFailure("cannot write \(directory)/summary.json: \(String(cString: strerror(errno)))")
+            return
+        }
         var writer = ChunkedFileWriter(descriptor: descriptor)
         produce(&writer)
         writer.flush()
         close(descriptor)
-        rename(temporary, path)
-    }
-
-    /// A task name as a file name: `/` and other awkward bytes become `_`.
-    static func fileName(_ name: String) -> String {
-        if name.utf8.count <= 200, name.utf8.first != UInt8(ascii: "."), !name.isEmpty, name.utf8.allSatisfy(isFileNameByte) {
-            return name  // the common case, checked without building a new string
-        }
-        var result = String(name.unicodeScalars.map { scalar -> Character in
-            scalar.isASCII && isFileNameByte(UInt8(scalar.value)) ? Character(scalar) : "_"
-        })
-        if result.hasPrefix(".") || result.isEmpty { result = "_" + result }
-        return String(result.prefix(200))
-    }
-
-    /// ASCII letters, digits and `_.-[]=+,@`: what a task name keeps in its file name.
-    private static func isFileNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: "_.-[]=+,@".utf8.contains(byte)
-        }
-    }
-
-    private static func makeDirectories(_ path: String) throws(Failure) {
-        var current = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            current += "/" + component
-            if mkdir(current, 0o755) != 0 && errno != EEXIST {
-                throw Failure(description: "cannot create \(current): \(String(cString: strerror(errno)))")
-            }
+        var reason = writer.failure
+        if reason == nil, renameat(folder.descriptor, temporary, folder.descriptor, "summary.json") != 0 { reason = errno }
+        if let reason {
+            unlinkat(folder.descriptor, temporary, 0)
+            folder.noteFailure("cannot write \(directory)/summary.json: \(String(cString: strerror(reason)))")
         }
     }
 }
