@@ -49,11 +49,21 @@ public struct RunEvent: Sendable {
     public var missing: [String]?
     /// join_completed: what it reports, in order: name → value (whole, not shortened).
     public var report: [(key: String, value: String)]?
+    /// join_completed: the members one by one with their stash (SPEC §5).
+    public var joinReport: JoinReport?
+    /// task_finished of a failure that `continue_on_error` allows.
+    public var allowed: Bool?
+    /// task_finished of a member a join cancelled: that join.
+    public var cancelledBy: String?
     /// run_started / run_finished.
     public var runID: String?
     public var workflow: String?
     public var counts: [(status: TaskStatus, count: Int)]?
     public var runExitCode: Int?
+
+    /// join_completed carries this many members, each value cut to this many bytes.
+    static let joinMembersInEvent = 200
+    static let joinValueBytesInEvent = 1024
 
     public init(_ kind: Kind, elapsed: Double, subject: String? = nil) {
         self.kind = kind
@@ -108,6 +118,12 @@ public struct RunEvent: Sendable {
         if let report {
             json.addRaw("report", "[" + report.map { JSONText.object([("name", $0.key), ("value", $0.value)]) }.joined(separator: ",") + "]")
         }
+        if let joinReport {
+            // Capped: the event names the file holding the report whole.
+            joinReport.addMembers(to: &json, limit: Self.joinMembersInEvent, valueBytes: Self.joinValueBytesInEvent)
+        }
+        json.add("allowed", allowed)
+        json.add("cancelled_by", cancelledBy)
         if let counts {
             var object = JSONObjectWriter()
             for (status, count) in counts { object.add(key: status.rawValue, count) }
