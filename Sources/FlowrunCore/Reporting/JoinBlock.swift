@@ -42,7 +42,7 @@ enum JoinBlock {
             cut = true
         }
         if cut, let path = report.path {
-            details.append(StyledLine("    see: " + path, .dim))
+            details.append(StyledLine("    see: " + PathText.shortened(path, to: width - 9), .dim))
         }
         return (head, details)
     }

@@ -54,7 +54,7 @@ public struct JoinReport: Sendable {
         /// named by its index, its own name otherwise.
         public var label: String {
             guard let item, let group, name.hasPrefix(group + "["), name.hasSuffix("]") else { return name }
-            return name + " " + item
+            return name + " (" + item + ")"
         }
     }
 

@@ -54,14 +54,14 @@ enum LiveFrame {
         let barWidth = columns >= 60 ? 10 : columns >= 44 ? 6 : 0
         var lines = [header]
         for task in running {
-            lines.append(runningLine(task, now: now, nameWidth: nameWidth, barWidth: barWidth))
+            lines.append(runningLine(task, now: now, nameWidth: nameWidth, barWidth: barWidth, state: state))
         }
         if hidden > 0 { lines.append(StyledLine("  … and \(hidden) more running", .dim)) }
         return lines + waitingLines
     }
 
     /// `  file-20  [██████░░░░]  60%   1.3s  attempt 2`
-    static func runningLine(_ task: LiveState.Running, now: Double, nameWidth: Int, barWidth: Int) -> StyledLine {
+    static func runningLine(_ task: LiveState.Running, now: Double, nameWidth: Int, barWidth: Int, state: LiveState? = nil) -> StyledLine {
         var line = StyledLine("  " + TerminalText.fitted(task.name, to: nameWidth) + "  ")
         if barWidth > 0 {
             let filled = task.progress.map { min(barWidth, max(0, $0 * barWidth / 100)) } ?? 0
@@ -73,6 +73,8 @@ enum LiveFrame {
         line.append(TerminalText.padded(left: task.progress.map { "\($0)%" } ?? "", to: 4))
         line.append("  " + TerminalText.padded(left: clock(max(0, now - task.started)), to: 6), .dim)
         if task.attempt > 1 { line.append("  attempt \(task.attempt)", .warning) }
+        // The task's latest line of output, dimmed (cut to the width by the screen).
+        if let latest = state?.latestOutput[task.name] { line.append("  " + latest, .dim) }
         return line
     }
 

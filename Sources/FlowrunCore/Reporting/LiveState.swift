@@ -62,7 +62,15 @@ struct LiveState {
     private(set) var waitingLines: [String: WaitingLine] = [:]
     private(set) var retrying: [String: Retrying] = [:]
     private var nextSerial = 0
-    private var failures: [(name: String, path: String?)] = []
+    /// The terminal's width, set by the view before each batch of events:
+    /// join blocks and failure reasons are fitted (or wrapped) to it.
+    var columns = 80
+    private var failures: [FailedTask] = []
+    /// Members joins cancelled once they had what they needed.
+    private var notNeeded: [String] = []
+    private var failedJoins: Set<String> = []
+    /// Each running task's latest line of output (`--stream` / the row's dimmed tail).
+    private(set) var latestOutput: [String: String] = [:]
     /// Tasks cancelled before they started, since the last `collapsedLines()`.
     private var cancelledUnstarted: [String] = []
     /// The three slowest finished tasks, slowest first.
@@ -70,6 +78,13 @@ struct LiveState {
 
     /// Every task the view has seen so far or was told of at the start.
     var totalTasks: Int { max(knownTasks, finishedTasks + running.count + waiting.count + retrying.count) }
+
+    /// A running task printed `line`: its row shows it (blank lines keep the last one).
+    mutating func noteOutput(task: String, line: String) {
+        guard running[task] != nil else { return }
+        let text = TerminalText.sanitized(line)
+        if !text.allSatisfy({ $0 == " " }) { latestOutput[task] = text }
+    }
 
     /// Updates the state; returns the lines to print above the live region.
     mutating func apply(_ event: RunEvent) -> [StyledLine] {
@@ -96,6 +111,8 @@ struct LiveState {
         case .taskProgress:
             running[name]?.progress = event.progress
             return []
+        case .taskOutput:
+            return []
         case .taskRetrying:
             running[name] = nil
             let attempt = event.attempt ?? 2
@@ -107,6 +124,7 @@ struct LiveState {
             return [line]
         case .taskFinished:
             running[name] = nil
+            latestOutput[name] = nil
             retrying[name] = nil
             leaveWaiting(name)
             return taskFinished(event)
@@ -117,6 +135,14 @@ struct LiveState {
             line.append(" \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(PlainReporter.seconds(event.duration ?? 0)))")
             return [line]
         case .joinCompleted:
+            if event.status?.isFailure == true { failedJoins.insert(name) }
+            if let report = event.joinReport {
+                let block = JoinBlock.lines(report, columns: columns)
+                var head = StyledLine("◆ ", report.timedOut ? .warning : Self.role(of: report.status))
+                head.append("join ", .dim)
+                head.append(TerminalText.sanitized(block.head))
+                return [head] + block.details
+            }
             let block = PlainReporter.joinBlock(event, valueWidth: Self.valueWidth)
             var head = StyledLine("◆ ", event.timedOut == true ? .warning : Self.role(of: event.status))
             head.append("join ", .dim)
@@ -171,8 +197,13 @@ struct LiveState {
             if let code = event.exitCode { details.append("exit \(code)") }
             if let signal = event.signal { details.append("signal \(signal)") }
         }
+        let allowed = event.allowed == true
+        let joinFailed = event.cancelledBy.map { failedJoins.contains($0) } ?? false
+        let notNeeded = status == .cancelled && event.reason == CancelReason.joinSettled.rawValue && !joinFailed
         if status != .succeeded {
-            if let reason = event.reason, !details.contains(reason) { details.append(reason) }
+            if let reason = event.reason, !details.contains(reason) {
+                details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinFailed: joinFailed))
+            }
         }
         if let duration = event.duration, ran {
             details.append(PlainReporter.seconds(duration))
@@ -181,23 +212,30 @@ struct LiveState {
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
         var text = details.joined(separator: ", ")
         if status != .succeeded {
-            var word = status.rawValue.replacingAll("_", with: " ")
+            var word = allowed ? "failed (allowed)" : notNeeded ? "not needed" : status.rawValue.replacingAll("_", with: " ")
+            if notNeeded, let index = details.firstIndex(where: { $0.hasPrefix("not needed: ") }) {
+                details[index] = String(details[index].dropFirst("not needed: ".count))
+            }
             if let reason = event.reason, reason.hasPrefix(word), let index = details.firstIndex(of: reason) {
                 word = reason
                 details.remove(at: index)
             }
             text = word + (details.isEmpty ? "" : " (" + details.joined(separator: ", ") + ")")
         }
-        var lines = [taskLine(symbol: Self.symbol(of: status), role: Self.role(of: status), name: name, details: text)]
+        let role = allowed ? TextRole.warning : Self.role(of: status)
+        // A failure's line wraps: its reason is never cut, however narrow the terminal.
+        let line = taskLine(symbol: Self.symbol(of: status), role: role, name: name, details: text)
+        var lines = status.isFailure ? JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    ") : [line]
+        if notNeeded { self.notNeeded.append(name) }
         if status == .failed || status == .timedOut {
-            failedTasks += 1
-            failures.append((name, event.path))
+            if !allowed { failedTasks += 1 }
+            failures.append(FailedTask(name: name, path: event.path, tail: event.logTail ?? [], allowed: allowed))
             for tail in event.logTail ?? [] {
                 var line = StyledLine("    │ ", .dim)
                 line.append(TerminalText.sanitized(tail))
-                lines.append(line)
+                lines += JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    │ ")
             }
-            if let path = event.path { lines.append(StyledLine("    log: \(path)", .dim)) }
+            if let path = event.path { lines.append(StyledLine("    log: \(PathText.shortened(path, to: columns - 10))", .dim)) }
         }
         return lines
     }
@@ -219,9 +257,10 @@ struct LiveState {
         head.append(" \(succeeded ? "succeeded" : "failed") in \(PlainReporter.seconds(event.duration ?? 0)) (exit \(exitCode))")
         var lines = [StyledLine(), head]
         var counts = StyledLine("  ")
-        for (offset, entry) in (event.counts ?? []).enumerated() {
+        let words = FailedTask.counts(event.counts ?? [], allowed: failures.count { $0.allowed }, notNeeded: notNeeded.count)
+        for (offset, entry) in words.enumerated() {
             if offset > 0 { counts.append(" · ", .dim) }
-            counts.append("\(entry.count) \(entry.status.rawValue.replacingAll("_", with: " "))", Self.role(of: entry.status))
+            counts.append("\(entry.count) \(entry.word)", entry.word == "failed (allowed)" ? .warning : Self.role(of: entry.status))
         }
         if counts.spans.count == 1 { counts.append("nothing ran", .dim) }
         lines.append(counts)
@@ -231,15 +270,27 @@ struct LiveState {
             lines.append(line)
         }
         for failure in failures.prefix(Self.summaryFailureLimit) {
-            var line = StyledLine("  failed: ", .failure)
+            var line = StyledLine(failure.allowed ? "  failed (allowed): " : "  failed: ", failure.allowed ? .warning : .failure)
             line.append(failure.name, .bold)
-            if let path = failure.path { line.append(" — \(path)", .dim) }
+            if let path = failure.path {
+                line.append(" — \(PathText.shortened(path, to: max(12, columns - 1 - line.width - 3)))", .dim)
+            }
             lines.append(line)
+            for tail in failure.tail.suffix(FailedTask.summaryTailLines) {
+                var line = StyledLine("    │ ", .dim)
+                line.append(TerminalText.sanitized(tail))
+                lines.append(line)
+            }
         }
         if failures.count > Self.summaryFailureLimit {
             lines.append(StyledLine("  … and \(failures.count - Self.summaryFailureLimit) more failed (see the run record)", .failure))
         }
-        if let path = event.path { lines.append(StyledLine("  record: \(path)", .dim)) }
+        if !notNeeded.isEmpty {
+            var line = StyledLine("  not needed: ", .dim)
+            line.append(notNeeded.prefix(5).joined(separator: ", ") + (notNeeded.count > 5 ? ", … (\(notNeeded.count))" : ""))
+            lines.append(line)
+        }
+        if let path = event.path { lines.append(StyledLine("  record: \(PathText.shortened(path, to: columns - 11))", .dim)) }
         return lines
     }
 

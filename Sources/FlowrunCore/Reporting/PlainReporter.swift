@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,7 +37,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .runStarted:
             let tasks = event.members ?? 0
             lines.append("\(stamp) run      \(event.workflow ?? "") started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(event.path ?? ""))")
-        case .taskWaiting, .taskStarted:
+        case .taskWaiting, .taskStarted, .taskOutput:
             break  // always `commonLine`'s
         case .taskProgress:
             lines.append("\(stamp) progress \(name) \(event.progress ?? 0)%")
@@ -66,9 +67,10 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         output.flush()
     }
 
-    /// `build | compiling foo.c` — one write per line, so lines never mix.
-    public func output(task: String, line: String) {
-        output.write("\(task) | \(line)\n")
+    /// `build | compiling foo.c`, `build ! warning: …` for stderr — one
+    /// write per line, so lines never mix.
+    public func output(task: String, line: String, isError: Bool) {
+        output.write(task + (isError ? " ! " : " | ") + line + "\n")
     }
 
     /// The line of a task's start, wait or first-attempt success, built by
@@ -226,12 +228,24 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
 public final class JSONLinesReporter: RunReporter, @unchecked Sendable {
     // @unchecked: called only on the engine's serial queue.
     private let output: LineWriter
+    /// When the run started (epoch seconds), for `task_output`'s `elapsed`: it comes from the output thread.
+    private let runStart = Mutex<Double?>(nil)
 
     public init(descriptor: Int32 = 1) {
         output = LineWriter(descriptor: descriptor)
     }
 
     public func report(_ event: RunEvent) {
+        if event.kind == .runStarted { runStart.withLock { $0 = event.timestamp - event.elapsed } }
+        output.write(event.jsonLine + "\n")
+    }
+
+    /// With `--stream`: a `task_output` event per line (`stream`: stdout or stderr).
+    public func output(task: String, line: String, isError: Bool) {
+        var event = RunEvent(.taskOutput, elapsed: 0, subject: task)
+        event.elapsed = max(0, event.timestamp - (runStart.withLock { $0 } ?? event.timestamp))
+        event.stream = isError ? "stderr" : "stdout"
+        event.line = line
         output.write(event.jsonLine + "\n")
     }
 
