@@ -27,8 +27,8 @@ extension RunEndToEnd {
             return recipe.replacingOccurrences(of: slow, with: "(1 + 2 * r / 255) / 30")
         }
 
-        /// `  file-12  [██████░░░░]  60%    0.4s` (attempt optional).
-        static var runningLine: Regex<(Substring, Substring, Substring, Substring?, Substring?)> { #/^  file-(\d+) +\[([█░]{10})\] +(\d+%)? +\d+\.\ds( +attempt \d+)?$/# }
+        /// `  file-12  [██████░░░░]  60%    0.4s` (attempt and the latest line of output optional).
+        static var runningLine: Regex<(Substring, Substring, Substring, Substring?, Substring?, Substring?)> { #/^  file-(\d+) +\[([█░]{10})\] +(\d+%)? +\d+\.\ds( +attempt \d+)?(  downloaded .*)?$/# }
         /// `⠹ downloads  2.3s · 10 running · 60 waiting · 30/100 done`
         static var header: Regex<(Substring, Substring)> { #/^. downloads  \d+\.\ds · (\d+) running/# }
         static var finishedLine: Regex<(Substring, Substring)> { #/^✓ file-(\d+)  \d+\.\d+s$/# }
@@ -88,7 +88,11 @@ extension RunEndToEnd {
 
             let group = try #require(lines.firstIndex { $0.hasPrefix("▣ group downloads succeeded (100/100 succeeded") }, "\(history)")
             let join = try #require(lines.firstIndex { $0.hasPrefix("◆ join all-downloaded succeeded: 1/1 succeeded (1 needed)") }, "\(history)")
-            #expect(lines[join + 1].hasPrefix("    downloads.results = [{\"name\":\"file-1\""), "\(history)")
+            // Member by member: the first twenty, then a count of the rest and the record's file.
+            #expect(lines[join + 1].hasPrefix("    ✓ file-1  ") && lines[join + 1].contains("  file=file-1.bin  bytes="), "\(history)")
+            #expect(lines[join + 20].hasPrefix("    ✓ file-20  "), "\(history)")
+            #expect(lines[join + 21] == "    … and 80 more: 80 succeeded", "\(history)")
+            #expect(lines[join + 22].hasPrefix("    see: ") && lines[join + 22].hasSuffix("/joins/all-downloaded.json"), "\(history)")
             let report = try #require(lines.firstIndex { $0.hasPrefix("✓ report  ") }, "\(history)")
             let lastDownload = try #require(lines.lastIndex { $0.wholeMatch(of: Self.finishedLine) != nil })
             #expect(lastDownload < group && group < join && join < report, "order: downloads, group, join block, report\n\(history)")

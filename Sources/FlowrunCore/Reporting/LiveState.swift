@@ -263,7 +263,7 @@ struct LiveState {
             counts.append("\(entry.count) \(entry.word)", entry.word == "failed (allowed)" ? .warning : Self.role(of: entry.status))
         }
         if counts.spans.count == 1 { counts.append("nothing ran", .dim) }
-        lines.append(counts)
+        lines += JoinBlock.wrapped(counts, width: max(20, columns - 1), indent: "  ")
         if !slowest.isEmpty {
             var line = StyledLine("  slowest: ", .dim)
             line.append(slowest.map { "\($0.name) \(PlainReporter.seconds($0.duration))" }.joined(separator: ", "))
