@@ -199,7 +199,7 @@ extension RunEndToEnd {
                     "\(after.joined(separator: "\n"))")
             #expect(after.contains { $0.hasPrefix("  failed (allowed): lint") }, "\(after.joined(separator: "\n"))")
             #expect(after.contains("  not needed: slow"), "\(after.joined(separator: "\n"))")
-            #expect(rows.contains { $0.hasPrefix("⊘ slow  not needed (join `first` had what it ne") }, "\(history)")
+            #expect(rows.contains { $0.hasPrefix("⊘ slow  not needed (join `first` had what it") }, "\(history)")
             #expect(!history.contains("join_settled"), "an internal reason code reached the screen:\n\(history)")
             #expect(history.contains("flowrun exited: 1"), "\(history)")
         }
@@ -267,11 +267,13 @@ enum PathShape {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         var tail: [String] = []
         var used = 0
-        for part in parts.dropFirst().reversed() {
-            if parts[0].count + 2 + used + part.count + 1 > columns { break }
+        let absolute = path.hasPrefix("/") && parts.count > 3
+        let head = absolute ? "/" + parts[1] : parts[0]
+        for part in parts.dropFirst(absolute ? 2 : 1).reversed() {
+            if head.count + 2 + used + part.count + 1 > columns { break }
             tail.insert(part, at: 0)
             used += part.count + 1
         }
-        return parts[0] + "/…/" + tail.joined(separator: "/")
+        return head + "/…/" + tail.joined(separator: "/")
     }
 }

@@ -144,6 +144,10 @@ enum JoinBlock {
                 if index < rest.endIndex, let space = taken.lastIndex(of: " "), taken.distance(from: taken.startIndex, to: space) > taken.count / 2 {
                     taken = rest[...space]
                     takenWidth = TerminalText.width(taken)
+                } else if index < rest.endIndex, takenWidth < 12, used > TerminalText.width(indent) {
+                    // A short piece left at the row's end: the row ends before it instead.
+                    taken = rest[..<rest.startIndex]
+                    takenWidth = 0
                 }
                 current.append(String(taken), span.role)
                 used += takenWidth
@@ -152,6 +156,7 @@ enum JoinBlock {
                     rows.append(current)
                     current = StyledLine(indent, .dim)
                     used = TerminalText.width(indent)
+                    rest = rest.drop { $0 == " " }
                 }
             }
         }

@@ -141,7 +141,7 @@ struct LiveState {
                 var head = StyledLine("◆ ", report.timedOut ? .warning : Self.role(of: report.status))
                 head.append("join ", .dim)
                 head.append(TerminalText.sanitized(block.head))
-                return [head] + block.details
+                return JoinBlock.wrapped(head, width: max(20, columns - 1), indent: "    ") + block.details
             }
             let block = PlainReporter.joinBlock(event, valueWidth: Self.valueWidth)
             var head = StyledLine("◆ ", event.timedOut == true ? .warning : Self.role(of: event.status))
@@ -225,7 +225,7 @@ struct LiveState {
         let role = allowed ? TextRole.warning : Self.role(of: status)
         // A failure's line wraps: its reason is never cut, however narrow the terminal.
         let line = taskLine(symbol: Self.symbol(of: status), role: role, name: name, details: text)
-        var lines = status.isFailure ? JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    ") : [line]
+        var lines = status != .succeeded ? JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    ") : [line]
         if notNeeded { self.notNeeded.append(name) }
         if status == .failed || status == .timedOut {
             if !allowed { failedTasks += 1 }

@@ -8,8 +8,10 @@ enum PathText {
         // Keep as many trailing components as fit after the first one and `…`.
         var tail: [String] = []
         var used = 0
-        let head = parts.first ?? ""
-        for part in parts.dropFirst().reversed() {
+        // An absolute path keeps its first folder (`/tmp/…/check.log`).
+        let absolute = path.hasPrefix("/") && parts.count > 3
+        let head = absolute ? "/" + parts[1] : parts.first ?? ""
+        for part in parts.dropFirst(absolute ? 2 : 1).reversed() {
             let cost = TerminalText.width(part) + 1
             if TerminalText.width(head) + 2 + used + cost > columns { break }
             tail.insert(part, at: 0)
