@@ -120,9 +120,11 @@ extension RunEngine {
         case .pending, .waiting, .running: outcome = joinTimedOut ? .missing : joinStatus == .succeeded ? .notNeeded : .cancelled
         }
         var values: [JoinReport.Value] = []
-        if let fields {
+        if let fields, node.status.isFinal {
             for field in fields {
-                values.append(JoinReport.Value(key: field, text: stashValue(of: member, field: field) ?? "", isStdout: field == "stdout"))
+                // `outputs.path` shows as `path=…`, like the whole stash's output keys.
+                let key = field.hasPrefix("outputs.") ? String(field.dropFirst("outputs.".count)) : field
+                values.append(JoinReport.Value(key: key, text: stashValue(of: member, field: field) ?? "", isStdout: field == "stdout"))
             }
         } else if node.kind == .task, node.status.isFinal {
             for output in node.stash.outputs { values.append(JoinReport.Value(key: output.key, text: output.value, isStdout: false)) }

@@ -68,7 +68,8 @@ struct LiveState {
     private var failures: [FailedTask] = []
     /// Members joins cancelled once they had what they needed.
     private var notNeeded: [String] = []
-    private var failedJoins: Set<String> = []
+    /// How each join that completed ended, for its cancelled members' lines.
+    private var joinEnds: [String: ReasonText.JoinEnd] = [:]
     /// Each running task's latest line of output (`--stream` / the row's dimmed tail).
     private(set) var latestOutput: [String: String] = [:]
     /// Tasks cancelled before they started, since the last `collapsedLines()`.
@@ -135,7 +136,7 @@ struct LiveState {
             line.append(" \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(PlainReporter.seconds(event.duration ?? 0)))")
             return [line]
         case .joinCompleted:
-            if event.status?.isFailure == true { failedJoins.insert(name) }
+            joinEnds[name] = ReasonText.JoinEnd(event)
             if let report = event.joinReport {
                 let block = JoinBlock.lines(report, columns: columns)
                 var head = StyledLine("◆ ", report.timedOut ? .warning : Self.role(of: report.status))
@@ -198,11 +199,11 @@ struct LiveState {
             if let signal = event.signal { details.append("signal \(signal)") }
         }
         let allowed = event.allowed == true
-        let joinFailed = event.cancelledBy.map { failedJoins.contains($0) } ?? false
-        let notNeeded = status == .cancelled && event.reason == CancelReason.joinSettled.rawValue && !joinFailed
+        let joinEnd = event.cancelledBy.flatMap { joinEnds[$0] }
+        let notNeeded = ReasonText.isNotNeeded(event, joinEnd: joinEnd)
         if status != .succeeded {
             if let reason = event.reason, !details.contains(reason) {
-                details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinFailed: joinFailed))
+                details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: joinEnd))
             }
         }
         if let duration = event.duration, ran {

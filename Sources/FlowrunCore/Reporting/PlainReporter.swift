@@ -16,7 +16,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     /// Members joins cancelled once they had what they needed: "not needed", not failures.
     private var notNeeded: [String] = []
     /// Joins that failed: the members they cancelled were not "not needed".
-    private var failedJoins: Set<String> = []
+    private var joinEnds: [String: ReasonText.JoinEnd] = [:]
     private var slowest: [(name: String, duration: Double)] = []
 
     public init(descriptor: Int32 = 1) {
@@ -49,7 +49,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .groupFinished:
             lines.append("\(stamp) group    \(name) \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(Self.seconds(event.duration ?? 0)))")
         case .joinCompleted:
-            if event.status?.isFailure == true { failedJoins.insert(name) }
+            joinEnds[name] = ReasonText.JoinEnd(event)
             if let report = event.joinReport {
                 let block = JoinBlock.lines(report, columns: columns)
                 lines += ["\(stamp) join     \(block.head)"] + block.details.map(\.description)
@@ -133,8 +133,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
             if let signal = event.signal { details.append("signal \(signal)") }
         }
         if let reason = event.reason, status != .succeeded, !details.contains(reason) {
-            let joinFailed = event.cancelledBy.map { failedJoins.contains($0) } ?? false
-            details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinFailed: joinFailed))
+            details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }))
         }
         if let duration = event.duration, event.attempt ?? 0 > 0 { details.append(Self.seconds(duration)) }
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
@@ -151,7 +150,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         }
         var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
         if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(name, duration) }
-        if status == .cancelled && event.reason == CancelReason.joinSettled.rawValue && !(event.cancelledBy.map { failedJoins.contains($0) } ?? false) {
+        if ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
             notNeeded.append(name)
         }
         if status == .failed || status == .timedOut {
