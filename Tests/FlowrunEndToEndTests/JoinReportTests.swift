@@ -101,7 +101,7 @@ extension RunEndToEnd {
         /// rows run together or a piece of an earlier frame.
         static func malformedRows(_ screen: String) -> [String] {
             let finished = #/^✓ job-\d+-with-a-longish-name  \d+\.\d+s$/#
-            let header = #/^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] resize  \d+\.\ds · \d+ running/#
+            let header = #/^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] resize  \d+\.\ds · \d+ run(ning)?/#
             let running = #/^  job-\d+-with-a-[a-z-]*…? +(\[[█░]+\] +)?(\d+%)? +\d+\.\ds(  step \d+ of the work)?…?$/#
             let runningCut = #/^  job-\d+-with-a-[a-z-]*…? +(\[[█░]+\] +)?(\d+%)? +\d+\.\ds  [a-z0-9 ]*…$/#
             let waiting = #/^  ◌ \d+ waiting for max_parallel: /#

@@ -213,7 +213,8 @@ struct LiveState {
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
         var text = details.joined(separator: ", ")
         if status != .succeeded {
-            var word = allowed ? "failed (allowed)" : notNeeded ? "not needed" : status.rawValue.replacingAll("_", with: " ")
+            if allowed { details.insert("allowed", at: 0) }
+            var word = notNeeded ? "not needed" : status.rawValue.replacingAll("_", with: " ")
             if notNeeded, let index = details.firstIndex(where: { $0.hasPrefix("not needed: ") }) {
                 details[index] = String(details[index].dropFirst("not needed: ".count))
             }
