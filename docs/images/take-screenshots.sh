@@ -74,7 +74,7 @@ YAML
 # shot NAME COLUMNS ROWS WORKFLOW WAIT-FOR: runs flowrun in a fresh pane and
 # captures it (with colours) once the pane shows WAIT-FOR.
 shot() {
-    tmux -L $socket kill-server 2>/dev/null || true
+    socket=shots-$$-$1
     tmux -L $socket -f /dev/null new-session -d -s shot -x "$2" -y "$3" \
         env TERM=xterm-256color NO_COLOR= sh -c "cd '$work' && '$flowrun' '$4' --output tty --log-dir '$work/runs'; printf '\n'; exec sleep 600"
     tries=0
@@ -84,6 +84,7 @@ shot() {
     done
     tmux -L $socket capture-pane -e -p -t shot > "$work/$1.ansi"
     python3 "$here/render-terminal.py" "$work/$1.ansi" "$here/$1.png" --columns "$2"
+    tmux -L $socket kill-server 2>/dev/null || true
     echo "wrote $here/$1.png"
 }
 
