@@ -65,7 +65,10 @@ enum JoinBlock {
             if value.isStdout {
                 var lines = value.text.split(separator: "\n", omittingEmptySubsequences: true).map { TerminalText.sanitized(String($0)) }
                 if lines.isEmpty { continue }
-                if lines.count == 1, row.width + 10 + TerminalText.width(lines[0]) <= width {
+                // Crowded (more than `roomyMembers`): one row a member, stdout's last line cut to fit.
+                if lines.count == 1 && row.width + 10 + TerminalText.width(lines[0]) <= width || stdoutLines == 1 {
+                    if lines.count > 1 { cut = true }
+                    lines = [lines[lines.count - 1]]
                     row.append("  stdout: ", .dim)
                     row.append(lines[0])
                     continue
