@@ -238,6 +238,33 @@ extension RunEndToEnd {
             #expect(problems.isEmpty, "\(problems)")
         }
 
+        /// Without `--stream`, a running task's row ends with its latest line
+        /// (stdout or stderr); the line is not printed above the region.
+        @Test func aRunningTasksRowShowsItsLatestLine() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                name: latest
+                tasks:
+                  talker:
+                    run: 'echo first line; echo "warming the cache" >&2; while [ ! -e "$SANDBOX/go" ]; do sleep 0.05; done'
+                """)
+            let pane = try TmuxPane(columns: 80, rows: 20, directory: sandbox.path,
+                                    command: ["env", "SANDBOX=" + sandbox.path, try FlowrunBinary.path(), workflow, "--output", "tty", "--log-dir", sandbox.logDirectory])
+            defer { pane.kill() }
+            let shown = try pane.poll(until: .seconds(20)) { screen in
+                screen.split(separator: "\n").contains { $0.hasPrefix("  talker  ") && $0.hasSuffix("  warming the cache") }
+            }
+            let screen = try pane.capture()
+            _ = try sandbox.directory.write("", to: "go")
+            try #require(shown, "the row never showed the task's latest line:\n\(screen)")
+            #expect(!screen.contains("talker | ") && !screen.contains("talker ! "), "printed above without --stream:\n\(screen)")
+            let ended = try pane.poll(until: .seconds(20)) { $0.contains("flowrun exited:") }
+            let history = try pane.capture(history: true)
+            try #require(ended, "flowrun did not finish:\n\(history)")
+            #expect(history.contains("flowrun exited: 0"), "\(history)")
+            #expect(!history.contains("warming the cache"), "the live row's line stays in the region:\n\(history)")
+        }
+
         @Test func streamShowsStderrMarkedAndJSONEmitsTaskOutputEvents() throws {
             let text = """
                 tasks:
