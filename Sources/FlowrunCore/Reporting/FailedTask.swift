@@ -33,3 +33,19 @@ struct FailedTask {
         return result
     }
 }
+
+/// The first few names of a set that may be huge, and how many there are.
+struct NameSample {
+    private(set) var first: [String] = []
+    private(set) var count = 0
+
+    mutating func add(_ name: String) {
+        if first.count < 5 { first.append(name) }
+        count += 1
+    }
+
+    /// `a, b, c` or `a, b, c, … (1000)`.
+    func listed(_ limit: Int) -> String {
+        first.prefix(limit).joined(separator: ", ") + (count > limit ? ", … (\(count))" : "")
+    }
+}

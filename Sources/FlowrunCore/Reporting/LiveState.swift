@@ -67,7 +67,12 @@ struct LiveState {
     var columns = 80
     private var failures: [FailedTask] = []
     /// Members joins cancelled once they had what they needed.
-    private var notNeeded: [String] = []
+    /// The first few of them and how many (a quorum over 100,000 members keeps five names, not all).
+    private var notNeeded = NameSample()
+    /// Members a join did not need that never started, since the last
+    /// `collapsedLines()`, and the join that said so.
+    private var notNeededUnstarted = NameSample()
+    private var notNeededJoin: String?
     /// How each join that completed ended, for its cancelled members' lines.
     private var joinEnds: [String: ReasonText.JoinEnd] = [:]
     /// Each running task's latest line of output (`--stream` / the row's dimmed tail).
@@ -163,6 +168,25 @@ struct LiveState {
     /// One line for the tasks cancelled before they started since the last
     /// call (the view asks once per frame): `⊘ 3 cancelled before they started (signal): a, b, c`.
     mutating func collapsedLines() -> [StyledLine] {
+        var lines: [StyledLine] = []
+        if notNeededUnstarted.count > 0 {
+            let why = ReasonText.describe(CancelReason.joinSettled.rawValue, cancelledBy: notNeededJoin).dropFirst("not needed: ".count)
+            let line: StyledLine
+            if notNeededUnstarted.count == 1 {
+                line = taskLine(symbol: "⊘", role: .dim, name: notNeededUnstarted.first[0], details: "not needed (\(why))")
+            } else {
+                var many = StyledLine("⊘ ", .dim)
+                many.append("\(notNeededUnstarted.count) tasks", .bold)
+                many.append(" not needed (\(why)): \(notNeededUnstarted.listed(3))", .dim)
+                line = many
+            }
+            lines += JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    ")
+            notNeededUnstarted = NameSample()
+        }
+        return lines + collapsedCancelledLines()
+    }
+
+    private mutating func collapsedCancelledLines() -> [StyledLine] {
         guard !cancelledUnstarted.isEmpty else { return [] }
         defer { cancelledUnstarted = [] }
         if cancelledUnstarted.count == 1 {
@@ -187,6 +211,13 @@ struct LiveState {
         let status = event.status ?? .failed
         finishedTasks += 1
         let ran = (event.attempt ?? 0) > 0
+        if !ran, ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
+            // A quorum over 1,000 members is one line for those that never started.
+            notNeeded.add(name)
+            notNeededUnstarted.add(name)
+            notNeededJoin = event.cancelledBy
+            return []
+        }
         if status == .cancelled && !ran {
             // Ctrl-C on 20,000 pending tasks is one line, not 20,000.
             cancelledUnstarted.append(name)
@@ -228,7 +259,7 @@ struct LiveState {
         // A failure's line wraps: its reason is never cut, however narrow the terminal.
         let line = taskLine(symbol: Self.symbol(of: status), role: role, name: name, details: text)
         var lines = status != .succeeded ? JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    ") : [line]
-        if notNeeded { self.notNeeded.append(name) }
+        if notNeeded { self.notNeeded.add(name) }
         if status == .failed || status == .timedOut {
             if !allowed { failedTasks += 1 }
             failures.append(FailedTask(name: name, path: event.path, tail: event.logTail ?? [], allowed: allowed))
@@ -287,9 +318,9 @@ struct LiveState {
         if failures.count > Self.summaryFailureLimit {
             lines.append(StyledLine("  … and \(failures.count - Self.summaryFailureLimit) more failed (see the run record)", .failure))
         }
-        if !notNeeded.isEmpty {
+        if notNeeded.count > 0 {
             var line = StyledLine("  not needed: ", .dim)
-            line.append(notNeeded.prefix(5).joined(separator: ", ") + (notNeeded.count > 5 ? ", … (\(notNeeded.count))" : ""))
+            line.append(notNeeded.listed(5))
             lines.append(line)
         }
         if let path = event.path { lines.append(StyledLine("  record: \(PathText.shortened(path, to: columns - 11))", .dim)) }

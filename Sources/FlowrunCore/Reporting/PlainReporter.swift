@@ -14,7 +14,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     private let columns: Int
     private var failures: [FailedTask] = []
     /// Members joins cancelled once they had what they needed: "not needed", not failures.
-    private var notNeeded: [String] = []
+    private var notNeeded = NameSample()
     /// Joins that failed: the members they cancelled were not "not needed".
     private var joinEnds: [String: ReasonText.JoinEnd] = [:]
     private var slowest: [(name: String, duration: Double)] = []
@@ -151,7 +151,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
         if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(name, duration) }
         if ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
-            notNeeded.append(name)
+            notNeeded.add(name)
         }
         if status == .failed || status == .timedOut {
             failures.append(FailedTask(name: name, path: event.path, tail: event.logTail ?? [], allowed: allowed))
@@ -188,8 +188,8 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
             lines.append("    \(failure.allowed ? "failed (allowed)" : "failed"): \(failure.name)" + (failure.path.map { " — \($0)" } ?? ""))
             for line in failure.tail.suffix(FailedTask.summaryTailLines) { lines.append("      | " + line) }
         }
-        if !notNeeded.isEmpty {
-            lines.append("    not needed: " + notNeeded.prefix(5).joined(separator: ", ") + (notNeeded.count > 5 ? ", … (\(notNeeded.count))" : ""))
+        if notNeeded.count > 0 {
+            lines.append("    not needed: " + notNeeded.listed(5))
         }
         lines.append("    record: \(event.path ?? "")")
         return lines
