@@ -9,8 +9,8 @@ struct Flowrun: ParsableCommand {
         abstract: "Run declarative workflows: tasks, groups, limits, semaphores, timeouts and joins.",
         usage: """
             flowrun FILE [--dry-run] [--var <name=value>]... [--max-parallel <n>]
-                         [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>]
-            flowrun validate FILE...
+                         [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>] [--stream]
+            flowrun validate [--quiet] FILE...
             flowrun graph FILE [--format dot|mermaid]
             flowrun export FILE --to argo [--image <image>] [--namespace <ns>] [--template] [--strict] [-o <file>]
             """,
@@ -23,7 +23,8 @@ struct Flowrun: ParsableCommand {
               --fail-fast           the first failure cancels everything running
               --output <mode>       auto, tty, plain or json (the plan, with --dry-run)
               --log-dir <dir>       the run record's folder (.flowrun/runs/RUN_ID)
-              --stream              print tasks' stdout live, each line with its task's name
+              --stream              print what tasks print as they print it: `task | line`
+                                    for stdout, `task ! line` for stderr (json: task_output events)
 
             Exit codes: 0 nothing failed, 1 something failed or timed out, 2 invalid \
             workflow or command line, 124 the run's timeout fired, 128+N a signal N \
@@ -41,6 +42,10 @@ struct Flowrun: ParsableCommand {
         // supervisor, and everything below runs in its child, the engine.
         Supervisor.split()
         do {
+            if let message = CommandSuggestion.message(for: CommandLine.arguments) {
+                Terminal.standardError.write(message + "\n")
+                Terminal.exit(2)
+            }
             var command = try parseAsRoot()
             try command.run()
         } catch {

@@ -33,7 +33,7 @@ struct RunCommand: ParsableCommand {
     @Option(help: "auto: tty on a terminal, else plain; tty: live view; plain: one line per event; json: one JSON object per line (with --dry-run: the plan as JSON).")
     var output: OutputMode = .auto
 
-    @Flag(help: "Show what tasks print as they print it, each line prefixed with the task's name (plain and tty output).")
+    @Flag(help: "Show what tasks print as they print it: `task | line` for stdout, `task ! line` for stderr (plain and tty); with --output json, task_output events.")
     var stream = false
 
     @Option(help: ArgumentHelp("The folder to make run folders in: DIR/RUN_ID (default: .flowrun/runs under the current directory). It must be yours (or root's) and not writable by others without the sticky bit.", valueName: "dir"))
@@ -72,15 +72,23 @@ struct RunCommand: ParsableCommand {
             throw ExitCode(2)
         }
         let reporter: any RunReporter
+        // The live view's rows show each running task's latest line: it hears every line on a terminal.
+        var hearsLines = stream
         switch output {
         case .json: reporter = JSONLinesReporter()
         case .plain: reporter = PlainReporter()
         // Not on a terminal, `tty` prints the view's lasting lines (finished
         // tasks, join blocks, summary) with no live region and no escapes.
-        case .tty: reporter = LiveTerminalReporter()
-        case .auto: reporter = Terminal.standardOutput.showsLiveView ? LiveTerminalReporter() : PlainReporter()
+        case .tty, .auto:
+            if output == .auto && !Terminal.standardOutput.showsLiveView {
+                reporter = PlainReporter()
+            } else {
+                let live = LiveTerminalReporter(streams: stream)
+                hearsLines = hearsLines || live.drawsRegion
+                reporter = live
+            }
         }
-        let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: stream)
+        let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: hearsLines)
         let outcome = engine.run()
         // Out at once: freeing every node, and ArgumentParser describing an
         // ExitCode, is a millisecond or two nobody waits for.

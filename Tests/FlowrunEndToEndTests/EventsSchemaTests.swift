@@ -130,7 +130,7 @@ extension RunEndToEnd {
             case "start": return KindAndSubject(kind: "task_started", subject: subject)
             case "progress": return KindAndSubject(kind: "task_progress", subject: subject)
             case "retry": return KindAndSubject(kind: "task_retrying", subject: subject)
-            case "ok", "FAILED", "TIMEOUT", "cancelled", "skipped": return KindAndSubject(kind: "task_finished", subject: subject)
+            case "ok", "FAILED", "failed", "TIMEOUT", "cancel", "skipped": return KindAndSubject(kind: "task_finished", subject: subject)
             case "group": return KindAndSubject(kind: "group_finished", subject: subject)
             case "join": return KindAndSubject(kind: "join_completed", subject: subject)
             default:

@@ -47,9 +47,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let reaper: ChildReaper
     private let killer: ProcessTreeKiller
     private let onProgress: (Int) -> Void
-    /// With `--stream`: each whole line of output, on the pump's thread.
-    private let onLine: ((String) -> Void)?
+    /// With `--stream`: each whole line of output (true: of stderr), on the pump's thread.
+    private let onLine: ((String, Bool) -> Void)?
     private var partialLine: [UInt8] = []
+    private var partialErrorLine: [UInt8] = []
     private let completion: (AttemptResult) -> Void
     /// Whether flowrun has children that are not running task shells.
     private let escapeesExist: () -> Bool
@@ -74,7 +75,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var stdoutRegistration: OutputPump.Registration?
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
-         escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, onLine: ((String) -> Void)? = nil,
+         escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, onLine: ((String, Bool) -> Void)? = nil,
          completion: @escaping (AttemptResult) -> Void) {
         self.onLine = onLine
         self.escapeesExist = escapeesExist
@@ -129,15 +130,21 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             data: { [self] chunk in
                 log.write(chunk)
                 if let progress = capture.append(chunk) { reportProgress(progress) }
-                if onLine != nil { streamLines(chunk) }
+                if onLine != nil { streamLines(chunk, into: &partialLine, isError: false) }
             },
             end: { [self] in
                 let capture = stdoutEnded()
                 pump.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
-            data: { [self] chunk in log.write(chunk) },
-            end: { [self] in pump.deliver { self.outputEnded(stderrRead, capture: nil) } }))
+            data: { [self] chunk in
+                log.write(chunk)
+                if onLine != nil { streamLines(chunk, into: &partialErrorLine, isError: true) }
+            },
+            end: { [self] in
+                if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
+                pump.deliver { self.outputEnded(stderrRead, capture: nil) }
+            }))
         openOutputs = [stdoutRegistration, stderrRegistration]
         self.stdoutRegistration = stdoutRegistration
     }
@@ -149,26 +156,26 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// On the pump's thread, when stdout has ended: the last partial line and
     /// progress value, and the capture as it stands.
     private func stdoutEnded() -> StdoutCapture {
-        if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self)) }
+        if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self), false) }
         if let progress = capture.finish() { reportProgress(progress) }
         return capture
     }
 
     /// On the pump's thread: hands on whole lines, keeping a partial one
     /// (at most 64 KiB of it) for the next chunk.
-    private func streamLines(_ chunk: UnsafeRawBufferPointer) {
+    private func streamLines(_ chunk: UnsafeRawBufferPointer, into partialLine: inout [UInt8], isError: Bool) {
         guard let onLine else { return }
         var start = 0
         for (offset, byte) in chunk.enumerated() where byte == UInt8(ascii: "\n") {
             partialLine.append(contentsOf: chunk[start..<offset])
             let line = String(decoding: partialLine, as: UTF8.self)
             partialLine.removeAll(keepingCapacity: true)
-            if !line.hasPrefix("::progress::") { onLine(line) }
+            if isError || !line.hasPrefix("::progress::") { onLine(line, isError) }
             start = offset + 1
         }
         partialLine.append(contentsOf: chunk[start...])
         if partialLine.count > 64 * 1024 {
-            onLine(String(decoding: partialLine, as: UTF8.self))
+            onLine(String(decoding: partialLine, as: UTF8.self), isError)
             partialLine.removeAll(keepingCapacity: true)
         }
     }

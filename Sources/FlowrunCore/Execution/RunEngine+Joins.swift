@@ -61,7 +61,77 @@ extension RunEngine {
         completed.duration = node.startedAt.map { elapsed - $0 } ?? 0
         completed.missing = node.members.filter { !nodes[$0].status.isFinal }.map { nodes[$0].name }
         completed.report = joinReport(index)
+        var report = memberReport(index, status: status, duration: completed.duration ?? 0, missing: node.joinTimedOut ? completed.missing ?? [] : [])
+        // The whole report goes to the record first; the event carries it capped, pointing there.
+        report.path = record.joinReportPath(for: node.name)
+        if record.writeJoinReport(report.json(), for: node.name) != nil { report.path = nil }
+        completed.joinReport = report
         emit(completed)
+    }
+
+    /// The join's members one by one (a group's members each), with their
+    /// stashes, or only what `report:` names.
+    private func memberReport(_ index: Int, status: TaskStatus, duration: Double, missing: [String]) -> JoinReport {
+        let node = nodes[index]
+        // What `report:` selects, per member name: nil shows every member's whole stash.
+        var selected: [String: [String]]?
+        if let items = node.joinDefinition?.report {
+            var fields: [String: [String]] = [:]
+            let names = node.members.map { nodes[$0].name }
+            for item in items {
+                // Member names may hold dots: the longest member name the entry starts with.
+                guard let name = names.filter({ item.text.hasPrefix($0 + ".") }).max(by: { $0.count < $1.count }) else { continue }
+                fields[name, default: []].append(String(item.text.dropFirst(name.count + 1)))
+            }
+            selected = fields
+        }
+        var members: [JoinReport.Member] = []
+        for member in node.members {
+            let fields = selected.map { $0[nodes[member].name] ?? [] }
+            if nodes[member].kind == .group {
+                let showsStash = fields.map { $0.contains("results") } ?? true
+                for inner in nodes[member].members {
+                    members.append(reportMember(inner, group: nodes[member].name, fields: showsStash ? nil : [], joinTimedOut: node.joinTimedOut, joinStatus: status))
+                }
+                // Other fields of the group itself (`status`), when named.
+                if let fields, fields.contains(where: { $0 != "results" }) {
+                    members.append(reportMember(member, group: nil, fields: fields.filter { $0 != "results" }, joinTimedOut: node.joinTimedOut, joinStatus: status))
+                }
+            } else {
+                members.append(reportMember(member, group: nil, fields: fields, joinTimedOut: node.joinTimedOut, joinStatus: status))
+            }
+        }
+        return JoinReport(name: node.name, status: status, timedOut: node.joinTimedOut, counted: node.members.count,
+                          succeeded: node.members.filter { nodes[$0].status == .succeeded }.count, required: node.required,
+                          duration: duration, missing: missing, members: members, path: nil)
+    }
+
+    /// One member's line of the report; `fields` nil means its whole stash.
+    private func reportMember(_ member: Int, group: String?, fields: [String]?, joinTimedOut: Bool, joinStatus: TaskStatus) -> JoinReport.Member {
+        let node = nodes[member]
+        let outcome: JoinReport.Outcome
+        switch node.status {
+        case .succeeded: outcome = .succeeded
+        case .failed, .timedOut:
+            outcome = node.definition?.value.continueOnError == true ? .failedAllowed : node.status == .failed ? .failed : .timedOut
+        case .cancelled: outcome = node.cancelReason == .joinSettled ? .notNeeded : .cancelled
+        case .skipped: outcome = .skipped
+        case .pending, .waiting, .running: outcome = joinTimedOut ? .missing : joinStatus == .succeeded ? .notNeeded : .cancelled
+        }
+        var values: [JoinReport.Value] = []
+        if let fields, node.status.isFinal {
+            for field in fields {
+                // `outputs.path` shows as `path=…`, like the whole stash's output keys.
+                let key = field.hasPrefix("outputs.") ? String(field.dropFirst("outputs.".count)) : field
+                values.append(JoinReport.Value(key: key, text: stashValue(of: member, field: field) ?? "", isStdout: field == "stdout"))
+            }
+        } else if node.kind == .task, node.status.isFinal {
+            for output in node.stash.outputs { values.append(JoinReport.Value(key: output.key, text: output.value, isStdout: false)) }
+            if !node.stash.stdout.isEmpty { values.append(JoinReport.Value(key: "stdout", text: node.stash.stdout, isStdout: true)) }
+        }
+        let duration = node.kind == .task ? node.stash.duration : node.startedAt.map { (node.finishedAt ?? elapsed) - $0 }
+        return JoinReport.Member(name: node.name, group: group, item: node.item, outcome: outcome, duration: duration,
+                                 values: values, log: node.hasLog ? record.logPath(index: member, name: node.name) : nil)
     }
 
     /// The values a join reports: its `report:` entries, or every member's stash.
@@ -93,5 +163,11 @@ extension RunEngine {
         guard let name = match, let memberIndex = indexByName[name] else { return "" }
         let field = String(fullText.dropFirst(name.count + 1))
         return stashValue(of: memberIndex, field: field) ?? ""
+    }
+
+    /// The join whose quorum (or deadline) cancelled a member: one it, or its group, counts for that has completed.
+    func cancellingJoin(of index: Int) -> String? {
+        let joins = nodes[index].joins + (nodes[index].group.map { nodes[$0].joins } ?? [])
+        return joins.first { nodes[$0].status.isFinal }.map { nodes[$0].name }
     }
 }

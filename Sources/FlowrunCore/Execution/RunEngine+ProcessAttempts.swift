@@ -41,8 +41,8 @@ extension RunEngine {
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,
                 onProgress: { [unowned self] percent in progressed(index, percent) },
-                onLine: streamsOutput ? { [reporters] line in
-                    for reporter in reporters { reporter.output(task: name, line: line) }
+                onLine: streamsOutput ? { [reporters] line, isError in
+                    for reporter in reporters { reporter.output(task: name, line: line, isError: isError) }
                 } : nil,
                 completion: completion)
         } catch {

@@ -181,6 +181,8 @@ extension RunEngine {
             finished.signal = signal
             finished.duration = nodes[index].stash.duration
             finished.reason = why
+            if nodes[index].cancelReason == .joinSettled { finished.cancelledBy = cancellingJoin(of: index) }
+            if status.isFailure && nodes[index].definition?.value.continueOnError == true { finished.allowed = true }
             if nodes[index].hasLog {
                 finished.path = record.logPath(index: index, name: nodes[index].name)
                 if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }

@@ -25,21 +25,9 @@ enum LiveFrame {
     ///   - tick: the spinner's frame.
     static func lines(_ state: LiveState, now: Double, columns: Int, rows: Int, tick: Int = 0) -> [StyledLine] {
         guard state.started, !state.finished else { return [] }
-        var header = StyledLine(String(spinner[tick % spinner.count]) + " ", .accent)
-        header.append(state.workflow.isEmpty ? "run" : TerminalText.sanitized(state.workflow), .bold)
-        header.append("  " + clock(now))
-        header.append(" · ", .dim)
-        header.append("\(state.running.count) running")
-        if !state.waiting.isEmpty || !state.retrying.isEmpty {
-            header.append(" · ", .dim)
-            header.append("\(state.waiting.count + state.retrying.count) waiting")
-        }
-        header.append(" · ", .dim)
-        header.append("\(state.finishedTasks)/\(state.totalTasks) done")
-        if state.failedTasks > 0 {
-            header.append(" · ", .dim)
-            header.append("\(state.failedTasks) failed", .failure)
-        }
+        var header = self.header(state, now: now, tick: tick, compact: false)
+        // A narrow terminal gets the short words rather than a cut count.
+        if header.width > columns - 1 { header = self.header(state, now: now, tick: tick, compact: true) }
 
         // What waits takes at most half of the region; running tasks get the rest.
         let waitingLines = Array(self.waitingLines(state, now: now).prefix(max(1, (rows - 1) / 2)))
@@ -54,14 +42,35 @@ enum LiveFrame {
         let barWidth = columns >= 60 ? 10 : columns >= 44 ? 6 : 0
         var lines = [header]
         for task in running {
-            lines.append(runningLine(task, now: now, nameWidth: nameWidth, barWidth: barWidth))
+            lines.append(runningLine(task, now: now, nameWidth: nameWidth, barWidth: barWidth, state: state))
         }
         if hidden > 0 { lines.append(StyledLine("  … and \(hidden) more running", .dim)) }
         return lines + waitingLines
     }
 
+    /// `⠹ downloads  12.4s · 10 running · 71 waiting · 19/101 done`, or
+    /// `compact`: `⠹ downloads 12.4s · 10 run · 71 wait · 19/101`.
+    static func header(_ state: LiveState, now: Double, tick: Int, compact: Bool) -> StyledLine {
+        var header = StyledLine(String(spinner[tick % spinner.count]) + " ", .accent)
+        header.append(state.workflow.isEmpty ? "run" : TerminalText.sanitized(state.workflow), .bold)
+        header.append("  " + clock(now))
+        header.append(" · ", .dim)
+        header.append("\(state.running.count) \(compact ? "run" : "running")")
+        if !state.waiting.isEmpty || !state.retrying.isEmpty {
+            header.append(" · ", .dim)
+            header.append("\(state.waiting.count + state.retrying.count) \(compact ? "wait" : "waiting")")
+        }
+        header.append(" · ", .dim)
+        header.append("\(state.finishedTasks)/\(state.totalTasks)\(compact ? "" : " done")")
+        if state.failedTasks > 0 {
+            header.append(" · ", .dim)
+            header.append("\(state.failedTasks) failed", .failure)
+        }
+        return header
+    }
+
     /// `  file-20  [██████░░░░]  60%   1.3s  attempt 2`
-    static func runningLine(_ task: LiveState.Running, now: Double, nameWidth: Int, barWidth: Int) -> StyledLine {
+    static func runningLine(_ task: LiveState.Running, now: Double, nameWidth: Int, barWidth: Int, state: LiveState? = nil) -> StyledLine {
         var line = StyledLine("  " + TerminalText.fitted(task.name, to: nameWidth) + "  ")
         if barWidth > 0 {
             let filled = task.progress.map { min(barWidth, max(0, $0 * barWidth / 100)) } ?? 0
@@ -73,6 +82,8 @@ enum LiveFrame {
         line.append(TerminalText.padded(left: task.progress.map { "\($0)%" } ?? "", to: 4))
         line.append("  " + TerminalText.padded(left: clock(max(0, now - task.started)), to: 6), .dim)
         if task.attempt > 1 { line.append("  attempt \(task.attempt)", .warning) }
+        // The task's latest line of output, dimmed (cut to the width by the screen).
+        if let latest = state?.latestOutput[task.name] { line.append("  " + latest, .dim) }
         return line
     }
 

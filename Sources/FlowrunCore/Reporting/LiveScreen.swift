@@ -45,6 +45,10 @@ struct LiveScreen {
         let up = rowsOnScreen(columns: columns)
         if up > 0 { bytes += "\u{1B}[\(up)A" }
         bytes += "\r"
+        // After a resize, clear the old region whole before drawing: rows the
+        // terminal re-wrapped keep a "continues on the next row" mark that
+        // `ESC[K` leaves, and widening again would join them with the next.
+        if regionColumns != 0 && columns != regionColumns { bytes += Self.clearToEndOfScreen }
         for line in above {
             bytes += style.render(line, columns: width) + Self.clearToEndOfLine + "\n"
         }

@@ -62,7 +62,21 @@ struct LiveState {
     private(set) var waitingLines: [String: WaitingLine] = [:]
     private(set) var retrying: [String: Retrying] = [:]
     private var nextSerial = 0
-    private var failures: [(name: String, path: String?)] = []
+    /// The terminal's width, set by the view before each batch of events:
+    /// join blocks and failure reasons are fitted (or wrapped) to it.
+    var columns = 80
+    private var failures: [FailedTask] = []
+    /// Members joins cancelled once they had what they needed.
+    /// The first few of them and how many (a quorum over 100,000 members keeps five names, not all).
+    private var notNeeded = NameSample()
+    /// Members a join did not need that never started, since the last
+    /// `collapsedLines()`, and the join that said so.
+    private var notNeededUnstarted = NameSample()
+    private var notNeededJoin: String?
+    /// How each join that completed ended, for its cancelled members' lines.
+    private var joinEnds: [String: ReasonText.JoinEnd] = [:]
+    /// Each running task's latest line of output (`--stream` / the row's dimmed tail).
+    private(set) var latestOutput: [String: String] = [:]
     /// Tasks cancelled before they started, since the last `collapsedLines()`.
     private var cancelledUnstarted: [String] = []
     /// The three slowest finished tasks, slowest first.
@@ -70,6 +84,13 @@ struct LiveState {
 
     /// Every task the view has seen so far or was told of at the start.
     var totalTasks: Int { max(knownTasks, finishedTasks + running.count + waiting.count + retrying.count) }
+
+    /// A running task printed `line`: its row shows it (blank lines keep the last one).
+    mutating func noteOutput(task: String, line: String) {
+        guard running[task] != nil else { return }
+        let text = TerminalText.sanitized(line)
+        if !text.allSatisfy({ $0 == " " }) { latestOutput[task] = text }
+    }
 
     /// Updates the state; returns the lines to print above the live region.
     mutating func apply(_ event: RunEvent) -> [StyledLine] {
@@ -96,6 +117,8 @@ struct LiveState {
         case .taskProgress:
             running[name]?.progress = event.progress
             return []
+        case .taskOutput:
+            return []
         case .taskRetrying:
             running[name] = nil
             let attempt = event.attempt ?? 2
@@ -107,6 +130,7 @@ struct LiveState {
             return [line]
         case .taskFinished:
             running[name] = nil
+            latestOutput[name] = nil
             retrying[name] = nil
             leaveWaiting(name)
             return taskFinished(event)
@@ -117,6 +141,14 @@ struct LiveState {
             line.append(" \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(PlainReporter.seconds(event.duration ?? 0)))")
             return [line]
         case .joinCompleted:
+            joinEnds[name] = ReasonText.JoinEnd(event)
+            if let report = event.joinReport {
+                let block = JoinBlock.lines(report, columns: columns)
+                var head = StyledLine("◆ ", report.timedOut ? .warning : Self.role(of: report.status))
+                head.append("join ", .dim)
+                head.append(TerminalText.sanitized(block.head))
+                return JoinBlock.wrapped(head, width: max(20, columns - 1), indent: "    ") + block.details
+            }
             let block = PlainReporter.joinBlock(event, valueWidth: Self.valueWidth)
             var head = StyledLine("◆ ", event.timedOut == true ? .warning : Self.role(of: event.status))
             head.append("join ", .dim)
@@ -136,6 +168,25 @@ struct LiveState {
     /// One line for the tasks cancelled before they started since the last
     /// call (the view asks once per frame): `⊘ 3 cancelled before they started (signal): a, b, c`.
     mutating func collapsedLines() -> [StyledLine] {
+        var lines: [StyledLine] = []
+        if notNeededUnstarted.count > 0 {
+            let why = ReasonText.describe(CancelReason.joinSettled.rawValue, cancelledBy: notNeededJoin).dropFirst("not needed: ".count)
+            let line: StyledLine
+            if notNeededUnstarted.count == 1 {
+                line = taskLine(symbol: "⊘", role: .dim, name: notNeededUnstarted.first[0], details: "not needed (\(why))")
+            } else {
+                var many = StyledLine("⊘ ", .dim)
+                many.append("\(notNeededUnstarted.count) tasks", .bold)
+                many.append(" not needed (\(why)): \(notNeededUnstarted.listed(3))", .dim)
+                line = many
+            }
+            lines += JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    ")
+            notNeededUnstarted = NameSample()
+        }
+        return lines + collapsedCancelledLines()
+    }
+
+    private mutating func collapsedCancelledLines() -> [StyledLine] {
         guard !cancelledUnstarted.isEmpty else { return [] }
         defer { cancelledUnstarted = [] }
         if cancelledUnstarted.count == 1 {
@@ -160,6 +211,13 @@ struct LiveState {
         let status = event.status ?? .failed
         finishedTasks += 1
         let ran = (event.attempt ?? 0) > 0
+        if !ran, ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
+            // A quorum over 1,000 members is one line for those that never started.
+            notNeeded.add(name)
+            notNeededUnstarted.add(name)
+            notNeededJoin = event.cancelledBy
+            return []
+        }
         if status == .cancelled && !ran {
             // Ctrl-C on 20,000 pending tasks is one line, not 20,000.
             cancelledUnstarted.append(name)
@@ -171,8 +229,13 @@ struct LiveState {
             if let code = event.exitCode { details.append("exit \(code)") }
             if let signal = event.signal { details.append("signal \(signal)") }
         }
+        let allowed = event.allowed == true
+        let joinEnd = event.cancelledBy.flatMap { joinEnds[$0] }
+        let notNeeded = ReasonText.isNotNeeded(event, joinEnd: joinEnd)
         if status != .succeeded {
-            if let reason = event.reason, !details.contains(reason) { details.append(reason) }
+            if let reason = event.reason, !details.contains(reason) {
+                details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: joinEnd))
+            }
         }
         if let duration = event.duration, ran {
             details.append(PlainReporter.seconds(duration))
@@ -181,23 +244,31 @@ struct LiveState {
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
         var text = details.joined(separator: ", ")
         if status != .succeeded {
-            var word = status.rawValue.replacingAll("_", with: " ")
+            if allowed { details.insert("allowed", at: 0) }
+            var word = notNeeded ? "not needed" : status.rawValue.replacingAll("_", with: " ")
+            if notNeeded, let index = details.firstIndex(where: { $0.hasPrefix("not needed: ") }) {
+                details[index] = String(details[index].dropFirst("not needed: ".count))
+            }
             if let reason = event.reason, reason.hasPrefix(word), let index = details.firstIndex(of: reason) {
                 word = reason
                 details.remove(at: index)
             }
             text = word + (details.isEmpty ? "" : " (" + details.joined(separator: ", ") + ")")
         }
-        var lines = [taskLine(symbol: Self.symbol(of: status), role: Self.role(of: status), name: name, details: text)]
+        let role = allowed ? TextRole.warning : Self.role(of: status)
+        // A failure's line wraps: its reason is never cut, however narrow the terminal.
+        let line = taskLine(symbol: Self.symbol(of: status), role: role, name: name, details: text)
+        var lines = status != .succeeded ? JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    ") : [line]
+        if notNeeded { self.notNeeded.add(name) }
         if status == .failed || status == .timedOut {
-            failedTasks += 1
-            failures.append((name, event.path))
+            if !allowed { failedTasks += 1 }
+            failures.append(FailedTask(name: name, path: event.path, tail: event.logTail ?? [], allowed: allowed))
             for tail in event.logTail ?? [] {
                 var line = StyledLine("    │ ", .dim)
                 line.append(TerminalText.sanitized(tail))
-                lines.append(line)
+                lines += JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    │ ")
             }
-            if let path = event.path { lines.append(StyledLine("    log: \(path)", .dim)) }
+            if let path = event.path { lines.append(StyledLine("    log: \(PathText.shortened(path, to: columns - 10))", .dim)) }
         }
         return lines
     }
@@ -219,27 +290,40 @@ struct LiveState {
         head.append(" \(succeeded ? "succeeded" : "failed") in \(PlainReporter.seconds(event.duration ?? 0)) (exit \(exitCode))")
         var lines = [StyledLine(), head]
         var counts = StyledLine("  ")
-        for (offset, entry) in (event.counts ?? []).enumerated() {
+        let words = FailedTask.counts(event.counts ?? [], allowed: failures.count { $0.allowed }, notNeeded: notNeeded.count)
+        for (offset, entry) in words.enumerated() {
             if offset > 0 { counts.append(" · ", .dim) }
-            counts.append("\(entry.count) \(entry.status.rawValue.replacingAll("_", with: " "))", Self.role(of: entry.status))
+            counts.append("\(entry.count) \(entry.word)", entry.word == "failed (allowed)" ? .warning : Self.role(of: entry.status))
         }
         if counts.spans.count == 1 { counts.append("nothing ran", .dim) }
-        lines.append(counts)
+        lines += JoinBlock.wrapped(counts, width: max(20, columns - 1), indent: "  ")
         if !slowest.isEmpty {
             var line = StyledLine("  slowest: ", .dim)
             line.append(slowest.map { "\($0.name) \(PlainReporter.seconds($0.duration))" }.joined(separator: ", "))
             lines.append(line)
         }
         for failure in failures.prefix(Self.summaryFailureLimit) {
-            var line = StyledLine("  failed: ", .failure)
+            var line = StyledLine(failure.allowed ? "  failed (allowed): " : "  failed: ", failure.allowed ? .warning : .failure)
             line.append(failure.name, .bold)
-            if let path = failure.path { line.append(" — \(path)", .dim) }
+            if let path = failure.path {
+                line.append(" — \(PathText.shortened(path, to: max(12, columns - 1 - line.width - 3)))", .dim)
+            }
             lines.append(line)
+            for tail in failure.tail.suffix(FailedTask.summaryTailLines) {
+                var line = StyledLine("    │ ", .dim)
+                line.append(TerminalText.sanitized(tail))
+                lines.append(line)
+            }
         }
         if failures.count > Self.summaryFailureLimit {
             lines.append(StyledLine("  … and \(failures.count - Self.summaryFailureLimit) more failed (see the run record)", .failure))
         }
-        if let path = event.path { lines.append(StyledLine("  record: \(path)", .dim)) }
+        if notNeeded.count > 0 {
+            var line = StyledLine("  not needed: ", .dim)
+            line.append(notNeeded.listed(5))
+            lines.append(line)
+        }
+        if let path = event.path { lines.append(StyledLine("  record: \(PathText.shortened(path, to: columns - 11))", .dim)) }
         return lines
     }
 

@@ -30,7 +30,7 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
     // a `let` of a Sendable type.
     private enum Item: Sendable {
         case event(RunEvent)
-        case output(task: String, line: String)
+        case output(task: String, line: String, isError: Bool)
     }
 
     /// What reporters hand over, behind one lock: the engine's queue and
@@ -60,16 +60,22 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
     private let signalSources: [any DispatchSourceSignal]
     private let started = Atomic(false)
 
-    /// Draws on `descriptor` (stdout unless told otherwise).
-    public convenience init(descriptor: Int32 = 1) {
-        self.init(descriptor: descriptor) { getenv($0).map { String(cString: $0) } }
+    /// Draws on `descriptor` (stdout unless told otherwise); with `streams`
+    /// (`--stream`), every line tasks print goes above the region.
+    public convenience init(descriptor: Int32 = 1, streams: Bool = false) {
+        self.init(descriptor: descriptor, streams: streams) { getenv($0).map { String(cString: $0) } }
     }
 
+    /// Whether the view draws a live region (a terminal, not `TERM=dumb`):
+    /// then each running task's row shows its latest line of output.
+    public let drawsRegion: Bool
+
     /// `environment` reads `NO_COLOR` and `TERM`.
-    init(descriptor: Int32, environment: (String) -> String?) {
+    init(descriptor: Int32, streams: Bool = false, environment: (String) -> String?) {
         let isTerminal = isatty(descriptor) == 1 && environment("TERM") != "dumb"
+        drawsRegion = isTerminal
         let style = TerminalStyle(usesColor: TerminalStyle.colorAllowed(descriptor: descriptor, environment: environment))
-        painter = Painter(descriptor: descriptor, screen: LiveScreen(style: style, drawsRegion: isTerminal))
+        painter = Painter(descriptor: descriptor, screen: LiveScreen(style: style, drawsRegion: isTerminal), streams: streams)
         timer = DispatchSource.makeTimerSource(queue: queue)
         var sources: [any DispatchSourceSignal] = []
         if isTerminal {
@@ -77,16 +83,19 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             // Ctrl-Z: give the cursor back before stopping; draw afresh on return.
             let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
             let resume = DispatchSource.makeSignalSource(signal: SIGCONT, queue: queue)
-            sources = [stop, resume]
+            // A resize redraws at once, not at the next tick.
+            let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)
+            sources = [stop, resume, resize]
         }
         signalSources = sources
         let painter = painter
         let mailbox = mailbox
         timer.setEventHandler { painter.draw(mailbox) }
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100), leeway: .milliseconds(10))
-        if sources.count == 2 {
+        if sources.count == 3 {
             sources[0].setEventHandler { painter.suspend() }
             sources[1].setEventHandler { painter.resume() }
+            sources[2].setEventHandler { painter.draw(mailbox) }
         }
     }
 
@@ -113,9 +122,10 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         }
     }
 
-    /// With `--stream`: the line goes above the region, `task | line`.
-    public func output(task: String, line: String) {
-        mailbox.inbox.withLock { $0.items.append(.output(task: task, line: line)) }
+    /// With `--stream`: the line goes above the region, `task | line`
+    /// (`task ! line` for stderr); on a terminal, it is also the task's row's latest line.
+    public func output(task: String, line: String, isError: Bool) {
+        mailbox.inbox.withLock { $0.items.append(.output(task: task, line: line, isError: isError)) }
     }
 
     /// Draws the last frame (the summary), gives the cursor back, stops the timer.
@@ -138,22 +148,25 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         var lastRegion: [StyledLine] = []
         var lastColumns = 0
         var closed = false
+        let streams: Bool
 
-        init(descriptor: Int32, screen: LiveScreen) {
+        init(descriptor: Int32, screen: LiveScreen, streams: Bool) {
             self.descriptor = descriptor
             self.screen = screen
+            self.streams = streams
         }
 
         /// Applies what arrived; draws when anything visible changed.
         func draw(_ mailbox: Mailbox) {
             guard !closed else { return }
             let (items, origin) = mailbox.take()
+            let size = screen.drawsRegion ? TerminalSize.of(descriptor) : TerminalSize(columns: 80, rows: 24)
+            state.columns = size.columns
             let above = apply(items)
             guard screen.drawsRegion else {
                 if !above.isEmpty { writeAll(descriptor, screen.frame(above: above, region: [], columns: 0)) }
                 return
             }
-            let size = TerminalSize.of(descriptor)
             let now = origin.map { $0.duration(to: ContinuousClock.now).seconds } ?? 0
             let region = LiveFrame.lines(state, now: now, columns: size.columns, rows: Self.regionRows(size.rows),
                                          tick: Int(now * 10))
@@ -168,8 +181,10 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             guard !closed else { return }
             closed = true
             let (items, _) = mailbox.take()
+            let columns = screen.drawsRegion ? TerminalSize.of(descriptor).columns : 80
+            state.columns = columns
             let above = apply(items)
-            writeAll(descriptor, screen.close(above: above, columns: TerminalSize.of(descriptor).columns))
+            writeAll(descriptor, screen.close(above: above, columns: columns))
             CursorGuard.released()
         }
 
@@ -194,9 +209,11 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
                 switch item {
                 case .event(let event):
                     above += state.apply(event)
-                case .output(let task, let line):
+                case .output(let task, let line, let isError):
+                    state.noteOutput(task: TerminalText.sanitized(task), line: line)
+                    guard streams else { continue }
                     var styled = StyledLine(TerminalText.sanitized(task), .dim)
-                    styled.append(" | ", .dim)
+                    styled.append(isError ? " ! " : " | ", isError ? .warning : .dim)
                     styled.append(TerminalText.sanitized(line))
                     above.append(styled)
                 }

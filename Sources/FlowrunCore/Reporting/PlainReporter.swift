@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,11 +10,18 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     private let output: LineWriter
     /// Values longer than this are shortened on screen (whole in the run record).
     private let valueWidth = 200
-    private var failures: [(name: String, path: String?)] = []
+    /// Join blocks fit this width: the terminal's, or 80 when not a terminal.
+    private let columns: Int
+    private var failures: [FailedTask] = []
+    /// Members joins cancelled once they had what they needed: "not needed", not failures.
+    private var notNeeded = NameSample()
+    /// Joins that failed: the members they cancelled were not "not needed".
+    private var joinEnds: [String: ReasonText.JoinEnd] = [:]
     private var slowest: [(name: String, duration: Double)] = []
 
     public init(descriptor: Int32 = 1) {
         output = LineWriter(descriptor: descriptor)
+        columns = isatty(descriptor) == 1 ? TerminalSize.of(descriptor).columns : 80
     }
 
     public func report(_ event: RunEvent) {
@@ -29,7 +37,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .runStarted:
             let tasks = event.members ?? 0
             lines.append("\(stamp) run      \(event.workflow ?? "") started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(event.path ?? ""))")
-        case .taskWaiting, .taskStarted:
+        case .taskWaiting, .taskStarted, .taskOutput:
             break  // always `commonLine`'s
         case .taskProgress:
             lines.append("\(stamp) progress \(name) \(event.progress ?? 0)%")
@@ -41,8 +49,14 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         case .groupFinished:
             lines.append("\(stamp) group    \(name) \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(Self.seconds(event.duration ?? 0)))")
         case .joinCompleted:
-            let block = Self.joinBlock(event, valueWidth: valueWidth)
-            lines += ["\(stamp) join     \(block.head)"] + block.details
+            joinEnds[name] = ReasonText.JoinEnd(event)
+            if let report = event.joinReport {
+                let block = JoinBlock.lines(report, columns: columns)
+                lines += ["\(stamp) join     \(block.head)"] + block.details.map(\.description)
+            } else {
+                let block = Self.joinBlock(event, valueWidth: valueWidth)
+                lines += ["\(stamp) join     \(block.head)"] + block.details
+            }
         case .runFinished:
             lines += summary(event, stamp: stamp)
         }
@@ -53,9 +67,10 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         output.flush()
     }
 
-    /// `build | compiling foo.c` — one write per line, so lines never mix.
-    public func output(task: String, line: String) {
-        output.write("\(task) | \(line)\n")
+    /// `build | compiling foo.c`, `build ! warning: …` for stderr — one
+    /// write per line, so lines never mix.
+    public func output(task: String, line: String, isError: Bool) {
+        output.write(task + (isError ? " ! " : " | ") + line + "\n")
     }
 
     /// The line of a task's start, wait or first-attempt success, built by
@@ -112,16 +127,34 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         let name = event.subject ?? ""
         let status = event.status ?? .failed
         var details: [String] = []
-        if let code = event.exitCode, status != .succeeded { details.append("exit \(code)") }
-        if let signal = event.signal { details.append("signal \(signal)") }
-        if let reason = event.reason, status != .succeeded, !details.contains(reason) { details.append(reason) }
+        // A cancelled task's exit code and signal are what stopping it did: the reason says it.
+        if status != .cancelled {
+            if let code = event.exitCode, status != .succeeded { details.append("exit \(code)") }
+            if let signal = event.signal { details.append("signal \(signal)") }
+        }
+        if let reason = event.reason, status != .succeeded, !details.contains(reason) {
+            details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }))
+        }
         if let duration = event.duration, event.attempt ?? 0 > 0 { details.append(Self.seconds(duration)) }
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
-        let word = status == .succeeded ? "ok      " : status == .failed ? "FAILED  " : status == .timedOut ? "TIMEOUT " : status.rawValue.padding(to: 8)
+        let allowed = event.allowed == true
+        if allowed { details.insert("allowed", at: 0) }
+        // Every word 8 columns wide, so names line up whatever the status.
+        let word: String
+        switch status {
+        case .succeeded: word = "ok      "
+        case .failed: word = allowed ? "failed  " : "FAILED  "
+        case .timedOut: word = "TIMEOUT "
+        case .cancelled: word = "cancel  "
+        default: word = status.rawValue.padding(to: 8)
+        }
         var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
         if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(name, duration) }
+        if ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
+            notNeeded.add(name)
+        }
         if status == .failed || status == .timedOut {
-            failures.append((name, event.path))
+            failures.append(FailedTask(name: name, path: event.path, tail: event.logTail ?? [], allowed: allowed))
             for line in event.logTail ?? [] { lines.append("    | " + line) }
             if let path = event.path { lines.append("    log: \(path)") }
         }
@@ -147,10 +180,17 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     }
 
     private func summary(_ event: RunEvent, stamp: String) -> [String] {
-        let counts = (event.counts ?? []).map { "\($0.count) \($0.status.rawValue)" }.joined(separator: ", ")
+        let counts = FailedTask.counts(event.counts ?? [], allowed: failures.count { $0.allowed }, notNeeded: notNeeded.count)
+            .map { "\($0.count) \($0.word)" }.joined(separator: ", ")
         var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts) — exit \(event.runExitCode ?? 0)"]
         if !slowest.isEmpty { lines.append("    slowest: " + slowest.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
-        for failure in failures { lines.append("    failed: \(failure.name)" + (failure.path.map { " — \($0)" } ?? "")) }
+        for failure in failures {
+            lines.append("    \(failure.allowed ? "failed (allowed)" : "failed"): \(failure.name)" + (failure.path.map { " — \($0)" } ?? ""))
+            for line in failure.tail.suffix(FailedTask.summaryTailLines) { lines.append("      | " + line) }
+        }
+        if notNeeded.count > 0 {
+            lines.append("    not needed: " + notNeeded.listed(5))
+        }
         lines.append("    record: \(event.path ?? "")")
         return lines
     }
@@ -187,12 +227,24 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
 public final class JSONLinesReporter: RunReporter, @unchecked Sendable {
     // @unchecked: called only on the engine's serial queue.
     private let output: LineWriter
+    /// When the run started (epoch seconds), for `task_output`'s `elapsed`: it comes from the output thread.
+    private let runStart = Mutex<Double?>(nil)
 
     public init(descriptor: Int32 = 1) {
         output = LineWriter(descriptor: descriptor)
     }
 
     public func report(_ event: RunEvent) {
+        if event.kind == .runStarted { runStart.withLock { $0 = event.timestamp - event.elapsed } }
+        output.write(event.jsonLine + "\n")
+    }
+
+    /// With `--stream`: a `task_output` event per line (`stream`: stdout or stderr).
+    public func output(task: String, line: String, isError: Bool) {
+        var event = RunEvent(.taskOutput, elapsed: 0, subject: task)
+        event.elapsed = max(0, event.timestamp - (runStart.withLock { $0 } ?? event.timestamp))
+        event.stream = isError ? "stderr" : "stdout"
+        event.line = line
         output.write(event.jsonLine + "\n")
     }
 

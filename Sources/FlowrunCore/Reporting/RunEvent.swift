@@ -12,6 +12,8 @@ public struct RunEvent: Sendable {
         case taskWaiting = "task_waiting"
         case taskStarted = "task_started"
         case taskProgress = "task_progress"
+        /// With `--stream` and `--output json` only (not in events.jsonl): a line a task printed.
+        case taskOutput = "task_output"
         case taskRetrying = "task_retrying"
         case taskFinished = "task_finished"
         case groupFinished = "group_finished"
@@ -49,11 +51,24 @@ public struct RunEvent: Sendable {
     public var missing: [String]?
     /// join_completed: what it reports, in order: name → value (whole, not shortened).
     public var report: [(key: String, value: String)]?
+    /// join_completed: the members one by one with their stash (SPEC §5).
+    public var joinReport: JoinReport?
+    /// task_output: `stdout` or `stderr`, and the line (without its line break).
+    public var stream: String?
+    public var line: String?
+    /// task_finished of a failure that `continue_on_error` allows.
+    public var allowed: Bool?
+    /// task_finished of a member a join cancelled: that join.
+    public var cancelledBy: String?
     /// run_started / run_finished.
     public var runID: String?
     public var workflow: String?
     public var counts: [(status: TaskStatus, count: Int)]?
     public var runExitCode: Int?
+
+    /// join_completed carries this many members, each value cut to this many bytes.
+    static let joinMembersInEvent = 200
+    static let joinValueBytesInEvent = 1024
 
     public init(_ kind: Kind, elapsed: Double, subject: String? = nil) {
         self.kind = kind
@@ -108,6 +123,14 @@ public struct RunEvent: Sendable {
         if let report {
             json.addRaw("report", "[" + report.map { JSONText.object([("name", $0.key), ("value", $0.value)]) }.joined(separator: ",") + "]")
         }
+        if let joinReport {
+            // Capped: the event names the file holding the report whole.
+            joinReport.addMembers(to: &json, limit: Self.joinMembersInEvent, valueBytes: Self.joinValueBytesInEvent)
+        }
+        json.add("stream", stream)
+        json.add("line", line)
+        json.add("allowed", allowed)
+        json.add("cancelled_by", cancelledBy)
         if let counts {
             var object = JSONObjectWriter()
             for (status, count) in counts { object.add(key: status.rawValue, count) }
@@ -203,11 +226,12 @@ public protocol RunReporter: Sendable {
     func report(_ event: RunEvent)
     /// Called once after `run_finished`, to flush.
     func finish()
-    /// With `--stream`: one whole line a task printed, as it arrives. Called
-    /// on the output thread, not the engine's queue.
-    func output(task: String, line: String)
+    /// With `--stream` (and, for the live view's rows, on a terminal): one
+    /// whole line a task printed on stdout or (`isError`) stderr, as it
+    /// arrives. Called on the output thread, not the engine's queue.
+    func output(task: String, line: String, isError: Bool)
 }
 
 extension RunReporter {
-    public func output(task: String, line: String) {}
+    public func output(task: String, line: String, isError: Bool) {}
 }

@@ -162,7 +162,7 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
             },
             finished("slow", .timedOut, duration: 5, attempt: 2) { $0.reason = "timed out after 5s" },
             finished("deploy", .skipped, attempt: 0) { $0.reason = "a need did not succeed" },
-            finished("lead", .cancelled, duration: 0.2) { $0.reason = "join_settled" },
+            finished("lead", .cancelled, duration: 0.2) { $0.reason = "join_settled"; $0.cancelledBy = "page-ready" },
         ])
         #expect(above == [
             "✓ fetch  0.41s",
@@ -172,7 +172,7 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
             "    log: rec/logs/test.log",
             "✗ slow  timed out after 5s (5.0s, 2 attempts)",
             "- deploy  skipped (a need did not succeed)",
-            "⊘ lead  cancelled (join_settled, 0.2s)",
+            "⊘ lead  not needed (join `page-ready` had what it needed, 0.2s)",
         ])
     }
 
