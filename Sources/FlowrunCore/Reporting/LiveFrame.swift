@@ -26,7 +26,7 @@ enum LiveFrame {
     static func lines(_ state: LiveState, now: Double, columns: Int, rows: Int, tick: Int = 0) -> [StyledLine] {
         guard state.started, !state.finished else { return [] }
         var header = StyledLine(String(spinner[tick % spinner.count]) + " ", .accent)
-        header.append(state.workflow.isEmpty ? "run" : TerminalText.sanitized(state.workflow), .bold)
+        header.append(state.workflow.isEmpty ? "run" : TerminalText.escaped(state.workflow), .bold)
         header.append("  " + clock(now))
         header.append(" · ", .dim)
         header.append("\(state.running.count) running")
@@ -88,10 +88,10 @@ enum LiveFrame {
             var line = StyledLine("  ◌ ", .warning)
             if kind.count == 1, let only = first.first {
                 line.append(only.name, .bold)
-                line.append("  waiting for " + TerminalText.sanitized(only.waitingOn.joined(separator: ", ")), .dim)
+                line.append("  waiting for " + TerminalText.escaped(only.waitingOn.joined(separator: ", ")), .dim)
             } else {
                 line.append("\(kind.count) waiting", .bold)
-                line.append(" for \(TerminalText.sanitized(kind.key)): ", .dim)
+                line.append(" for \(TerminalText.escaped(kind.key)): ", .dim)
                 line.append(first.map(\.name).joined(separator: ", ") + (kind.count > first.count ? ", …" : ""))
             }
             lines.append(line)

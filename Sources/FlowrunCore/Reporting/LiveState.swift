@@ -73,11 +73,11 @@ struct LiveState {
 
     /// Updates the state; returns the lines to print above the live region.
     mutating func apply(_ event: RunEvent) -> [StyledLine] {
-        let name = TerminalText.sanitized(event.subject ?? "")
+        let name = TerminalText.escapedName(event.subject ?? "")
         switch event.kind {
         case .runStarted:
             started = true
-            workflow = event.workflow ?? ""
+            workflow = TerminalText.escaped(event.workflow ?? "")
             knownTasks = event.members ?? 0
             return []
         case .taskWaiting:
@@ -100,7 +100,7 @@ struct LiveState {
             running[name] = nil
             let attempt = event.attempt ?? 2
             retrying[name] = Retrying(name: name, attempt: attempt, due: event.elapsed + (event.delay ?? 0), serial: takeSerial())
-            let why = event.reason.map { " (\($0))" } ?? ""
+            let why = event.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             var line = StyledLine("↻ ", .warning)
             line.append(name, .bold)
             line.append(" \(event.status?.rawValue ?? "failed")\(why), attempt \(attempt) in \(PlainReporter.seconds(event.delay ?? 0))", .dim)
@@ -156,7 +156,7 @@ struct LiveState {
     }
 
     private mutating func taskFinished(_ event: RunEvent) -> [StyledLine] {
-        let name = TerminalText.sanitized(event.subject ?? "")
+        let name = TerminalText.escapedName(event.subject ?? "")
         let status = event.status ?? .failed
         finishedTasks += 1
         let ran = (event.attempt ?? 0) > 0
@@ -172,7 +172,7 @@ struct LiveState {
             if let signal = event.signal { details.append("signal \(signal)") }
         }
         if status != .succeeded {
-            if let reason = event.reason, !details.contains(reason) { details.append(reason) }
+            if let reason = event.reason.map(TerminalText.escaped), !details.contains(reason) { details.append(reason) }
         }
         if let duration = event.duration, ran {
             details.append(PlainReporter.seconds(duration))
@@ -197,7 +197,7 @@ struct LiveState {
                 line.append(TerminalText.sanitized(tail))
                 lines.append(line)
             }
-            if let path = event.path { lines.append(StyledLine("    log: \(path)", .dim)) }
+            if let path = event.path { lines.append(StyledLine("    log: \(TerminalText.escaped(path))", .dim)) }
         }
         return lines
     }
@@ -233,13 +233,13 @@ struct LiveState {
         for failure in failures.prefix(Self.summaryFailureLimit) {
             var line = StyledLine("  failed: ", .failure)
             line.append(failure.name, .bold)
-            if let path = failure.path { line.append(" — \(path)", .dim) }
+            if let path = failure.path { line.append(" — \(TerminalText.escaped(path))", .dim) }
             lines.append(line)
         }
         if failures.count > Self.summaryFailureLimit {
             lines.append(StyledLine("  … and \(failures.count - Self.summaryFailureLimit) more failed (see the run record)", .failure))
         }
-        if let path = event.path { lines.append(StyledLine("  record: \(path)", .dim)) }
+        if let path = event.path { lines.append(StyledLine("  record: \(TerminalText.escaped(path))", .dim)) }
         return lines
     }
 

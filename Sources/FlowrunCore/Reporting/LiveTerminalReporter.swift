@@ -20,6 +20,12 @@ import Glibc
 /// call), so a resized window is drawn at its new width from the next frame
 /// on; no SIGWINCH handler is needed.
 ///
+/// Bounded whatever tasks print: with `--stream`, the inbox keeps only each
+/// task's most recent lines between two frames (`RecentLines`) and says how
+/// many it left out; frames go through a `ConsoleWriter`, and while the
+/// terminal is behind the view holds its lines back (a bounded number)
+/// rather than cut a frame in half.
+///
 /// When the descriptor is not a terminal (or `TERM=dumb`), there is no live
 /// region and no escape code: the same lines above (finished tasks, join
 /// blocks, the summary) are written as they come, at most ten times a
@@ -30,7 +36,9 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
     // a `let` of a Sendable type.
     private enum Item: Sendable {
         case event(RunEvent)
-        case output(task: String, line: String)
+        /// Where the task's lines (in `Inbox.outputs`) go among the events:
+        /// at its first line since the last frame.
+        case output(task: String)
     }
 
     /// What reporters hand over, behind one lock: the engine's queue and
@@ -39,16 +47,44 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         let inbox = Mutex(Inbox())
 
         /// Everything that arrived since the last call, and the run's start.
-        func take() -> ([Item], ContinuousClock.Instant?) {
+        func take() -> Taken {
             inbox.withLock { inbox in
-                defer { inbox.items = [] }
-                return (inbox.items, inbox.origin)
+                defer {
+                    inbox.items = []
+                    inbox.outputs = [:]
+                    inbox.outputBytes = 0
+                }
+                return Taken(items: inbox.items, outputs: inbox.outputs, origin: inbox.origin)
+            }
+        }
+
+        /// A line a task printed: kept among its recent lines, or counted as left out.
+        func add(task: String, line: String) {
+            let line = RecentLines.cut(line)
+            inbox.withLock { inbox in
+                if inbox.outputs[task] == nil { inbox.items.append(.output(task: task)) }
+                if inbox.outputBytes + line.utf8.count > Inbox.outputByteLimit {
+                    inbox.outputs[task, default: RecentLines()].skip()
+                } else {
+                    inbox.outputBytes += inbox.outputs[task, default: RecentLines()].append(line)
+                }
             }
         }
     }
 
+    private struct Taken {
+        var items: [Item]
+        var outputs: [String: RecentLines]
+        var origin: ContinuousClock.Instant?
+    }
+
     private struct Inbox {
+        /// Bytes of task output the inbox holds at most between two frames.
+        static let outputByteLimit = 1 << 20
+
         var items: [Item] = []
+        var outputs: [String: RecentLines] = [:]
+        var outputBytes = 0
         /// The instant the run started, by this process's monotonic clock.
         var origin: ContinuousClock.Instant?
     }
@@ -69,7 +105,8 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
     init(descriptor: Int32, environment: (String) -> String?) {
         let isTerminal = isatty(descriptor) == 1 && environment("TERM") != "dumb"
         let style = TerminalStyle(usesColor: TerminalStyle.colorAllowed(descriptor: descriptor, environment: environment))
-        painter = Painter(descriptor: descriptor, screen: LiveScreen(style: style, drawsRegion: isTerminal))
+        painter = Painter(descriptor: descriptor, console: ConsoleWriter.shared(for: descriptor),
+                          screen: LiveScreen(style: style, drawsRegion: isTerminal))
         timer = DispatchSource.makeTimerSource(queue: queue)
         var sources: [any DispatchSourceSignal] = []
         if isTerminal {
@@ -115,7 +152,7 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
 
     /// With `--stream`: the line goes above the region, `task | line`.
     public func output(task: String, line: String) {
-        mailbox.inbox.withLock { $0.items.append(.output(task: task, line: line)) }
+        mailbox.add(task: task, line: line)
     }
 
     /// Draws the last frame (the summary), gives the cursor back, stops the timer.
@@ -127,30 +164,49 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             if !signalSources.isEmpty { signal(SIGTSTP, SIG_DFL) }
             painter.close(mailbox)
         }
+        if !painter.console.isStandard { painter.console.drain() }
     }
 
     /// Everything the view's queue owns.
     private final class Painter: @unchecked Sendable {
         // @unchecked: every method runs on the reporter's `queue`.
+        /// Lines held back while the terminal is behind, at most this many (the oldest go).
+        static let heldLimit = 2000
+
         let descriptor: Int32
+        let console: ConsoleWriter
         var state = LiveState()
         var screen: LiveScreen
         var lastRegion: [StyledLine] = []
         var lastColumns = 0
         var closed = false
+        /// Lines for above the region not yet handed to the console.
+        var held: [StyledLine] = []
 
-        init(descriptor: Int32, screen: LiveScreen) {
+        init(descriptor: Int32, console: ConsoleWriter, screen: LiveScreen) {
             self.descriptor = descriptor
+            self.console = console
             self.screen = screen
         }
 
         /// Applies what arrived; draws when anything visible changed.
         func draw(_ mailbox: Mailbox) {
             guard !closed else { return }
-            let (items, origin) = mailbox.take()
-            let above = apply(items)
+            let taken = mailbox.take()
+            let origin = taken.origin
+            var above = held + apply(taken)
+            held = []
+            if console.backlog > console.capacity / 4 {
+                // The terminal is behind: draw later rather than drop half a frame.
+                if above.count > Self.heldLimit {
+                    console.countDropped(lines: above.count - Self.heldLimit)
+                    above.removeFirst(above.count - Self.heldLimit)
+                }
+                held = above
+                return
+            }
             guard screen.drawsRegion else {
-                if !above.isEmpty { writeAll(descriptor, screen.frame(above: above, region: [], columns: 0)) }
+                if !above.isEmpty { console.write(screen.frame(above: above, region: [], columns: 0), countingAs: above.count) }
                 return
             }
             let size = TerminalSize.of(descriptor)
@@ -160,24 +216,31 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             if above.isEmpty && region == lastRegion && size.columns == lastColumns { return }
             lastRegion = region
             lastColumns = size.columns
-            writeAll(descriptor, screen.frame(above: above, region: region, columns: size.columns))
+            if !console.write(screen.frame(above: above, region: region, columns: size.columns), countingAs: above.count) {
+                // Not drawn: whatever the screen shows, the next frame starts below it.
+                screen.forgetRegion()
+                lastRegion = []
+            }
         }
 
         /// The last frame: whatever arrived (the summary among it), no region, the cursor back.
         func close(_ mailbox: Mailbox) {
             guard !closed else { return }
             closed = true
-            let (items, _) = mailbox.take()
-            let above = apply(items)
-            writeAll(descriptor, screen.close(above: above, columns: TerminalSize.of(descriptor).columns))
-            CursorGuard.released()
+            let above = held + apply(mailbox.take())
+            held = []
+            if console.write(screen.close(above: above, columns: TerminalSize.of(descriptor).columns), countingAs: above.count) {
+                CursorGuard.released()
+            }
         }
 
         /// Ctrl-Z: leave the terminal as the shell expects it, then stop.
         func suspend() {
             if !closed {
-                writeAll(descriptor, screen.close(above: [], columns: TerminalSize.of(descriptor).columns))
+                console.write(screen.close(above: [], columns: TerminalSize.of(descriptor).columns))
                 lastRegion = []
+                // The shell takes the terminal next: let the bytes reach it first (bounded).
+                console.waitUntilWritten(limit: .seconds(1))
             }
             kill(getpid(), SIGSTOP)
         }
@@ -188,17 +251,26 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             lastRegion = []
         }
 
-        private func apply(_ items: [Item]) -> [StyledLine] {
+        private func apply(_ taken: Taken) -> [StyledLine] {
             var above: [StyledLine] = []
-            for item in items {
+            for item in taken.items {
                 switch item {
                 case .event(let event):
                     above += state.apply(event)
-                case .output(let task, let line):
-                    var styled = StyledLine(TerminalText.sanitized(task), .dim)
-                    styled.append(" | ", .dim)
-                    styled.append(TerminalText.sanitized(line))
-                    above.append(styled)
+                case .output(let task):
+                    guard let recent = taken.outputs[task] else { continue }
+                    let name = TerminalText.escapedName(task)
+                    if recent.skipped > 0 {
+                        var styled = StyledLine(name, .dim)
+                        styled.append(" | … \(recent.skipped) line\(recent.skipped == 1 ? "" : "s") not shown (all in the log)", .dim)
+                        above.append(styled)
+                    }
+                    for line in recent.lines {
+                        var styled = StyledLine(name, .dim)
+                        styled.append(" | ", .dim)
+                        styled.append(TerminalText.sanitized(line))
+                        above.append(styled)
+                    }
                 }
             }
             return above + state.collapsedLines()
@@ -236,7 +308,10 @@ enum CursorGuard {
     private static let installed: Void = {
         atexit {
             let descriptor = CursorGuard.hiddenOn.exchange(-1, ordering: .relaxed)
-            if descriptor >= 0 { writeAll(descriptor, LiveScreen.showCursor) }
+            // Not on a console that failed or was given up on: this write would block.
+            if descriptor >= 0, ConsoleWriter.shared(for: descriptor).failure == nil {
+                writeAll(descriptor, LiveScreen.showCursor)
+            }
         }
     }()
 

@@ -24,17 +24,17 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         }
         var lines: [String] = []
         let stamp = Self.clock(event.timestamp)
-        let name = event.subject ?? ""
+        let name = TerminalText.escapedName(event.subject ?? "")
         switch event.kind {
         case .runStarted:
             let tasks = event.members ?? 0
-            lines.append("\(stamp) run      \(event.workflow ?? "") started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(event.path ?? ""))")
+            lines.append("\(stamp) run      \(TerminalText.escaped(event.workflow ?? "")) started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(TerminalText.escaped(event.path ?? "")))")
         case .taskWaiting, .taskStarted:
             break  // always `commonLine`'s
         case .taskProgress:
             lines.append("\(stamp) progress \(name) \(event.progress ?? 0)%")
         case .taskRetrying:
-            let why = event.reason.map { " (\($0))" } ?? ""
+            let why = event.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             lines.append("\(stamp) retry    \(name): \(event.status?.rawValue ?? "failed")\(why), attempt \(event.attempt ?? 2) in \(Self.seconds(event.delay ?? 0))")
         case .taskFinished:
             lines += taskFinished(event, stamp: stamp)
@@ -50,12 +50,13 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     }
 
     public func finish() {
-        output.flush()
+        output.finish()
     }
 
-    /// `build | compiling foo.c` — one write per line, so lines never mix.
+    /// `build | compiling foo.c` — one write per line, so lines never mix;
+    /// control characters escaped (a task's bytes must not forge a line).
     public func output(task: String, line: String) {
-        output.write("\(task) | \(line)\n")
+        output.write(TerminalText.escapedName(task) + " | " + TerminalText.escaped(line) + "\n")
     }
 
     /// The line of a task's start, wait or first-attempt success, built by
@@ -73,13 +74,13 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         line.reserveCapacity(64)
         ClockText.appendTime(event.timestamp, local: true, to: &line)
         line += word
-        line += event.subject ?? ""
+        line += TerminalText.escapedName(event.subject ?? "")
         switch event.kind {
         case .taskWaiting:
             line += ": "
             for (position, what) in (event.waitingOn ?? []).enumerated() {
                 if position > 0 { line += ", " }
-                line += what
+                line += TerminalText.escaped(what)
             }
         case .taskFinished:
             if let duration = event.duration {
@@ -109,21 +110,21 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     }
 
     private func taskFinished(_ event: RunEvent, stamp: String) -> [String] {
-        let name = event.subject ?? ""
+        let name = TerminalText.escapedName(event.subject ?? "")
         let status = event.status ?? .failed
         var details: [String] = []
         if let code = event.exitCode, status != .succeeded { details.append("exit \(code)") }
         if let signal = event.signal { details.append("signal \(signal)") }
-        if let reason = event.reason, status != .succeeded, !details.contains(reason) { details.append(reason) }
+        if let reason = event.reason.map(TerminalText.escaped), status != .succeeded, !details.contains(reason) { details.append(reason) }
         if let duration = event.duration, event.attempt ?? 0 > 0 { details.append(Self.seconds(duration)) }
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
         let word = status == .succeeded ? "ok      " : status == .failed ? "FAILED  " : status == .timedOut ? "TIMEOUT " : status.rawValue.padding(to: 8)
         var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
         if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(name, duration) }
         if status == .failed || status == .timedOut {
-            failures.append((name, event.path))
-            for line in event.logTail ?? [] { lines.append("    | " + line) }
-            if let path = event.path { lines.append("    log: \(path)") }
+            failures.append((name, event.path.map(TerminalText.escaped)))
+            for line in event.logTail ?? [] { lines.append("    | " + TerminalText.escaped(line)) }
+            if let path = event.path { lines.append("    log: \(TerminalText.escaped(path))") }
         }
         return lines
     }
@@ -133,15 +134,15 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     /// indented lines for the missing members and each reported value,
     /// values longer than `valueWidth` shortened (whole in the run record).
     static func joinBlock(_ event: RunEvent, valueWidth: Int) -> (head: String, details: [String]) {
-        let name = event.subject ?? ""
+        let name = TerminalText.escapedName(event.subject ?? "")
         let outcome = event.timedOut == true ? "timed out" : event.status?.rawValue ?? ""
         let head = "\(name) \(outcome): \(event.succeeded ?? 0)/\(event.members ?? 0) succeeded (\(event.required ?? 0) needed) after \(Self.seconds(event.duration ?? 0))"
         var details: [String] = []
         if event.timedOut == true, let missing = event.missing, !missing.isEmpty {
-            details.append("    missing: \(missing.joined(separator: ", "))")
+            details.append("    missing: \(missing.map(TerminalText.escaped).joined(separator: ", "))")
         }
         for (key, value) in event.report ?? [] {
-            details.append("    \(key) = \(shorten(value, to: valueWidth))")
+            details.append("    \(TerminalText.escaped(key)) = \(shorten(value, to: valueWidth))")
         }
         return (head, details)
     }
@@ -151,12 +152,13 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts) — exit \(event.runExitCode ?? 0)"]
         if !slowest.isEmpty { lines.append("    slowest: " + slowest.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
         for failure in failures { lines.append("    failed: \(failure.name)" + (failure.path.map { " — \($0)" } ?? "")) }
-        lines.append("    record: \(event.path ?? "")")
+        lines.append("    record: \(TerminalText.escaped(event.path ?? ""))")
         return lines
     }
 
+    /// `value` on one line, control characters escaped (`\n` for a newline), cut to `valueWidth`.
     static func shorten(_ value: String, to valueWidth: Int) -> String {
-        let oneLine = value.replacingAll("\n", with: "⏎")
+        let oneLine = TerminalText.escaped(value)
         return oneLine.count > valueWidth ? String(oneLine.prefix(valueWidth)) + "… (\(value.utf8.count) bytes)" : oneLine
     }
 
@@ -197,6 +199,6 @@ public final class JSONLinesReporter: RunReporter, @unchecked Sendable {
     }
 
     public func finish() {
-        output.flush()
+        output.finish()
     }
 }
