@@ -13,7 +13,8 @@ import Glibc
 /// never made non-blocking: it is often the caller's terminal, and
 /// `O_NONBLOCK` would change it for the shell too. When the buffer is full
 /// (the reader stalls), the text handed over is dropped whole — callers hand
-/// over whole lines — and counted. When a write fails (EPIPE: the reader
+/// over whole lines — and counted (a text larger than the whole buffer
+/// still goes when nothing else waits). When a write fails (EPIPE: the reader
 /// left; EFBIG, EIO, ENOSPC…), the writer stops writing to that descriptor
 /// for good and counts what it did not write. The run record is not console
 /// and never goes through here.
@@ -97,7 +98,9 @@ public final class ConsoleWriter: Sendable {
     public func write(_ bytes: UnsafeRawBufferPointer, countingAs lines: Int? = nil) -> Bool {
         guard !bytes.isEmpty else { return true }
         let (accepted, startThread, signal) = state.withLock { state -> (Bool, Bool, Bool) in
-            guard state.failure == nil, state.pending.count + state.inFlight + bytes.count <= capacity else {
+            let queued = state.pending.count + state.inFlight
+            // Text larger than the whole buffer (a huge join block) still goes when nothing waits.
+            guard state.failure == nil, queued + bytes.count <= capacity || queued == 0 else {
                 state.dropped += lines ?? Self.lines(in: bytes)
                 return (false, false, false)
             }
