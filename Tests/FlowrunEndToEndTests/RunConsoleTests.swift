@@ -97,14 +97,16 @@ extension RunEndToEnd {
                 tasks:
                   intro:
                     description: "fine\n::error::forged by a description"
-                    run: "printf 'plain\\n::error::from output\\n\\033[31mred output\\007\\n'"
+                    # Fails, so its log tail (this output) is printed too.
+                    run: "printf 'plain\\n::error::from output\\n\\033[31mred output\\007\\n'; exit 1"
+                    continue_on_error: true
                 groups:
                   g:
                     foreach: ["a\nb", "\e[31mred", "::error::x", "bell\a", "wrap\r::error::y"]
                     task:
                       name: "${{ item }}"
-                      run: "echo \"item=$FLOWRUN_ITEM\"; exit 1"
-                      continue_on_error: true
+                      # Succeed, so their names are among the slowest in the summary.
+                      run: "echo \"item=$FLOWRUN_ITEM\"; sleep 0.$FLOWRUN_INDEX"
                 """#)
             // `--output` last wins, so each option list chooses its mode.
             let run = try FlowrunBinary.run([workflow, "--log-dir", sandbox.logDirectory] + options,

@@ -18,7 +18,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
 
     public func report(_ event: RunEvent) {
         if let line = Self.commonLine(event) {
-            if event.kind == .taskFinished, let duration = event.duration { noteDuration(event.subject ?? "", duration) }
+            if event.kind == .taskFinished, let duration = event.duration { noteDuration(TerminalText.escapedName(event.subject ?? ""), duration) }
             output.write(line)
             return
         }
