@@ -90,6 +90,9 @@ struct RunCommand: ParsableCommand {
         }
         let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: hearsLines)
         let outcome = engine.run()
+        // The console's last lines, waited for a bounded time only (a reader
+        // that stalls must not hold the exit), and the count of lines dropped.
+        ConsoleWriter.settle()
         // Out at once: freeing every node, and ArgumentParser describing an
         // ExitCode, is a millisecond or two nobody waits for.
         withExtendedLifetime(engine) { Terminal.exit(outcome.exitCode) }

@@ -186,7 +186,7 @@ struct FlowrunRun: Sendable, CustomStringConvertible {
 /// A pseudo-terminal whose device a child can open as stderr; what the child
 /// wrote is read back from the controlling side after it exits.
 final class PseudoTerminal {
-    private let controller: Int32
+    let controller: Int32
     let devicePath: String
 
     /// glibc's headers hide these from Swift (they need _XOPEN_SOURCE).

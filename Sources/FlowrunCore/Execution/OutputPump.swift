@@ -324,7 +324,7 @@ final class OutputPump: @unchecked Sendable {
 
 /// Starts a detached thread running `body` (a pthread: Foundation's `Thread`
 /// would load all of Foundation into every flowrun process).
-private func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
     final class Start: @unchecked Sendable {
         let name: String
         let body: @Sendable () -> Void

@@ -13,6 +13,7 @@ extension RunEngine {
         json.add("exit_code", Int(finalExitCode ?? exitCode()))
         json.add("duration", elapsed)
         json.add("stopped_by", stopping?.rawValue)
+        json.add("console_lines_dropped", ConsoleWriter.droppedLines)  // so far: the console is not the record
         json.add("counts") { $0 += countsJSON }
         file.bytes += json.finish()
         file.bytes.removeLast()  // the object stays open for "tasks", "groups" and "joins"

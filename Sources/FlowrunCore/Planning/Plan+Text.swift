@@ -43,7 +43,9 @@ extension Plan {
         let joinCount = steps.filter { $0.kind == .join }.count
         lines.append("")
         lines.append("\(total), \(groupCount) group\(groupCount == 1 ? "" : "s"), \(joinCount) join\(joinCount == 1 ? "" : "s")")
-        return lines.joined(separator: "\n") + "\n"
+        // Names, items, values and scripts come from the file and `--var`:
+        // no control character of theirs reaches the terminal raw.
+        return lines.map(TerminalText.escaped).joined(separator: "\n") + "\n"
     }
 
     private static func describe(_ step: PlanStep) -> [String] {

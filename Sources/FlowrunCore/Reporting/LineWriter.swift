@@ -4,24 +4,26 @@ import Synchronization
 import Glibc
 #endif
 
-/// Writes report lines to a descriptor: at once on a terminal, else gathered
-/// and written at most every 100 ms (or per 32 KiB), the way stdio buffers a
-/// pipe — 20,000 tasks should not cost 60,000 write calls. `flush()` at the end.
+/// Hands report lines to a `ConsoleWriter`: at once on a terminal, else
+/// gathered and handed over at most every 100 ms (or per 32 KiB), the way
+/// stdio buffers a pipe — 20,000 tasks should not cost 60,000 write calls.
+/// `flush()` at the end. Never waits for the reader (see `ConsoleWriter`).
 final class LineWriter: Sendable {
-    private let descriptor: Int32
+    let console: ConsoleWriter
     private let isTerminal: Bool
     /// Pending text and whether a flush is scheduled, behind one lock: lines
-    /// come from the engine's queue, the timed flush from a global queue.
+    /// come from the engine's queue and the output thread, the timed flush
+    /// from a global queue.
     private let pending = Mutex<(text: String, scheduled: Bool)>(("", false))
 
     init(descriptor: Int32) {
-        self.descriptor = descriptor
+        console = ConsoleWriter.shared(for: descriptor)
         isTerminal = isatty(descriptor) == 1
     }
 
     func write(_ text: String) {
         guard !isTerminal else {
-            writeAll(descriptor, text)
+            console.write(text)
             return
         }
         let (full, schedule) = pending.withLock { pending -> (String?, Bool) in
@@ -34,17 +36,25 @@ final class LineWriter: Sendable {
             pending.scheduled = true
             return (nil, true)
         }
-        if let full { writeAll(descriptor, full) }
+        if let full { console.write(full) }
         if schedule {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in flush() }
         }
     }
 
+    /// Hands over what is gathered; a writer of its own (not stdout's or
+    /// stderr's, which `ConsoleWriter.settle` drains at exit) is drained here.
     func flush() {
         let text = pending.withLock { pending -> String in
             defer { pending = ("", false) }
             return pending.text
         }
-        if !text.isEmpty { writeAll(descriptor, text) }
+        if !text.isEmpty { console.write(text) }
+    }
+
+    /// The last flush of a run.
+    func finish() {
+        flush()
+        if !console.isStandard { console.drain() }
     }
 }

@@ -52,7 +52,7 @@ enum LiveFrame {
     /// `compact`: `⠹ downloads 12.4s · 10 run · 71 wait · 19/101`.
     static func header(_ state: LiveState, now: Double, tick: Int, compact: Bool) -> StyledLine {
         var header = StyledLine(String(spinner[tick % spinner.count]) + " ", .accent)
-        header.append(state.workflow.isEmpty ? "run" : TerminalText.sanitized(state.workflow), .bold)
+        header.append(state.workflow.isEmpty ? "run" : TerminalText.escaped(state.workflow), .bold)
         header.append("  " + clock(now))
         header.append(" · ", .dim)
         header.append("\(state.running.count) \(compact ? "run" : "running")")
@@ -99,10 +99,10 @@ enum LiveFrame {
             var line = StyledLine("  ◌ ", .warning)
             if kind.count == 1, let only = first.first {
                 line.append(only.name, .bold)
-                line.append("  waiting for " + TerminalText.sanitized(only.waitingOn.joined(separator: ", ")), .dim)
+                line.append("  waiting for " + TerminalText.escaped(only.waitingOn.joined(separator: ", ")), .dim)
             } else {
                 line.append("\(kind.count) waiting", .bold)
-                line.append(" for \(TerminalText.sanitized(kind.key)): ", .dim)
+                line.append(" for \(TerminalText.escaped(kind.key)): ", .dim)
                 line.append(first.map(\.name).joined(separator: ", ") + (kind.count > first.count ? ", …" : ""))
             }
             lines.append(line)

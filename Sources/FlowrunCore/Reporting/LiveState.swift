@@ -94,11 +94,11 @@ struct LiveState {
 
     /// Updates the state; returns the lines to print above the live region.
     mutating func apply(_ event: RunEvent) -> [StyledLine] {
-        let name = TerminalText.sanitized(event.subject ?? "")
+        let name = TerminalText.escapedName(event.subject ?? "")
         switch event.kind {
         case .runStarted:
             started = true
-            workflow = event.workflow ?? ""
+            workflow = TerminalText.escaped(event.workflow ?? "")
             knownTasks = event.members ?? 0
             return []
         case .taskWaiting:
@@ -123,7 +123,7 @@ struct LiveState {
             running[name] = nil
             let attempt = event.attempt ?? 2
             retrying[name] = Retrying(name: name, attempt: attempt, due: event.elapsed + (event.delay ?? 0), serial: takeSerial())
-            let why = event.reason.map { " (\($0))" } ?? ""
+            let why = event.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             var line = StyledLine("↻ ", .warning)
             line.append(name, .bold)
             line.append(" \(event.status?.rawValue ?? "failed")\(why), attempt \(attempt) in \(PlainReporter.seconds(event.delay ?? 0))", .dim)
@@ -207,7 +207,7 @@ struct LiveState {
     }
 
     private mutating func taskFinished(_ event: RunEvent) -> [StyledLine] {
-        let name = TerminalText.sanitized(event.subject ?? "")
+        let name = TerminalText.escapedName(event.subject ?? "")
         let status = event.status ?? .failed
         finishedTasks += 1
         let ran = (event.attempt ?? 0) > 0
@@ -234,7 +234,7 @@ struct LiveState {
         let notNeeded = ReasonText.isNotNeeded(event, joinEnd: joinEnd)
         if status != .succeeded {
             if let reason = event.reason, !details.contains(reason) {
-                details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: joinEnd))
+                details.append(TerminalText.escaped(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: joinEnd)))
             }
         }
         if let duration = event.duration, ran {
@@ -268,7 +268,7 @@ struct LiveState {
                 line.append(TerminalText.sanitized(tail))
                 lines += JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    │ ")
             }
-            if let path = event.path { lines.append(StyledLine("    log: \(PathText.shortened(path, to: columns - 10))", .dim)) }
+            if let path = event.path { lines.append(StyledLine("    log: \(PathText.shortened(TerminalText.escaped(path), to: columns - 10))", .dim)) }
         }
         return lines
     }
@@ -306,7 +306,7 @@ struct LiveState {
             var line = StyledLine(failure.allowed ? "  failed (allowed): " : "  failed: ", failure.allowed ? .warning : .failure)
             line.append(failure.name, .bold)
             if let path = failure.path {
-                line.append(" — \(PathText.shortened(path, to: max(12, columns - 1 - line.width - 3)))", .dim)
+                line.append(" — \(PathText.shortened(TerminalText.escaped(path), to: max(12, columns - 1 - line.width - 3)))", .dim)
             }
             lines.append(line)
             for tail in failure.tail.suffix(FailedTask.summaryTailLines) {
@@ -323,7 +323,7 @@ struct LiveState {
             line.append(notNeeded.listed(5))
             lines.append(line)
         }
-        if let path = event.path { lines.append(StyledLine("  record: \(PathText.shortened(path, to: columns - 11))", .dim)) }
+        if let path = event.path { lines.append(StyledLine("  record: \(PathText.shortened(TerminalText.escaped(path), to: columns - 11))", .dim)) }
         return lines
     }
 

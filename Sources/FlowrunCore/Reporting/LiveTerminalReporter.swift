@@ -20,6 +20,12 @@ import Glibc
 /// call), so a resized window is drawn at its new width from the next frame
 /// on; no SIGWINCH handler is needed.
 ///
+/// Bounded whatever tasks print: with `--stream`, the inbox keeps only each
+/// task's most recent lines between two frames (`RecentLines`) and says how
+/// many it left out; frames go through a `ConsoleWriter`, and while the
+/// terminal is behind the view holds its lines back (a bounded number)
+/// rather than cut a frame in half.
+///
 /// When the descriptor is not a terminal (or `TERM=dumb`), there is no live
 /// region and no escape code: the same lines above (finished tasks, join
 /// blocks, the summary) are written as they come, at most ten times a
@@ -30,7 +36,9 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
     // a `let` of a Sendable type.
     private enum Item: Sendable {
         case event(RunEvent)
-        case output(task: String, line: String, isError: Bool)
+        /// Where the task's lines (in `Inbox.outputs`) go among the events:
+        /// at its first line since the last frame.
+        case output(task: String)
     }
 
     /// What reporters hand over, behind one lock: the engine's queue and
@@ -39,16 +47,44 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         let inbox = Mutex(Inbox())
 
         /// Everything that arrived since the last call, and the run's start.
-        func take() -> ([Item], ContinuousClock.Instant?) {
+        func take() -> Taken {
             inbox.withLock { inbox in
-                defer { inbox.items = [] }
-                return (inbox.items, inbox.origin)
+                defer {
+                    inbox.items = []
+                    inbox.outputs = [:]
+                    inbox.outputBytes = 0
+                }
+                return Taken(items: inbox.items, outputs: inbox.outputs, origin: inbox.origin)
+            }
+        }
+
+        /// A line a task printed: kept among its recent lines, or counted as left out.
+        func add(task: String, line: String) {
+            let line = RecentLines.cut(line)
+            inbox.withLock { inbox in
+                if inbox.outputs[task] == nil { inbox.items.append(.output(task: task)) }
+                if inbox.outputBytes + line.utf8.count > Inbox.outputByteLimit {
+                    inbox.outputs[task, default: RecentLines()].skip()
+                } else {
+                    inbox.outputBytes += inbox.outputs[task, default: RecentLines()].append(line)
+                }
             }
         }
     }
 
+    private struct Taken {
+        var items: [Item]
+        var outputs: [String: RecentLines]
+        var origin: ContinuousClock.Instant?
+    }
+
     private struct Inbox {
+        /// Bytes of task output the inbox holds at most between two frames.
+        static let outputByteLimit = 1 << 20
+
         var items: [Item] = []
+        var outputs: [String: RecentLines] = [:]
+        var outputBytes = 0
         /// The instant the run started, by this process's monotonic clock.
         var origin: ContinuousClock.Instant?
     }
@@ -75,7 +111,8 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         let isTerminal = isatty(descriptor) == 1 && environment("TERM") != "dumb"
         drawsRegion = isTerminal
         let style = TerminalStyle(usesColor: TerminalStyle.colorAllowed(descriptor: descriptor, environment: environment))
-        painter = Painter(descriptor: descriptor, screen: LiveScreen(style: style, drawsRegion: isTerminal), streams: streams)
+        painter = Painter(descriptor: descriptor, console: ConsoleWriter.shared(for: descriptor),
+                          screen: LiveScreen(style: style, drawsRegion: isTerminal), streams: streams)
         timer = DispatchSource.makeTimerSource(queue: queue)
         var sources: [any DispatchSourceSignal] = []
         if isTerminal {
@@ -122,10 +159,12 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         }
     }
 
-    /// With `--stream`: the line goes above the region, `task | line`
-    /// (`task ! line` for stderr); on a terminal, it is also the task's row's latest line.
+    /// A line a task printed. With `--stream` it goes above the region,
+    /// `task | line` (`task ! line` for stderr); on a terminal it is also
+    /// the task's row's latest line. Only each task's recent lines are kept
+    /// between two frames (`RecentLines`): memory stays flat whatever it prints.
     public func output(task: String, line: String, isError: Bool) {
-        mailbox.inbox.withLock { $0.items.append(.output(task: task, line: line, isError: isError)) }
+        mailbox.add(task: task, line: (isError ? "! " : "| ") + line)
     }
 
     /// Draws the last frame (the summary), gives the cursor back, stops the timer.
@@ -137,21 +176,29 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             if !signalSources.isEmpty { signal(SIGTSTP, SIG_DFL) }
             painter.close(mailbox)
         }
+        if !painter.console.isStandard { painter.console.drain() }
     }
 
     /// Everything the view's queue owns.
     private final class Painter: @unchecked Sendable {
         // @unchecked: every method runs on the reporter's `queue`.
+        /// Lines held back while the terminal is behind, at most this many (the oldest go).
+        static let heldLimit = 2000
+
         let descriptor: Int32
+        let console: ConsoleWriter
         var state = LiveState()
         var screen: LiveScreen
         var lastRegion: [StyledLine] = []
         var lastColumns = 0
         var closed = false
         let streams: Bool
+        /// Lines for above the region not yet handed to the console.
+        var held: [StyledLine] = []
 
-        init(descriptor: Int32, screen: LiveScreen, streams: Bool) {
+        init(descriptor: Int32, console: ConsoleWriter, screen: LiveScreen, streams: Bool) {
             self.descriptor = descriptor
+            self.console = console
             self.screen = screen
             self.streams = streams
         }
@@ -159,12 +206,23 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         /// Applies what arrived; draws when anything visible changed.
         func draw(_ mailbox: Mailbox) {
             guard !closed else { return }
-            let (items, origin) = mailbox.take()
+            let taken = mailbox.take()
+            let origin = taken.origin
             let size = screen.drawsRegion ? TerminalSize.of(descriptor) : TerminalSize(columns: 80, rows: 24)
             state.columns = size.columns
-            let above = apply(items)
+            var above = held + apply(taken)
+            held = []
+            if console.backlog > console.capacity / 4 {
+                // The terminal is behind: draw later rather than drop half a frame.
+                if above.count > Self.heldLimit {
+                    console.countDropped(lines: above.count - Self.heldLimit)
+                    above.removeFirst(above.count - Self.heldLimit)
+                }
+                held = above
+                return
+            }
             guard screen.drawsRegion else {
-                if !above.isEmpty { writeAll(descriptor, screen.frame(above: above, region: [], columns: 0)) }
+                if !above.isEmpty { console.write(screen.frame(above: above, region: [], columns: 0), countingAs: above.count) }
                 return
             }
             let now = origin.map { $0.duration(to: ContinuousClock.now).seconds } ?? 0
@@ -173,26 +231,33 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             if above.isEmpty && region == lastRegion && size.columns == lastColumns { return }
             lastRegion = region
             lastColumns = size.columns
-            writeAll(descriptor, screen.frame(above: above, region: region, columns: size.columns))
+            if !console.write(screen.frame(above: above, region: region, columns: size.columns), countingAs: above.count) {
+                // Not drawn: whatever the screen shows, the next frame starts below it.
+                screen.forgetRegion()
+                lastRegion = []
+            }
         }
 
         /// The last frame: whatever arrived (the summary among it), no region, the cursor back.
         func close(_ mailbox: Mailbox) {
             guard !closed else { return }
             closed = true
-            let (items, _) = mailbox.take()
             let columns = screen.drawsRegion ? TerminalSize.of(descriptor).columns : 80
             state.columns = columns
-            let above = apply(items)
-            writeAll(descriptor, screen.close(above: above, columns: columns))
-            CursorGuard.released()
+            let above = held + apply(mailbox.take())
+            held = []
+            if console.write(screen.close(above: above, columns: columns), countingAs: above.count) {
+                CursorGuard.released()
+            }
         }
 
         /// Ctrl-Z: leave the terminal as the shell expects it, then stop.
         func suspend() {
             if !closed {
-                writeAll(descriptor, screen.close(above: [], columns: TerminalSize.of(descriptor).columns))
+                console.write(screen.close(above: [], columns: TerminalSize.of(descriptor).columns))
                 lastRegion = []
+                // The shell takes the terminal next: let the bytes reach it first (bounded).
+                console.waitUntilWritten(limit: .seconds(1))
             }
             kill(getpid(), SIGSTOP)
         }
@@ -203,19 +268,32 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             lastRegion = []
         }
 
-        private func apply(_ items: [Item]) -> [StyledLine] {
+        private func apply(_ taken: Taken) -> [StyledLine] {
             var above: [StyledLine] = []
-            for item in items {
+            for item in taken.items {
                 switch item {
                 case .event(let event):
                     above += state.apply(event)
-                case .output(let task, let line, let isError):
-                    state.noteOutput(task: TerminalText.sanitized(task), line: line)
+                case .output(let task):
+                    guard let recent = taken.outputs[task] else { continue }
+                    let name = TerminalText.escapedName(task)
+                    // Each kept line starts with its stream's mark, `| ` or `! `.
+                    if let latest = recent.lines.last {
+                        state.noteOutput(task: name, line: String(latest.dropFirst(2)))
+                    }
                     guard streams else { continue }
-                    var styled = StyledLine(TerminalText.sanitized(task), .dim)
-                    styled.append(isError ? " ! " : " | ", isError ? .warning : .dim)
-                    styled.append(TerminalText.sanitized(line))
-                    above.append(styled)
+                    if recent.skipped > 0 {
+                        var styled = StyledLine(name, .dim)
+                        styled.append(" | … \(recent.skipped) line\(recent.skipped == 1 ? "" : "s") not shown (all in the log)", .dim)
+                        above.append(styled)
+                    }
+                    for line in recent.lines {
+                        let isError = line.hasPrefix("! ")
+                        var styled = StyledLine(name, .dim)
+                        styled.append(isError ? " ! " : " | ", isError ? .warning : .dim)
+                        styled.append(TerminalText.sanitized(String(line.dropFirst(2))))
+                        above.append(styled)
+                    }
                 }
             }
             return above + state.collapsedLines()
@@ -253,7 +331,10 @@ enum CursorGuard {
     private static let installed: Void = {
         atexit {
             let descriptor = CursorGuard.hiddenOn.exchange(-1, ordering: .relaxed)
-            if descriptor >= 0 { writeAll(descriptor, LiveScreen.showCursor) }
+            // Not on a console that failed or was given up on: this write would block.
+            if descriptor >= 0, ConsoleWriter.shared(for: descriptor).failure == nil {
+                writeAll(descriptor, LiveScreen.showCursor)
+            }
         }
     }()
 

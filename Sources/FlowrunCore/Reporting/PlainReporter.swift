@@ -26,23 +26,23 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
 
     public func report(_ event: RunEvent) {
         if let line = Self.commonLine(event) {
-            if event.kind == .taskFinished, let duration = event.duration { noteDuration(event.subject ?? "", duration) }
+            if event.kind == .taskFinished, let duration = event.duration { noteDuration(TerminalText.escapedName(event.subject ?? ""), duration) }
             output.write(line)
             return
         }
         var lines: [String] = []
         let stamp = Self.clock(event.timestamp)
-        let name = event.subject ?? ""
+        let name = TerminalText.escapedName(event.subject ?? "")
         switch event.kind {
         case .runStarted:
             let tasks = event.members ?? 0
-            lines.append("\(stamp) run      \(event.workflow ?? "") started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(event.path ?? ""))")
+            lines.append("\(stamp) run      \(TerminalText.escaped(event.workflow ?? "")) started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(TerminalText.escaped(event.path ?? "")))")
         case .taskWaiting, .taskStarted, .taskOutput:
             break  // always `commonLine`'s
         case .taskProgress:
             lines.append("\(stamp) progress \(name) \(event.progress ?? 0)%")
         case .taskRetrying:
-            let why = event.reason.map { " (\($0))" } ?? ""
+            let why = event.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             lines.append("\(stamp) retry    \(name): \(event.status?.rawValue ?? "failed")\(why), attempt \(event.attempt ?? 2) in \(Self.seconds(event.delay ?? 0))")
         case .taskFinished:
             lines += taskFinished(event, stamp: stamp)
@@ -64,13 +64,14 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     }
 
     public func finish() {
-        output.flush()
+        output.finish()
     }
 
     /// `build | compiling foo.c`, `build ! warning: …` for stderr — one
-    /// write per line, so lines never mix.
+    /// write per line, so lines never mix; control characters escaped (a
+    /// task's bytes must not forge a line).
     public func output(task: String, line: String, isError: Bool) {
-        output.write(task + (isError ? " ! " : " | ") + line + "\n")
+        output.write(TerminalText.escapedName(task) + (isError ? " ! " : " | ") + TerminalText.escaped(line) + "\n")
     }
 
     /// The line of a task's start, wait or first-attempt success, built by
@@ -88,13 +89,13 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         line.reserveCapacity(64)
         ClockText.appendTime(event.timestamp, local: true, to: &line)
         line += word
-        line += event.subject ?? ""
+        line += TerminalText.escapedName(event.subject ?? "")
         switch event.kind {
         case .taskWaiting:
             line += ": "
             for (position, what) in (event.waitingOn ?? []).enumerated() {
                 if position > 0 { line += ", " }
-                line += what
+                line += TerminalText.escaped(what)
             }
         case .taskFinished:
             if let duration = event.duration {
@@ -124,7 +125,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     }
 
     private func taskFinished(_ event: RunEvent, stamp: String) -> [String] {
-        let name = event.subject ?? ""
+        let name = TerminalText.escapedName(event.subject ?? "")
         let status = event.status ?? .failed
         var details: [String] = []
         // A cancelled task's exit code and signal are what stopping it did: the reason says it.
@@ -133,7 +134,7 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
             if let signal = event.signal { details.append("signal \(signal)") }
         }
         if let reason = event.reason, status != .succeeded, !details.contains(reason) {
-            details.append(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }))
+            details.append(TerminalText.escaped(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] })))
         }
         if let duration = event.duration, event.attempt ?? 0 > 0 { details.append(Self.seconds(duration)) }
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
@@ -154,9 +155,10 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
             notNeeded.add(name)
         }
         if status == .failed || status == .timedOut {
-            failures.append(FailedTask(name: name, path: event.path, tail: event.logTail ?? [], allowed: allowed))
-            for line in event.logTail ?? [] { lines.append("    | " + line) }
-            if let path = event.path { lines.append("    log: \(path)") }
+            let tail = (event.logTail ?? []).map(TerminalText.escaped)
+            failures.append(FailedTask(name: name, path: event.path.map(TerminalText.escaped), tail: tail, allowed: allowed))
+            for line in tail { lines.append("    | " + line) }
+            if let path = event.path { lines.append("    log: \(TerminalText.escaped(path))") }
         }
         return lines
     }
@@ -166,15 +168,15 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
     /// indented lines for the missing members and each reported value,
     /// values longer than `valueWidth` shortened (whole in the run record).
     static func joinBlock(_ event: RunEvent, valueWidth: Int) -> (head: String, details: [String]) {
-        let name = event.subject ?? ""
+        let name = TerminalText.escapedName(event.subject ?? "")
         let outcome = event.timedOut == true ? "timed out" : event.status?.rawValue ?? ""
         let head = "\(name) \(outcome): \(event.succeeded ?? 0)/\(event.members ?? 0) succeeded (\(event.required ?? 0) needed) after \(Self.seconds(event.duration ?? 0))"
         var details: [String] = []
         if event.timedOut == true, let missing = event.missing, !missing.isEmpty {
-            details.append("    missing: \(missing.joined(separator: ", "))")
+            details.append("    missing: \(missing.map(TerminalText.escaped).joined(separator: ", "))")
         }
         for (key, value) in event.report ?? [] {
-            details.append("    \(key) = \(shorten(value, to: valueWidth))")
+            details.append("    \(TerminalText.escaped(key)) = \(shorten(value, to: valueWidth))")
         }
         return (head, details)
     }
@@ -191,12 +193,13 @@ public final class PlainReporter: RunReporter, @unchecked Sendable {
         if notNeeded.count > 0 {
             lines.append("    not needed: " + notNeeded.listed(5))
         }
-        lines.append("    record: \(event.path ?? "")")
+        lines.append("    record: \(TerminalText.escaped(event.path ?? ""))")
         return lines
     }
 
+    /// `value` on one line, control characters escaped (`\n` for a newline), cut to `valueWidth`.
     static func shorten(_ value: String, to valueWidth: Int) -> String {
-        let oneLine = value.replacingAll("\n", with: "⏎")
+        let oneLine = TerminalText.escaped(value)
         return oneLine.count > valueWidth ? String(oneLine.prefix(valueWidth)) + "… (\(value.utf8.count) bytes)" : oneLine
     }
 
@@ -249,6 +252,6 @@ public final class JSONLinesReporter: RunReporter, @unchecked Sendable {
     }
 
     public func finish() {
-        output.flush()
+        output.finish()
     }
 }

@@ -34,6 +34,53 @@ enum TerminalText {
         }
     }
 
+    /// `text` with every control character shown escaped, so that what a
+    /// task or a workflow's items hold can neither steer the terminal nor
+    /// forge a line in a CI log: `\n`, `\r`, `\e` (ESC), `\xHH` for the
+    /// rest of C0 and DEL, `\u{85}` for C1. Tabs stay (they cannot forge a
+    /// line). Backslashes are not doubled: this is for reading, not parsing.
+    static func escaped(_ text: String) -> String {
+        guard needsEscaping(text) else { return text }
+        var result = ""
+        result.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A: result += "\\n"
+            case 0x0D: result += "\\r"
+            case 0x1B: result += "\\e"
+            case 0x09: result.unicodeScalars.append(scalar)
+            case 0..<0x20, 0x7F: result += "\\x" + hex(scalar.value)
+            case 0x80..<0xA0: result += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    /// `escaped(name)`, and a name that starts with `::` starts with `\x3a:`
+    /// instead: names begin console lines (`--stream`'s `name | line`), and a
+    /// line starting with `::` is a command to some CI runners (`::error::`).
+    static func escapedName(_ name: String) -> String {
+        let escaped = escaped(name)
+        guard escaped.hasPrefix("::") else { return escaped }
+        return "\\x3a" + escaped.dropFirst()
+    }
+
+    private static func needsEscaping(_ text: String) -> Bool {
+        var sawMultibyte = false
+        for byte in text.utf8 {
+            if byte < 0x20 && byte != 0x09 || byte == 0x7F { return true }
+            if byte >= 0x80 { sawMultibyte = true }
+        }
+        // C1 controls are two bytes in UTF-8 (0xC2 0x80–0x9F).
+        return sawMultibyte && text.unicodeScalars.contains { (0x80..<0xA0).contains($0.value) }
+    }
+
+    private static func hex(_ value: UInt32) -> String {
+        let digits = Array("0123456789abcdef")
+        return String([digits[Int(value >> 4)], digits[Int(value & 0xF)]])
+    }
+
     /// `text` with whatever would move the cursor or change colours taken
     /// out: escape sequences (CSI, OSC, two-byte), other control characters,
     /// and everything before a `\r` (what a terminal would have overwritten).

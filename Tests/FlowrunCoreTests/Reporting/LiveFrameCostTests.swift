@@ -85,5 +85,28 @@ import Testing
         }
         print("view side, 20,000 tasks in \(frames) frames: \(Int(cpu * 1000)) ms CPU, \(bytes / 1024) KiB written")
         #expect(bytes > 20_000 * 10)
+        // About 0.5 ms a frame in a debug build here; ten times that is still
+        // 5 % of one core at ten frames a second. A frame that looks at every
+        // task (quadratic in the run's size) would cost far more.
+        #expect(cpu / Double(frames) < 5e-3, "\(cpu * 1000 / Double(frames)) ms of CPU per frame")
+    }
+
+    /// `--stream` lines handed to the live view (on the output thread) cost
+    /// a few µs each, however many pile up before the next frame.
+    @Test func handingStreamedLinesToTheLiveViewIsCheap() throws {
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let live = LiveTerminalReporter(descriptor: devNull) { _ in nil }
+        let line = String(repeating: "x", count: 99)
+        let tasks = 100
+        let linesPerTask = 2_000
+        let engineCPU = Self.threadCPU {
+            for number in 0..<linesPerTask {
+                for task in 0..<tasks { live.output(task: "t\(task)", line: number == 0 ? "first" : line, isError: false) }
+            }
+        }
+        live.finish()
+        print("streamed lines: \(tasks * linesPerTask) handed over in \(Int(engineCPU * 1000)) ms")
+        #expect(engineCPU / Double(tasks * linesPerTask) < 20e-6, "\(engineCPU * 1e6 / Double(tasks * linesPerTask)) µs per line handed over")
     }
 }
