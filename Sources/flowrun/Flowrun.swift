@@ -34,9 +34,11 @@ struct Flowrun: ParsableCommand {
         defaultSubcommand: RunCommand.self
     )
 
-    /// Parses and runs, mapping usage errors to exit 2 (SPEC §7) instead of
+    /// Prepares the process (descriptors 0-2, signals, limits), then parses
+    /// and runs, mapping usage errors to exit 2 (SPEC §7) instead of
     /// ArgumentParser's 64.
     static func main() {
+        ProcessStartup.prepare()
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -49,6 +49,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let completion: (AttemptResult) -> Void
     /// Whether flowrun has children that are not running task shells.
     private let escapeesExist: () -> Bool
+    /// Descriptors ran short (EMFILE, ENFILE): hands the engine a retry to
+    /// run when a task ends; false if no task runs that would free any.
+    private let waitForDescriptors: (@escaping () -> Void) -> Bool
+    /// Whether the attempt waits for descriptors (it has started nothing).
+    private var waitingForDescriptors = false
+    /// Retries made while no other task ran (see `waitsForDescriptors`).
+    private var idleDescriptorRetries = 0
 
     /// The shell's pid (= its process group), 0 until started.
     private(set) var pid: Int32 = 0
@@ -70,9 +77,11 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var stdoutRegistration: OutputPump.Registration?
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
-         escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, onLine: ((String) -> Void)? = nil,
+         escapeesExist: @escaping () -> Bool, waitForDescriptors: @escaping (@escaping () -> Void) -> Bool = { _ in false },
+         onProgress: @escaping (Int) -> Void, onLine: ((String) -> Void)? = nil,
          completion: @escaping (AttemptResult) -> Void) {
         self.onLine = onLine
+        self.waitForDescriptors = waitForDescriptors
         self.escapeesExist = escapeesExist
         self.setup = setup
         self.queue = queue
@@ -94,13 +103,16 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var stdoutPipe: [Int32] = [-1, -1]
         var stderrPipe: [Int32] = [-1, -1]
         guard flowrun_pipe_cloexec(&stdoutPipe) == 0 else {
-            fail("cannot set up the task's output: \(String(cString: strerror(errno)))")
+            let error = errno
+            if waitsForDescriptors(error) { return }
+            fail("cannot set up the task's output: \(String(cString: strerror(error)))")
             return
         }
         guard flowrun_pipe_cloexec(&stderrPipe) == 0 else {
-            let reason = "cannot set up the task's output: \(String(cString: strerror(errno)))"
+            let error = errno
             for end in stdoutPipe { close(end) }
-            fail(reason)
+            if waitsForDescriptors(error) { return }
+            fail("cannot set up the task's output: \(String(cString: strerror(error)))")
             return
         }
         let request = LaunchRequest(
@@ -111,6 +123,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
         } catch {
             for end in stdoutPipe + stderrPipe { close(end) }
+            if waitsForDescriptors(error.code) { return }
             fail("cannot start \(setup.shell): \(error)")
             return
         }
@@ -262,11 +275,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     func stop(as status: TaskStatus, reason: String) {
         guard !done, stoppedAs == nil else { return }
         stoppedAs = (status, reason)
+        if waitingForDescriptors { return endWaitingForDescriptors(as: status, reason: reason) }
         guard pid > 0 else { return }
         stopTree()
     }
 
     func kill() {
+        if waitingForDescriptors { return endWaitingForDescriptors(as: stoppedAs?.status ?? .cancelled, reason: stoppedAs?.reason ?? "killed") }
         guard !done, pid > 0 else { return }
         if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
         stopping = true
@@ -324,6 +339,40 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
         for problem in parsed.problems { log.write("flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
         return parsed.pairs
+    }
+
+    /// When `error` says descriptors ran short (EMFILE, ENFILE), the attempt
+    /// starts again once another task has ended and freed some; with no
+    /// other task running, every 50 ms for at most 5 s (descriptors a task
+    /// that just ended still held come free a moment later). False: fail.
+    private func waitsForDescriptors(_ error: Int32) -> Bool {
+        guard error == EMFILE || error == ENFILE else { return false }
+        waitingForDescriptors = true
+        if waitForDescriptors({ [weak self] in self?.startAfterWaiting() }) { return true }
+        guard idleDescriptorRetries < 100 else {
+            waitingForDescriptors = false
+            return false
+        }
+        idleDescriptorRetries += 1
+        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in self?.startAfterWaiting() }
+        return true
+    }
+
+    private func startAfterWaiting() {
+        guard waitingForDescriptors, !done else { return }
+        waitingForDescriptors = false
+        start()
+    }
+
+    /// Stopped (a timeout, a cancel) while it waited for descriptors: it
+    /// never started, so it ends at once.
+    private func endWaitingForDescriptors(as status: TaskStatus, reason: String) {
+        waitingForDescriptors = false
+        done = true
+        log.close()
+        var result = AttemptResult(status: status, reason: reason)
+        result.wroteLog = log.exists
+        queue.async { [result] in self.completion(result) }
     }
 
     private func fail(_ reason: String) {

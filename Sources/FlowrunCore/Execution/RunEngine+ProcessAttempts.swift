@@ -39,6 +39,7 @@ extension RunEngine {
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,
+                waitForDescriptors: { [unowned self] retry in waitForDescriptors(retry) },
                 onProgress: { [unowned self] percent in progressed(index, percent) },
                 onLine: streamsOutput ? { [reporters] line in
                     for reporter in reporters { reporter.output(task: name, line: line) }
@@ -49,7 +50,27 @@ extension RunEngine {
         }
     }
 
-    /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft limit).
+    /// A task could not get its pipes (EMFILE, ENFILE): `retry` runs when
+    /// another task ends. False if no task shell runs (none would free any).
+    func waitForDescriptors(_ retry: @escaping () -> Void) -> Bool {
+        guard attempts.values.contains(where: { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }) else { return false }
+        descriptorWaiters.append(retry)
+        return true
+    }
+
+    /// After a task's end: the tasks that waited for descriptors try again,
+    /// once the pump has closed the ended task's read ends.
+    func retryDescriptorWaiters() {
+        guard !descriptorWaiters.isEmpty else { return }
+        queue.async { [self] in
+            let waiters = descriptorWaiters
+            descriptorWaiters = []
+            for retry in waiters { retry() }
+        }
+    }
+
+    /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft
+    /// limit, raised to the hard limit at start: see `ProcessStartup`).
     static let descriptorLimit: Int = {
         var limit = rlimit()
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }

@@ -25,9 +25,9 @@ import Glibc
 /// blocks, the summary) are written as they come, at most ten times a
 /// second, without colour.
 public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
-    // @unchecked: the timer and signal sources are made in init, then only
-    // resumed once (`started` guards it) and cancelled; everything else is
-    // a `let` of a Sendable type.
+    // @unchecked: the timer is made in init, then only resumed once
+    // (`started` guards it) and cancelled; everything else is a `let` of a
+    // Sendable type.
     private enum Item: Sendable {
         case event(RunEvent)
         case output(task: String, line: String)
@@ -57,7 +57,6 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
     private let queue = DispatchQueue(label: "flowrun.live-view")
     private let painter: Painter
     private let timer: any DispatchSourceTimer
-    private let signalSources: [any DispatchSourceSignal]
     private let started = Atomic(false)
 
     /// Draws on `descriptor` (stdout unless told otherwise).
@@ -71,33 +70,19 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         let style = TerminalStyle(usesColor: TerminalStyle.colorAllowed(descriptor: descriptor, environment: environment))
         painter = Painter(descriptor: descriptor, screen: LiveScreen(style: style, drawsRegion: isTerminal))
         timer = DispatchSource.makeTimerSource(queue: queue)
-        var sources: [any DispatchSourceSignal] = []
-        if isTerminal {
-            CursorGuard.register(descriptor)
-            // Ctrl-Z: give the cursor back before stopping; draw afresh on return.
-            let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
-            let resume = DispatchSource.makeSignalSource(signal: SIGCONT, queue: queue)
-            sources = [stop, resume]
-        }
-        signalSources = sources
+        if isTerminal { CursorGuard.register(descriptor) }
         let painter = painter
         let mailbox = mailbox
         timer.setEventHandler { painter.draw(mailbox) }
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100), leeway: .milliseconds(10))
-        if sources.count == 2 {
-            sources[0].setEventHandler { painter.suspend() }
-            sources[1].setEventHandler { painter.resume() }
-        }
     }
 
-    /// Starts the timer and the signal sources once, when the run starts:
+    /// Starts the timer once, when the run starts:
     /// not in `init`, which runs before the engine sets up its child reaper
     /// on the main thread (it wants that before any other thread exists).
     private func startDrawing() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        if !signalSources.isEmpty { signal(SIGTSTP, SIG_IGN) }
         timer.resume()
-        for source in signalSources { source.resume() }
     }
 
     public func report(_ event: RunEvent) {
@@ -123,8 +108,6 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         startDrawing()  // a suspended source must not be cancelled and released
         queue.sync {
             timer.cancel()
-            for source in signalSources { source.cancel() }
-            if !signalSources.isEmpty { signal(SIGTSTP, SIG_DFL) }
             painter.close(mailbox)
         }
     }
@@ -173,13 +156,12 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             CursorGuard.released()
         }
 
-        /// Ctrl-Z: leave the terminal as the shell expects it, then stop.
+        /// Ctrl-Z: leave the terminal as the shell expects it (the engine then stops flowrun).
         func suspend() {
             if !closed {
                 writeAll(descriptor, screen.close(above: [], columns: TerminalSize.of(descriptor).columns))
                 lastRegion = []
             }
-            kill(getpid(), SIGSTOP)
         }
 
         /// Back from Ctrl-Z: the shell has written below; start a fresh region there.
@@ -247,5 +229,17 @@ enum CursorGuard {
 
     static func released() {
         hiddenOn.store(-1, ordering: .relaxed)
+    }
+}
+
+/// Ctrl-Z: the engine stops the run (see RunEngine+Suspension.swift); the
+/// view gives the cursor back first and draws afresh after `fg`.
+extension LiveTerminalReporter: SuspendableReporter {
+    public func suspend() {
+        queue.sync { painter.suspend() }
+    }
+
+    public func resume() {
+        queue.async { [painter] in painter.resume() }
     }
 }
