@@ -81,6 +81,13 @@ static uint64_t caller_ignored;
 /// (flowrun raises its own to the hard limit); valid if `nofile_raised`.
 static struct rlimit caller_nofile;
 static int nofile_raised;
+/// The caller's nice value and scheduling policy, given back to each task:
+/// the thread that spawns may be a Dispatch worker, which libdispatch gives
+/// a nice value of its own (0, or -4 for a higher QoS), and a child starts
+/// with its spawning thread's. Valid if `scheduling_noted`.
+static int caller_nice, caller_policy;
+static struct sched_param caller_sched_param;
+static int scheduling_noted;
 
 static int is_caller_ignored(int signal) {
     return signal != SIGCHLD && (caller_ignored & ((uint64_t)1 << (signal - 1))) != 0;
@@ -101,6 +108,10 @@ void flowrun_prepare_process(void) {
         if (signal == SIGKILL || signal == SIGSTOP) continue;
         struct kernel_sigaction current;
         if (syscall(SYS_rt_sigaction, signal, NULL, &current, sizeof current.mask) != 0) continue;
+        // 32 and 33 are the C library's own (thread cancellation, set*id):
+        // a glibc posix_spawn leaves them ignored in its child, which says
+        // nothing about what the caller wants for them.
+        if (signal >= 32 && signal < SIGRTMIN) continue;
         if (current.handler == SIG_IGN) caller_ignored |= (uint64_t)1 << (signal - 1);
     }
     // A reader that left or a file size limit makes a write fail (EPIPE,
@@ -110,6 +121,10 @@ void flowrun_prepare_process(void) {
     signal(SIGXFSZ, SIG_IGN);
     note_signal_to_reset(SIGPIPE);
     note_signal_to_reset(SIGXFSZ);
+    errno = 0;
+    caller_nice = getpriority(PRIO_PROCESS, 0);  /* Linux: this thread's */
+    caller_policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+    scheduling_noted = errno == 0 && caller_policy >= 0 && sched_getparam(0, &caller_sched_param) == 0;
     struct rlimit limit;
     if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
         struct rlimit raised = { limit.rlim_max, limit.rlim_max };
@@ -259,6 +274,15 @@ static int spawn_child(void *argument) {
     if (syscall(SYS_close_range, 3, ~0U, 0) != 0) {
         long limit = sysconf(_SC_OPEN_MAX);
         for (long fd = 3; fd < limit; fd++) close((int)fd);
+    }
+    // The caller's policy and nice value, not the spawning thread's (best
+    // effort: going back to a lower nice value may need a privilege the
+    // caller had and this thread lost; the task then runs nicer, not faster).
+    if (scheduling_noted) {
+        int policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+        if (policy != caller_policy) sched_setscheduler(0, caller_policy, &caller_sched_param);
+        errno = 0;
+        if (getpriority(PRIO_PROCESS, 0) != caller_nice || errno != 0) setpriority(PRIO_PROCESS, 0, caller_nice);
     }
     // flowrun raised its own descriptor limit; the task gets the caller's.
     operation = "setrlimit";
