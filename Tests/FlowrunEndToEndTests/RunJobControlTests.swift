@@ -86,3 +86,49 @@ extension RunEndToEnd {
         }
     }
 }
+
+extension RunEndToEnd.RunJobControlTests {
+    /// The real thing: an interactive bash in a tmux pane runs flowrun with
+    /// its live view; Ctrl-Z stops flowrun and the counting task (bash says
+    /// "Stopped", the cursor is visible again), `fg` resumes both and the
+    /// run finishes.
+    @Test func ctrlZInATerminalStopsTheLiveViewAndItsTasksAndFgResumesThem() throws {
+        let sandbox = try RunSandbox()
+        let workflow = try sandbox.write(workflow: """
+            tasks:
+              count:
+                run: |
+                  echo $$ > "$SANDBOX/count.pid"
+                  for i in $(seq 40); do echo $i >> "$SANDBOX/count"; sleep 0.05; done
+            """)
+        let bash = try RunSandbox.tool("bash")
+        let pane = try TmuxPane(columns: 100, rows: 30, directory: sandbox.path, command: [bash, "--norc", "--noprofile", "-i"])
+        defer { pane.kill() }
+        let command = ["env", "SANDBOX=\(sandbox.path)", "FLOWRUN_E2E_TOKEN=\(sandbox.token)", try FlowrunBinary.path(), workflow,
+                       "--output", "tty", "--log-dir", sandbox.logDirectory].map(TmuxPane.shellQuoted).joined(separator: " ")
+        try pane.send(keys: [command, "Enter"])
+        let counting = sandbox.waitFor("count", lines: 3)
+        try #require(counting, "the task never counted\n\((try? pane.capture()) ?? "")")
+        let shell = try #require(sandbox.pid(in: "count.pid"))
+        try pane.send(keys: ["C-z"])
+        var screen = ""
+        let stopped = try pane.poll(until: .seconds(10)) { text in
+            screen = text
+            return text.contains("Stopped") && Self.state(of: shell) == "T"
+        }
+        #expect(stopped, "after Ctrl-Z: task \(Self.state(of: shell).map(String.init) ?? "gone")\n\(screen)")
+        #expect(try pane.cursorVisible(), "the cursor stays hidden while flowrun is stopped")
+        let atStop = sandbox.lines("count").count
+        usleep(1_000_000)
+        #expect(sandbox.lines("count").count <= atStop + 1, "the task went on counting while flowrun was stopped")
+        try pane.send(keys: ["fg", "Enter"])
+        let ended = poll(until: .seconds(20)) {
+            let runs = (try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)) ?? []
+            return runs.contains { sandbox.exists("record/\($0)/summary.json") }
+        }
+        #expect(ended, "the run did not end after fg\n\((try? pane.capture()) ?? "")")
+        #expect(sandbox.lines("count").count == 40)
+        let record = try sandbox.record()
+        #expect(record.exitCode == 0 && record.status("count") == "succeeded", "\(record.overview)")
+    }
+}
