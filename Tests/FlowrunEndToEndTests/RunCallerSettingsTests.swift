@@ -76,6 +76,45 @@ extension RunEndToEnd {
             #expect(record.events("run_finished").count == 1, "\(record.overview)")
         }
 
+        /// `flowrun wf.yaml | head -1`: the reader leaves while the run goes
+        /// on. flowrun ignores SIGPIPE, so its next console write fails
+        /// instead of killing it: the run finishes, `finally` runs, the
+        /// record is complete. The task ends only once the reader has gone.
+        @Test func aReaderThatLeavesDoesNotKillFlowrun() throws {
+            let sandbox = try RunSandbox()
+            let pipeline = "{ \"$0\" \"$@\"; echo $? > \"$SANDBOX/flowrun.status\"; } | { exec 0<&-; touch \"$SANDBOX/reader.gone\"; }"
+            let outcome = try sandbox.run(wrapped: ["/bin/sh", "-c", pipeline], """
+                tasks:
+                  first:
+                    run: while [ ! -e "$SANDBOX/reader.gone" ]; do sleep 0.02; done
+                  second: {needs: [first], run: echo two}
+                finally:
+                  cleanup: {run: echo ran > "$SANDBOX/finally.marker"}
+                """, timeout: .seconds(20))
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            let status = sandbox.read("flowrun.status")?.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(status != nil && status != "141", "flowrun ended with \(status ?? "nothing") (141: killed by SIGPIPE)")
+            #expect(sandbox.read("finally.marker") == "ran\n", "finally did not run")
+            let record = try sandbox.record()
+            #expect(record.statuses == ["first": "succeeded", "second": "succeeded", "cleanup": "succeeded"], "\(record.overview)")
+        }
+
+        /// A file size limit (`prlimit --fsize`) that a task's log outgrows:
+        /// flowrun ignores SIGXFSZ, so the write fails (EFBIG) instead of
+        /// killing flowrun with its tasks running; the run ends normally.
+        @Test func aFileSizeLimitDoesNotKillFlowrun() throws {
+            let sandbox = try RunSandbox()
+            let outcome = try sandbox.run(wrapped: [try RunSandbox.tool("prlimit"), "--fsize=100000"], """
+                tasks:
+                  big: {run: "head -c 300000 /dev/zero | tr '\\\\0' x"}
+                finally:
+                  cleanup: {run: echo ran > "$SANDBOX/finally.marker"}
+                """, timeout: .seconds(20))
+            #expect(outcome.signal == nil, "flowrun was killed by signal \(outcome.signal ?? 0) (25: SIGXFSZ)\n\(sandbox.read("stderr") ?? "")")
+            #expect(outcome.exitStatus != nil && outcome.exitStatus != 153, "\(sandbox.read("stderr") ?? "")")
+            #expect(sandbox.read("finally.marker") == "ran\n", "finally did not run")
+        }
+
         /// 30 tasks at once, each `$FLOWRUN_TASK` writing its `ulimit -n`
         /// and then waiting until all 30 run (a barrier: every task holds its
         /// pipes at the same time).
