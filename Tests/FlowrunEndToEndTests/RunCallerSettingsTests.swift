@@ -151,13 +151,14 @@ extension RunEndToEnd {
         }
 
         /// A hard limit of 64 too: flowrun cannot raise it, so descriptors
-        /// run short for 30 tasks at once (two pipes each). A task that
-        /// cannot get its pipes waits for another to end instead of failing.
+        /// run short for 30 tasks at once (two pipes and a log each). A task
+        /// whose descriptors do not fit waits for another to end instead of
+        /// failing; each prints, so each log is opened too.
         @Test func whenDescriptorsRunShortTasksWaitInsteadOfFailing() throws {
             let sandbox = try RunSandbox()
             var text = "max_parallel: 30\ntasks:\n"
             for number in 1...30 {
-                text += "  t\(number):\n    run: ulimit -n > \"$SANDBOX/limit.$FLOWRUN_TASK\"; sleep 0.3\n"
+                text += "  t\(number):\n    run: echo hello; ulimit -n > \"$SANDBOX/limit.$FLOWRUN_TASK\"; sleep 0.3; echo bye\n"
             }
             let outcome = try sandbox.run(wrapped: [try RunSandbox.tool("prlimit"), "--nofile=64:64"], text, timeout: .seconds(60))
             #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")\n\(sandbox.read("stdout") ?? "")")

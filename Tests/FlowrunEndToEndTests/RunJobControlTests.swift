@@ -20,14 +20,14 @@ extension RunEndToEnd {
         /// SIGTSTP to flowrun's process group (what Ctrl-Z does): the task,
         /// which appends a line every 50 ms, stops growing while flowrun is
         /// stopped; SIGCONT (`fg`) resumes it and the run finishes. The
-        /// task's 3 s timeout counts only the time the run was not stopped:
-        /// it is stopped for 2.5 s of a task that runs about 1.5 s.
+        /// task's 4 s timeout counts only the time the run was not stopped:
+        /// it is stopped for 3 s of a task that runs about 1.5 s.
         @Test func ctrlZStopsTheTasksWithFlowrunAndFgResumesThem() throws {
             let sandbox = try RunSandbox()
             let flowrun = try sandbox.start("""
                 tasks:
                   count:
-                    timeout: 3s
+                    timeout: 4s
                     run: |
                       echo $$ > "$SANDBOX/count.pid"
                       for i in $(seq 30); do echo $i >> "$SANDBOX/count"; sleep 0.05; done
@@ -38,8 +38,8 @@ extension RunEndToEnd {
             let stopped = poll(until: .seconds(5)) { Self.state(of: shell) == "T" && Self.state(of: flowrun.pid) == "T" }
             #expect(stopped, "after SIGTSTP: task \(Self.state(of: shell).map(String.init) ?? "gone"), flowrun \(Self.state(of: flowrun.pid).map(String.init) ?? "gone")")
             let atStop = sandbox.lines("count").count
-            // The time stopped: long enough for 50 lines if the task ran on.
-            usleep(2_500_000)
+            // The time stopped: long enough for 60 lines if the task ran on.
+            usleep(3_000_000)
             let afterPause = sandbox.lines("count").count
             #expect(afterPause <= atStop + 1, "the task went on counting while flowrun was stopped: \(atStop) → \(afterPause)")
             flowrun.signalGroup(SIGCONT)

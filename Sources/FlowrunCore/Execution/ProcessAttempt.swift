@@ -53,6 +53,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// Descriptors ran short (EMFILE, ENFILE): hands the engine a retry to
     /// run when a task ends; false if no task runs that would free any.
     private let waitForDescriptors: (@escaping () -> Void) -> Bool
+    /// Whether one more task's descriptors fit under flowrun's limit now.
+    private let descriptorsFit: () -> Bool
     /// Whether the attempt waits for descriptors (it has started nothing).
     private var waitingForDescriptors = false
     /// Retries made while no other task ran (see `waitsForDescriptors`).
@@ -78,11 +80,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var stdoutRegistration: OutputPump.Registration?
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
-         escapeesExist: @escaping () -> Bool, waitForDescriptors: @escaping (@escaping () -> Void) -> Bool = { _ in false },
+         escapeesExist: @escaping () -> Bool, descriptorsFit: @escaping () -> Bool = { true },
+         waitForDescriptors: @escaping (@escaping () -> Void) -> Bool = { _ in false },
          onProgress: @escaping (Int) -> Void, onLine: ((String) -> Void)? = nil,
          completion: @escaping (AttemptResult) -> Void) {
         self.onLine = onLine
         self.waitForDescriptors = waitForDescriptors
+        self.descriptorsFit = descriptorsFit
         self.escapeesExist = escapeesExist
         self.setup = setup
         self.queue = queue
@@ -101,6 +105,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         // prints nothing costs no log, one that writes no outputs no outputs
         // file (`>>` creates it; each attempt has its own name).
         outputFilesStamp = setup.outputFiles?.stamp ?? 0
+        // Under a tight limit, wait before the pipes: the log is opened
+        // later, when the task first prints, and must not be what fails.
+        if !descriptorsFit(), waitsForDescriptors(EMFILE) { return }
         var stdoutPipe: [Int32] = [-1, -1]
         var stderrPipe: [Int32] = [-1, -1]
         guard flowrun_pipe_cloexec(&stdoutPipe) == 0 else {

@@ -39,6 +39,7 @@ extension RunEngine {
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,
+                descriptorsFit: { [unowned self] in descriptorsFitAnotherTask() },
                 waitForDescriptors: { [unowned self] retry in waitForDescriptors(retry) },
                 onProgress: { [unowned self] percent in progressed(index, percent) },
                 onLine: streamsOutput ? { [reporters] line in
@@ -48,6 +49,27 @@ extension RunEngine {
         } catch {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
         }
+    }
+
+    /// Whether one more running task's descriptors (two pipes and a log)
+    /// fit under the limit, with room kept for flowrun's own (the events
+    /// file, outputs files it reads, pidfds while it stops a tree). Looked
+    /// at only when `max_parallel` tasks might not fit; with no task
+    /// running, the answer is yes (the attempt then finds out by itself).
+    func descriptorsFitAnotherTask() -> Bool {
+        guard plan.maxParallel * 3 + 64 > Self.descriptorLimit else { return true }
+        if descriptorBaseline == nil { descriptorBaseline = Self.openDescriptorCount() }
+        let running = attempts.values.count { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }
+        return running == 0 || (descriptorBaseline ?? 0) + 8 + (running + 1) * 3 <= Self.descriptorLimit
+    }
+
+    /// How many descriptors flowrun has open (the entries of /proc/self/fd).
+    private static func openDescriptorCount() -> Int {
+        guard let directory = opendir("/proc/self/fd") else { return 16 }
+        defer { closedir(directory) }
+        var count = -1  // opendir's own
+        while readdir(directory) != nil { count += 1 }
+        return max(0, count - 2)  // . and ..
     }
 
     /// A task could not get its pipes (EMFILE, ENFILE): `retry` runs when

@@ -66,6 +66,9 @@ public final class RunEngine: @unchecked Sendable {
     var suspendedAt: Double?
     /// Tasks that wait for descriptors to come free, run when a task ends.
     var descriptorWaiters: [() -> Void] = []
+    /// Descriptors flowrun had open before its first task (measured only
+    /// under a descriptor limit too low for `max_parallel` tasks).
+    var descriptorBaseline: Int?
     /// Events of the current pump batch not yet reported (see `emit`); the
     /// buffer and the closure that delivers it are kept between batches.
     private var deferredEvents: [RunEvent] = []
