@@ -39,8 +39,7 @@ extension RunEngine {
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,
-                descriptorsFit: { [unowned self] in descriptorsFitAnotherTask() },
-                waitForDescriptors: { [unowned self] retry in waitForDescriptors(retry) },
+                descriptorsFit: descriptorsFit, waitForDescriptors: descriptorWait,
                 onProgress: { [unowned self] percent in progressed(index, percent) },
                 onLine: streamsOutput ? { [reporters] line in
                     for reporter in reporters { reporter.output(task: name, line: line) }
@@ -81,7 +80,8 @@ extension RunEngine {
     }
 
     /// After a task's end: the tasks that waited for descriptors try again,
-    /// once the pump has closed the ended task's read ends.
+    /// on a later turn of the queue (the pump closes the ended task's read
+    /// ends as its batch ends; a start that still finds none waits again).
     func retryDescriptorWaiters() {
         guard !descriptorWaiters.isEmpty else { return }
         queue.async { [self] in

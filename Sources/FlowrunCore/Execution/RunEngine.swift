@@ -69,6 +69,10 @@ public final class RunEngine: @unchecked Sendable {
     /// Descriptors flowrun had open before its first task (measured only
     /// under a descriptor limit too low for `max_parallel` tasks).
     var descriptorBaseline: Int?
+    /// `descriptorsFitAnotherTask` and `waitForDescriptors` for every
+    /// attempt: one closure each, not one per attempt.
+    private(set) lazy var descriptorsFit: () -> Bool = { [unowned self] in descriptorsFitAnotherTask() }
+    private(set) lazy var descriptorWait: (@escaping () -> Void) -> Bool = { [unowned self] retry in waitForDescriptors(retry) }
     /// Events of the current pump batch not yet reported (see `emit`); the
     /// buffer and the closure that delivers it are kept between batches.
     private var deferredEvents: [RunEvent] = []
