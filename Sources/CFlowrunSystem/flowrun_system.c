@@ -21,33 +21,6 @@ void flowrun_name_this_thread(const char *name) {
     prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
-/* The kernel's struct sched_attr (glibc 2.36 has no wrapper). */
-struct flowrun_sched_attr {
-    uint32_t size;
-    uint32_t sched_policy;
-    uint64_t sched_flags;
-    int32_t sched_nice;
-    uint32_t sched_priority;
-    uint64_t sched_runtime, sched_deadline, sched_period;
-};
-
-int flowrun_prioritize_this_thread(int nice) {
-    /* Only from the default policy at nice 0: a flowrun started under
-     * SCHED_BATCH, SCHED_IDLE or a nice value keeps it, tasks included. */
-    if (sched_getscheduler(0) != SCHED_OTHER) { errno = 0; return -1; }
-    errno = 0;
-    int current = getpriority(PRIO_PROCESS, 0);  /* Linux: this thread's nice */
-    if (current != 0 || errno != 0) return -1;
-    struct flowrun_sched_attr attr = {
-        .size = sizeof attr,
-        .sched_policy = SCHED_OTHER,
-        /* Every thread or process this one creates starts at nice 0 again. */
-        .sched_flags = 0x01 /* SCHED_FLAG_RESET_ON_FORK */,
-        .sched_nice = nice,
-    };
-    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
-}
-
 int flowrun_set_child_subreaper(int on) {
     return prctl(PR_SET_CHILD_SUBREAPER, on ? 1 : 0, 0, 0, 0);
 }
@@ -96,6 +69,74 @@ void flowrun_note_signal_dispositions(void) {
         if (syscall(SYS_rt_sigaction, signal, NULL, &current, sizeof current.mask) != 0) continue;
         if (current.handler != SIG_DFL) note_signal_to_reset(signal);
     }
+}
+
+// MARK: - What flowrun's caller set
+
+/// Bit `signal - 1`: a signal that was ignored when flowrun started. flowrun
+/// does not handle such a signal, and its tasks get it ignored too
+/// (`nohup flowrun …`), SIGCHLD excepted (ignored, it changes what wait does).
+static uint64_t caller_ignored;
+/// The soft RLIMIT_NOFILE flowrun started with, given back to each task
+/// (flowrun raises its own to the hard limit); valid if `nofile_raised`.
+static struct rlimit caller_nofile;
+static int nofile_raised;
+/// The caller's nice value and scheduling policy, given back to each task:
+/// the thread that spawns may be a Dispatch worker, which libdispatch gives
+/// a nice value of its own (0, or -4 for a higher QoS), and a child starts
+/// with its spawning thread's. Valid if `scheduling_noted`.
+static int caller_nice, caller_policy;
+static struct sched_param caller_sched_param;
+static int scheduling_noted;
+
+static int is_caller_ignored(int signal) {
+    return signal != SIGCHLD && (caller_ignored & ((uint64_t)1 << (signal - 1))) != 0;
+}
+
+void flowrun_prepare_process(void) {
+    // 0, 1 and 2 open, so that no file flowrun opens later takes one of them
+    // (`flowrun wf.yaml >&-` would write the console into events.jsonl).
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+        int null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (null >= 0 && null != fd) {
+            dup2(null, fd);
+            close(null);
+        }
+    }
+    for (int signal = 1; signal < _NSIG && signal <= 64; signal++) {
+        if (signal == SIGKILL || signal == SIGSTOP) continue;
+        struct kernel_sigaction current;
+        if (syscall(SYS_rt_sigaction, signal, NULL, &current, sizeof current.mask) != 0) continue;
+        // 32 and 33 are the C library's own (thread cancellation, set*id):
+        // a glibc posix_spawn leaves them ignored in its child, which says
+        // nothing about what the caller wants for them.
+        if (signal >= 32 && signal < SIGRTMIN) continue;
+        if (current.handler == SIG_IGN) caller_ignored |= (uint64_t)1 << (signal - 1);
+    }
+    // A reader that left or a file size limit makes a write fail (EPIPE,
+    // EFBIG), which the console and the record handle, instead of killing
+    // flowrun. Tasks get both at their default (unless the caller ignored them).
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
+    note_signal_to_reset(SIGPIPE);
+    note_signal_to_reset(SIGXFSZ);
+    errno = 0;
+    caller_nice = getpriority(PRIO_PROCESS, 0);  /* Linux: this thread's */
+    caller_policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+    scheduling_noted = errno == 0 && caller_policy >= 0 && sched_getparam(0, &caller_sched_param) == 0;
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        struct rlimit raised = { limit.rlim_max, limit.rlim_max };
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+            caller_nofile = limit;
+            nofile_raised = 1;
+        }
+    }
+}
+
+int flowrun_signal_ignored_by_caller(int signal) {
+    return signal > 0 && signal <= 64 && is_caller_ignored(signal);
 }
 
 static volatile int signal_wake_fd = -1;
@@ -211,17 +252,23 @@ static int move_descriptor(int from, int to, int open_flags) {
 static int spawn_child(void *argument) {
     struct spawn_child_state *state = argument;
     const flowrun_spawn_request *request = state->request;
-    // Every signal to its default: a handler of flowrun's must not run here,
-    // and an ignored signal would stay ignored across exec. The others are
-    // at their default already. All signals are still blocked (the parent
-    // blocked them before clone).
+    // Every signal as flowrun's caller had it: ignored if the caller ignored
+    // it (`nohup`), else at its default. A handler of flowrun's must not run
+    // here, and a signal flowrun ignores would stay ignored across exec. The
+    // others are as the caller had them already. All signals are still
+    // blocked (the parent blocked them before clone).
     struct kernel_sigaction default_action = { SIG_DFL, 0, NULL, 0 };
-    for (int signal = 1; signal < _NSIG; signal++) {
+    struct kernel_sigaction ignore_action = { SIG_IGN, 0, NULL, 0 };
+    for (int signal = 1; signal < _NSIG && signal <= 64; signal++) {
         if (!(state->defaults & ((uint64_t)1 << (signal - 1)))) continue;
-        syscall(SYS_rt_sigaction, signal, &default_action, NULL, sizeof default_action.mask);
+        struct kernel_sigaction *action = is_caller_ignored(signal) ? &ignore_action : &default_action;
+        syscall(SYS_rt_sigaction, signal, action, NULL, sizeof action->mask);
     }
-    const char *operation = "setpgid";
-    if (setpgid(0, 0) != 0) goto failed;
+    // A session of its own (pgid = sid = pid): no controlling terminal, so a
+    // task that reads /dev/tty fails at once instead of stopping on SIGTTIN
+    // or stealing the terminal from flowrun; kill(-pid) still reaches its group.
+    const char *operation = "setsid";
+    if (setsid() < 0) goto failed;
     // 1 and 2 first, then 0 (the caller's descriptors are >= 3).
     operation = "dup2";
     if (move_descriptor(request->standard_output, 1, O_WRONLY) != 0) goto failed;
@@ -231,6 +278,18 @@ static int spawn_child(void *argument) {
         long limit = sysconf(_SC_OPEN_MAX);
         for (long fd = 3; fd < limit; fd++) close((int)fd);
     }
+    // The caller's policy and nice value, not the spawning thread's (best
+    // effort: going back to a lower nice value may need a privilege the
+    // caller had and this thread lost; the task then runs nicer, not faster).
+    if (scheduling_noted) {
+        int policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+        if (policy != caller_policy) sched_setscheduler(0, caller_policy, &caller_sched_param);
+        errno = 0;
+        if (getpriority(PRIO_PROCESS, 0) != caller_nice || errno != 0) setpriority(PRIO_PROCESS, 0, caller_nice);
+    }
+    // flowrun raised its own descriptor limit; the task gets the caller's.
+    operation = "setrlimit";
+    if (nofile_raised && setrlimit(RLIMIT_NOFILE, &caller_nofile) != 0) goto failed;
     operation = "chdir";
     if (request->directory && chdir(request->directory) != 0) goto failed;
     uint64_t no_signals = 0;
@@ -306,7 +365,9 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &every_signal, &previous, sizeof every_signal);
     static pthread_once_t dispositions_noted = PTHREAD_ONCE_INIT;
     pthread_once(&dispositions_noted, flowrun_note_signal_dispositions);
-    struct spawn_child_state state = { request, path, atomic_load(&signals_to_reset), 0, NULL };
+    // Signals flowrun changed, and those the caller ignored (set again, in
+    // case flowrun changed them some other way).
+    struct spawn_child_state state = { request, path, atomic_load(&signals_to_reset) | caller_ignored, 0, NULL };
     pid_t child = clone(spawn_child, (char *)stack + spawn_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &state);
     int clone_error = errno;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, NULL, sizeof previous);

@@ -35,10 +35,14 @@ struct Flowrun: ParsableCommand {
         defaultSubcommand: RunCommand.self
     )
 
-    /// Parses and runs, mapping usage errors to exit 2 (SPEC §7) instead of
+    /// Prepares the process (descriptors 0-2, signals, limits), then parses
+    /// and runs, mapping usage errors to exit 2 (SPEC §7) instead of
     /// ArgumentParser's 64.
     static func main() {
-        // First, while single-threaded: the pid the shell knows becomes a
+        // First: descriptors 0-2 open, SIGPIPE/SIGXFSZ ignored, the caller's
+        // ignored signals and limits noted (inherited across the fork below).
+        ProcessStartup.prepare()
+        // Then, while single-threaded: the pid the shell knows becomes a
         // supervisor, and everything below runs in its child, the engine.
         Supervisor.split()
         do {

@@ -234,6 +234,11 @@ final class TmuxPane {
         Int(try tmux(["display-message", "-p", "-t", "live", "#{pane_width}"]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
     }
 
+    /// Types `keys` into the pane, as tmux names them (`C-z`, `Enter`, or text).
+    func send(keys: [String]) throws {
+        _ = try tmux(["send-keys", "-t", "live"] + keys)
+    }
+
     func resize(columns: Int) throws {
         _ = try tmux(["resize-window", "-t", "live", "-x", String(columns)])
     }

@@ -41,10 +41,11 @@ final class LiveFlowrun {
     private var ended: Ended?
 
     /// `inheritedDescriptor`: also give flowrun an open descriptor (on /dev/null) at this number,
-    /// the way a careless parent leaks one. `launchedThrough`: a command that
-    /// `exec`s its arguments (flowrun and its own), e.g. to enter a cgroup first.
+    /// the way a careless parent leaks one. `wrapper`: a command that sets
+    /// something up and then execs flowrun (its arguments follow), so `pid`
+    /// is flowrun's, e.g. `["/bin/sh", "-c", "trap '' HUP; exec \"$0\" \"$@\""]`.
     init(_ arguments: [String], environment overrides: [String: String], directory: String, hardTimeout: Duration,
-         inheritedDescriptor: Int32? = nil, launchedThrough prefix: [String] = []) throws {
+         inheritedDescriptor: Int32? = nil, wrapper: [String] = []) throws {
         scratch = try TemporaryDirectory(prefix: "flowrun-live")
         stdoutPath = scratch.path + "/stdout"
         stderrPath = scratch.path + "/stderr"
@@ -55,7 +56,7 @@ final class LiveFlowrun {
 
         let binary = try FlowrunBinary.path()
         let pid = try ChildProcess.spawn(
-            argv: prefix + [binary] + arguments, environment: environment.map { "\($0.key)=\($0.value)" }, directory: directory,
+            argv: wrapper + [binary] + arguments, environment: environment.map { "\($0.key)=\($0.value)" }, directory: directory,
             stdoutPath: stdoutPath, stderrPath: stderrPath, inheritedDescriptor: inheritedDescriptor)
         self.pid = pid
     }

@@ -131,7 +131,7 @@ extension RunEndToEnd {
             let flowrun = try LiveFlowrun(
                 sandbox.arguments(workflow, []), environment: sandbox.environment, directory: sandbox.path,
                 hardTimeout: .seconds(30),
-                launchedThrough: ["/bin/sh", "-c", "exec \(setsid) -w -c \"$@\" < \(terminal.devicePath)", "sh"])
+                wrapper: ["/bin/sh", "-c", "exec \(setsid) -w -c \"$@\" < \(terminal.devicePath)", "sh"])
             try #require(sandbox.waitFor("one.ready"))
             try #require(terminal.type([0x03]), "cannot type at the terminal")
             let ended = flowrun.finish()
@@ -156,7 +156,7 @@ extension RunEndToEnd {
                 """)
             let flowrun = try LiveFlowrun(
                 sandbox.arguments(workflow, []), environment: sandbox.environment, directory: sandbox.path,
-                hardTimeout: .seconds(30), launchedThrough: [nohup])
+                hardTimeout: .seconds(30), wrapper: [nohup])
             try #require(sandbox.waitFor("one.ready"))
             let status = ProcessProbe.text("/proc/\(flowrun.pid)/status") ?? ""
             func mask(_ field: String) -> UInt64 {
@@ -205,7 +205,7 @@ extension RunEndToEnd {
             let workflow = try sandbox.write(workflow: fiftyTasksWithGrandchildren(sandbox))
             let flowrun = try LiveFlowrun(
                 sandbox.arguments(workflow, []), environment: sandbox.environment, directory: sandbox.path,
-                hardTimeout: .seconds(60), launchedThrough: prefix)
+                hardTimeout: .seconds(60), wrapper: prefix)
             let ready = poll(until: .seconds(30)) {
                 ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.path)) ?? []).count { $0.hasPrefix("ready-") } == 50
             }
@@ -288,7 +288,7 @@ extension RunEndToEnd {
             let flowrun = try LiveFlowrun(
                 sandbox.arguments(workflow, []), environment: sandbox.environment, directory: sandbox.path,
                 hardTimeout: .seconds(90),
-                launchedThrough: ["/bin/sh", "-c", "echo $$ > \(cgroup.path)/cgroup.procs && exec \"$@\"", "sh"])
+                wrapper: ["/bin/sh", "-c", "echo $$ > \(cgroup.path)/cgroup.procs && exec \"$@\"", "sh"])
             let ready = poll(until: .seconds(30)) {
                 ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.path)) ?? []).count { $0.hasPrefix("ready-") } == 50
                     && sandbox.exists("hog.ready")

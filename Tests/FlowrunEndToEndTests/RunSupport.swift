@@ -65,10 +65,32 @@ final class RunSandbox {
             environment: environment.merging(extraEnvironment) { _, new in new }, timeout: timeout)
     }
 
-    /// Starts `text` in its own process group and returns at once.
-    func start(_ text: String, _ extra: [String] = [], hardTimeout: Duration = .seconds(30)) throws -> LiveFlowrun {
+    /// Starts `text` in its own process group and returns at once
+    /// (`wrapper`: see `LiveFlowrun.init`).
+    func start(_ text: String, _ extra: [String] = [], hardTimeout: Duration = .seconds(30), wrapper: [String] = []) throws -> LiveFlowrun {
         let workflow = try write(workflow: text)
-        return try LiveFlowrun(arguments(workflow, extra), environment: environment, directory: path, hardTimeout: hardTimeout)
+        return try LiveFlowrun(arguments(workflow, extra), environment: environment, directory: path, hardTimeout: hardTimeout, wrapper: wrapper)
+    }
+
+    /// Runs `text` to completion as `wrapper + [flowrun] + arguments` (`nice
+    /// -n 13`, `prlimit --nofile=64:64`, `sh -c '… exec "$0" "$@"'`), killed
+    /// at `timeout`; stdout and stderr land in the sandbox's `stdout` and `stderr`.
+    func run(wrapped wrapper: [String], _ text: String, timeout: Duration = .seconds(30)) throws -> ChildProcess.Outcome {
+        let workflow = try write(workflow: text)
+        return try ChildProcess.run(
+            executable: wrapper[0], arguments: Array(wrapper.dropFirst()) + [try FlowrunBinary.path()] + arguments(workflow, []),
+            environment: environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin:/usr/sbin:/sbin"],
+            directory: path, stdoutPath: file("stdout"), stderrPath: file("stderr"), timeout: timeout, launcher: nil)
+    }
+
+    /// The path of system tool `name` (`nice`, `prlimit`, `tmux`, …); throws,
+    /// naming it, if it is not installed: a test never skips silently.
+    static func tool(_ name: String) throws -> String {
+        for directory in ["/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin"]
+        where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
+            return "\(directory)/\(name)"
+        }
+        throw FlowrunBinaryError("\(name) is not installed; this test needs it")
     }
 
     /// The one run record under `--log-dir`.

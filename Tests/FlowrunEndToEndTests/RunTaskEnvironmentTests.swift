@@ -41,6 +41,7 @@ extension RunEndToEnd {
                         echo "item=${FLOWRUN_ITEM-unset}"
                         echo "index=${FLOWRUN_INDEX-unset}"
                         echo "pgid=$(cut -d' ' -f5 /proc/$$/stat)"
+                        echo "sid=$(cut -d' ' -f6 /proc/$$/stat)"
                         echo "pid=$$"
                       } > "$SANDBOX/probe.env"
                   default-cwd: {run: pwd -P > "$SANDBOX/cwd-default"}
@@ -82,6 +83,7 @@ extension RunEndToEnd {
             #expect(values["item"] == "unset" && values["index"] == "unset", "FLOWRUN_ITEM/INDEX outside a fan-out")
             #expect(values["pgid"] != nil && values["pgid"] == values["pid"], "the shell leads its own process group: \(values)")
             #expect(values["pgid"] != String(flowrun.pid))
+            #expect(values["sid"] == values["pid"], "the shell leads a session of its own (no controlling terminal): \(values)")
 
             #expect(sandbox.read("probe.stdin") == "/dev/null\n")
             #expect(sandbox.read("probe.read") == "", "stdin gave bytes")
@@ -141,103 +143,92 @@ extension RunEndToEnd {
             }
         }
 
-        /// A parent that ignores signals (`nohup`, a shell's background job,
-        /// a CI runner) must not pass that on: exec keeps SIG_IGN, so each
-        /// one flowrun inherited ignored is reset in the child. So are the
-        /// ones flowrun handles itself.
-        @Test func aTaskStartsWithNoSignalIgnoredOrBlockedWhateverFlowrunInherited() throws {
+        /// What a task's shell ignores: exactly what flowrun's caller
+        /// ignored (`nohup`, a shell's background job, a CI runner), never
+        /// what flowrun itself ignores (SIGPIPE, SIGXFSZ) or handles (SIGINT,
+        /// SIGTERM, SIGHUP, SIGTSTP, SIGCHLD, SIGIO); and nothing blocked.
+        struct IgnoredByCaller: CustomTestStringConvertible, Sendable {
+            var traps: String
+            var signals: [Int32]
+            var testDescription: String { traps.isEmpty ? "nothing ignored" : "ignored: \(traps)" }
+            /// SigIgn in /proc/PID/status: bit N-1 for signal N, 16 hex digits.
+            var mask: String {
+                String(signals.reduce(UInt64(0)) { $0 | 1 << UInt64($1 - 1) }, radix: 16).leftPadded(to: 16)
+            }
+        }
+
+        @Test(arguments: [
+            IgnoredByCaller(traps: "", signals: []),
+            IgnoredByCaller(
+                traps: "HUP INT QUIT PIPE USR1 USR2 TERM ALRM XFSZ TSTP",
+                signals: [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGTERM, SIGALRM, SIGXFSZ, SIGTSTP]),
+        ])
+        func aTaskIgnoresExactlyWhatFlowrunsCallerIgnoredAndBlocksNothing(_ caller: IgnoredByCaller) throws {
             let sandbox = try RunSandbox()
-            let workflow = try sandbox.write(workflow: """
+            // The shell ignores these, then becomes flowrun (exec keeps SIG_IGN).
+            let outcome = try sandbox.run(wrapped: ["/bin/sh", "-c", "trap '' \(caller.traps); exec \"$0\" \"$@\""], """
                 tasks:
                   probe:
                     run: |
                       while IFS= read -r line; do
                         case $line in SigBlk:*|SigIgn:*) echo "$line" >> "$SANDBOX/signals";; esac
                       done < /proc/self/status
-                """)
-            // The shell ignores these, then becomes flowrun (exec keeps SIG_IGN).
-            let ignoring = "trap '' HUP INT QUIT PIPE USR1 USR2 TERM ALRM; exec \"$0\" \"$@\""
-            let outcome = try ChildProcess.run(
-                executable: "/bin/sh", arguments: ["-c", ignoring, try FlowrunBinary.path()] + sandbox.arguments(workflow, []),
-                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"],
-                directory: sandbox.path, stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"),
-                timeout: .seconds(20), launcher: nil)
+                """, timeout: .seconds(20))
             #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
-            #expect(sandbox.lines("signals") == ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"])
+            #expect(sandbox.lines("signals") == ["SigBlk:\t0000000000000000", "SigIgn:\t\(caller.mask)"])
         }
 
-        /// The thread that reaps and spawns gets nice -10 when more tasks may
-        /// run than there are cores, where flowrun may raise priorities (root
-        /// here); the tasks it spawns, the second one included, run at
-        /// flowrun's own nice. Field 19 of /proc/PID/stat is the nice value.
-        @Test(arguments: [(maxParallel: 64, boosted: true), (maxParallel: 1, boosted: false)])
-        func tasksRunAtFlowrunsOwnNiceWhateverItsSpawningThreadRunsAt(_ setting: (maxParallel: Int, boosted: Bool)) throws {
+        /// Tasks run at the niceness flowrun was started with (`nice -n 13
+        /// flowrun`), all of them: those started by the engine's Dispatch
+        /// threads (libdispatch gives its workers a nice value of their own)
+        /// and those started by the output thread as a task ends, with more
+        /// tasks allowed at once than there are cores. Field 19 of
+        /// /proc/PID/stat is the nice value.
+        @Test func underNiceEveryTaskRunsAtTheCallersNiceValue() throws {
             let sandbox = try RunSandbox()
-            let run = try sandbox.run(Self.chainedProbes(maxParallel: setting.maxParallel, statField: 19, into: "tasks"))
-            #expect(run.exitStatus == 0, "\(run)")
-            let own = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-            #expect(sandbox.lines("tasks") == ["\(own)", "\(own)"])
-            if Self.mayRaisePriority && own == 0 && ProcessInfo.processInfo.activeProcessorCount < 64 {
-                #expect(sandbox.lines("spawner") == [setting.boosted ? "-10" : "0"])
-            } else {
-                #expect(sandbox.lines("spawner") == ["\(own)"])
-            }
+            let cores = ProcessInfo.processInfo.activeProcessorCount
+            let outcome = try sandbox.run(
+                wrapped: [try RunSandbox.tool("nice"), "-n", "13"],
+                Self.probes(roots: 6, maxParallel: 2 * cores + 2, probe: "awk '{print $19}' /proc/self/stat", into: "nice"))
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            let expected = min(19, getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) + 13)
+            #expect(sandbox.lines("nice") == Array(repeating: "\(expected)", count: 12))
         }
 
         /// A flowrun started under SCHED_BATCH (`chrt --batch`) keeps that
-        /// policy for its tasks, even with more of them allowed than cores:
-        /// the priority change is only made from the default policy. Field
-        /// 41 of /proc/PID/stat is the policy (3: SCHED_BATCH).
+        /// policy for every task, with more of them allowed than cores.
+        /// Field 41 of /proc/PID/stat is the policy (3: SCHED_BATCH).
         @Test func aFlowrunStartedUnderSCHED_BATCHKeepsItForItsTasks() throws {
             let sandbox = try RunSandbox()
-            let workflow = try sandbox.write(workflow: Self.chainedProbes(maxParallel: 64, statField: 41, into: "policies"))
-            let outcome = try ChildProcess.run(
-                executable: "/usr/bin/chrt", arguments: ["--batch", "0", try FlowrunBinary.path()] + sandbox.arguments(workflow, []),
-                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"],
-                directory: sandbox.path, stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"),
-                timeout: .seconds(20), launcher: nil)
+            let outcome = try sandbox.run(
+                wrapped: [try RunSandbox.tool("chrt"), "--batch", "0"],
+                Self.probes(roots: 6, maxParallel: 64, probe: "awk '{print $41}' /proc/self/stat", into: "policies"))
             #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
-            #expect(sandbox.lines("policies") == ["3", "3"])
-            #expect(sandbox.lines("spawner") == ["0"])
+            #expect(sandbox.lines("policies") == Array(repeating: "3", count: 12))
         }
 
-        /// Two chained tasks (the second started by flowrun's spawning
-        /// thread), each appending field `statField` of its own
-        /// /proc/PID/stat to `$SANDBOX/FILE`; each also writes that thread's
-        /// nice (field 19) to `$SANDBOX/spawner`.
-        static func chainedProbes(maxParallel: Int, statField: Int, into file: String) -> String {
-            let probe = """
-                      awk '{print $\(statField)}' /proc/self/stat >> "$SANDBOX/\(file)"
-                      for thread in /proc/$PPID/task/*; do
-                        read -r name < "$thread/comm"
-                        [ "$name" = flowrun.output ] && awk '{print $19}' "$thread/stat" > "$SANDBOX/spawner"
-                      done
-                      true
-                """
-            return """
-                max_parallel: \(maxParallel)
-                tasks:
-                  first:
-                    run: |
-                \(probe)
-                  second:
-                    needs: [first]
-                    run: |
-                \(probe)
-                """
+        /// A flowrun started on one CPU (`taskset -c 0`) keeps its tasks
+        /// there. (On a one-CPU machine this cannot tell anything apart.)
+        @Test func aFlowrunPinnedToOneCPUKeepsItsTasksThere() throws {
+            let sandbox = try RunSandbox()
+            let outcome = try sandbox.run(
+                wrapped: [try RunSandbox.tool("taskset"), "-c", "0"],
+                Self.probes(roots: 6, maxParallel: 64, probe: "grep Cpus_allowed_list /proc/self/status", into: "cpus"))
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            #expect(sandbox.lines("cpus") == Array(repeating: "Cpus_allowed_list:\t0", count: 12))
         }
 
-        /// Whether flowrun, started by this process, may lower a nice value
-        /// to -10: CAP_SYS_NICE (bit 23 of CapEff; root in a container may
-        /// lack it) or an RLIMIT_NICE of 30 or more.
-        static var mayRaisePriority: Bool {
-            var limit = rlimit()
-            if getrlimit(__rlimit_resource_t(__RLIMIT_NICE.rawValue), &limit) == 0, limit.rlim_cur >= 30 { return true }
-            guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-                  let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
-                  let mask = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
-            else { return false }
-            return mask & (1 << 23) != 0
+        /// `roots` tasks that need nothing (started from the engine's
+        /// queue) and as many that each need one of them (started by the
+        /// output thread as that one ends), each appending the line `probe`
+        /// prints about itself to `$SANDBOX/FILE`.
+        static func probes(roots: Int, maxParallel: Int, probe: String, into file: String) -> String {
+            var text = "max_parallel: \(maxParallel)\ntasks:\n"
+            for number in 1...roots {
+                text += "  root\(number):\n    run: \(probe) >> \"$SANDBOX/\(file)\"\n"
+                text += "  next\(number):\n    needs: [root\(number)]\n    run: \(probe) >> \"$SANDBOX/\(file)\"\n"
+            }
+            return text
         }
 
         @Test func aMissingWorkingDirectoryFailsTheTask() throws {
@@ -482,5 +473,12 @@ extension RunEndToEnd {
             let record = try RunRecordFiles(directory: sandbox.file(".flowrun/runs/" + runs[0]))
             #expect(record.status("a") == "succeeded")
         }
+    }
+}
+
+private extension String {
+    /// The text with zeros in front, `width` characters at least.
+    func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
     }
 }

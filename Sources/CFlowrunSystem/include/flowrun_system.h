@@ -24,19 +24,34 @@ typedef struct {
     int standard_input, standard_output, standard_error;
     /// The child's working directory; NULL keeps flowrun's.
     const char *directory;
-    /// Set on failure: what failed ("exec", "chdir", "dup2", "setpgid", "clone", "mmap").
+    /// Set on failure: what failed ("exec", "chdir", "dup2", "setsid", "setrlimit", "clone", "mmap").
     const char *failed_operation;
 } flowrun_spawn_request;
 
-/// Starts a child in its own process group (pgid = pid) with an empty signal
-/// mask, every signal at its default disposition, fds 0-2 as asked, every
-/// other descriptor closed, and `directory`, like posix_spawn with
-/// POSIX_SPAWN_SETPGROUP | SETSIGMASK | SETSIGDEF and file actions, but on
+/// Starts a child in a session of its own (no controlling terminal; it leads
+/// its process group: pgid = pid) with an empty signal mask, every signal at
+/// its default disposition except those flowrun's caller ignored (still
+/// ignored; see `flowrun_prepare_process`), the caller's soft descriptor
+/// limit, fds 0-2 as asked, every other descriptor closed, and `directory`,
+/// like posix_spawn with POSIX_SPAWN_SETSID | SETSIGMASK | SETSIGDEF and file actions, but on
 /// a stack kept between calls: posix_spawn maps and unmaps one per call, and
 /// in a process with several threads each unmap costs a TLB flush on other
 /// CPUs. Returns 0 with `*pid` set, or the errno of what failed (a failed
 /// chdir, dup2 or exec in the child is reported here, and that child reaped).
 int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid);
+
+/// First thing in main, before any thread or descriptor exists: opens
+/// /dev/null onto any of fds 0-2 that is closed; notes which signals the
+/// caller left ignored (flowrun's tasks keep them ignored, SIGCHLD excepted);
+/// ignores SIGPIPE and SIGXFSZ in flowrun (a write then fails with EPIPE or
+/// EFBIG; tasks get them at their default unless the caller ignored them);
+/// raises the soft RLIMIT_NOFILE to the hard limit (tasks get the caller's).
+/// A process that never calls it runs and spawns as before.
+void flowrun_prepare_process(void);
+
+/// Whether `signal` was ignored when `flowrun_prepare_process` ran: flowrun
+/// then leaves it ignored (it does not handle it).
+int flowrun_signal_ignored_by_caller(int signal);
 
 /// Looks at every signal's disposition now: those handled or ignored are
 /// the ones a child of `flowrun_spawn` resets (with those `flowrun_forward_signal`
@@ -46,13 +61,6 @@ void flowrun_note_signal_dispositions(void);
 
 /// prctl(PR_SET_NAME): the calling thread's name (15 bytes at most), as ps and top show it.
 void flowrun_name_this_thread(const char *name);
-
-/// Gives the calling thread nice `nice` (negative: a larger share of the CPU
-/// than its peers) if it runs under SCHED_OTHER at nice 0 and may raise its priority
-/// (CAP_SYS_NICE, or RLIMIT_NICE); every thread or process it creates from
-/// then on starts at nice 0 again. 0 on success; -1 otherwise (errno 0: the
-/// thread was under another policy or nice value).
-int flowrun_prioritize_this_thread(int nice);
 
 /// prctl(PR_SET_CHILD_SUBREAPER, on): orphaned descendants re-parent to us.
 int flowrun_set_child_subreaper(int on);

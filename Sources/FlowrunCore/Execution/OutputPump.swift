@@ -83,14 +83,9 @@ final class OutputPump: @unchecked Sendable {
     /// (which may spawn the next task) is done: a close is not on that path.
     private var endedDescriptors: [Int32] = []
 
-    /// Whether the pump's thread asks for a larger share of the CPU than the tasks (see `run`).
-    private let prioritized: Bool
-
     /// `engineQueue`: where `deliver`ed work runs (a serial queue).
-    /// `prioritized`: more tasks may run at once than there are cores.
-    init(engineQueue: DispatchQueue, prioritized: Bool = false) {
+    init(engineQueue: DispatchQueue) {
         self.engineQueue = engineQueue
-        self.prioritized = prioritized
         var ends: [Int32] = [-1, -1]
         _ = flowrun_pipe_cloexec(&ends)
         wakeRead = ends[0]
@@ -217,13 +212,9 @@ final class OutputPump: @unchecked Sendable {
 
     private func run() {
         threadIdentity.withLock { $0 = pthread_self() }
-        // With more tasks running than cores, this thread queues for the CPU
-        // behind them, and every spawn and reap waits for it: where flowrun
-        // may raise priorities (root, RLIMIT_NICE) it gets nice -10 then
-        // (flat-2000 at 8 on 2 cores: 1.11x the C floor -> 1.02x). Not with
-        // as many tasks as cores: it would only take a core from a running
-        // task (2 on 2 cores: 1.08x -> 1.16x). What it spawns starts at nice 0.
-        if prioritized { _ = flowrun_prioritize_this_thread(-10) }
+        // No priority of its own: a thread of flowrun's that raised its nice
+        // value or policy would pass it on to (or reset it in) the tasks it
+        // spawns, and tasks run exactly as flowrun's caller set it (SPEC §2).
         var events = [epoll_event](repeating: epoll_event(), count: 64)
         while true {
             let ready = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), -1) }

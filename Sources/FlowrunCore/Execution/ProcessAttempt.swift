@@ -6,7 +6,8 @@ import Glibc
 
 /// `run: SCRIPT`: one attempt as a process tree.
 ///
-/// The shell starts in its own process group with a tree marker in its
+/// The shell starts in a session of its own (leading its process group, with
+/// no controlling terminal) with a tree marker in its
 /// environment. Its stdout and stderr come through two pipes, read by the
 /// `OutputPump` (one thread for all tasks): every chunk is appended to the
 /// task's log at once (the `TaskLog` is created at the first byte), and
@@ -54,6 +55,15 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let completion: (AttemptResult) -> Void
     /// Whether flowrun has children that are not running task shells.
     private let escapeesExist: () -> Bool
+    /// Descriptors ran short (EMFILE, ENFILE): hands the engine a retry to
+    /// run when a task ends; false if no task runs that would free any.
+    private let waitForDescriptors: (@escaping () -> Void) -> Bool
+    /// Whether one more task's descriptors fit under flowrun's limit now.
+    private let descriptorsFit: () -> Bool
+    /// Whether the attempt waits for descriptors (it has started nothing).
+    private var waitingForDescriptors = false
+    /// Retries made while no other task ran (see `waitsForDescriptors`).
+    private var idleDescriptorRetries = 0
 
     /// The shell's pid (= its process group), 0 until started.
     private(set) var pid: Int32 = 0
@@ -75,9 +85,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var stdoutRegistration: OutputPump.Registration?
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
-         escapeesExist: @escaping () -> Bool, onProgress: @escaping (Int) -> Void, onLine: ((String, Bool) -> Void)? = nil,
+         escapeesExist: @escaping () -> Bool, descriptorsFit: @escaping () -> Bool = { true },
+         waitForDescriptors: @escaping (@escaping () -> Void) -> Bool = { _ in false },
+         onProgress: @escaping (Int) -> Void, onLine: ((String, Bool) -> Void)? = nil,
          completion: @escaping (AttemptResult) -> Void) {
         self.onLine = onLine
+        self.waitForDescriptors = waitForDescriptors
+        self.descriptorsFit = descriptorsFit
         self.escapeesExist = escapeesExist
         self.setup = setup
         self.queue = queue
@@ -96,16 +110,22 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         // prints nothing costs no log, one that writes no outputs no outputs
         // file (`>>` creates it; each attempt has its own name).
         outputFilesStamp = setup.outputFiles?.stamp ?? 0
+        // Under a tight limit, wait before the pipes: the log is opened
+        // later, when the task first prints, and must not be what fails.
+        if !descriptorsFit(), waitsForDescriptors(EMFILE) { return }
         var stdoutPipe: [Int32] = [-1, -1]
         var stderrPipe: [Int32] = [-1, -1]
         guard flowrun_pipe_cloexec(&stdoutPipe) == 0 else {
-            fail("cannot set up the task's output: \(String(cString: strerror(errno)))")
+            let error = errno
+            if waitsForDescriptors(error) { return }
+            fail("cannot set up the task's output: \(String(cString: strerror(error)))")
             return
         }
         guard flowrun_pipe_cloexec(&stderrPipe) == 0 else {
-            let reason = "cannot set up the task's output: \(String(cString: strerror(errno)))"
+            let error = errno
             for end in stdoutPipe { close(end) }
-            fail(reason)
+            if waitsForDescriptors(error) { return }
+            fail("cannot set up the task's output: \(String(cString: strerror(error)))")
             return
         }
         let request = LaunchRequest(
@@ -116,6 +136,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
         } catch {
             for end in stdoutPipe + stderrPipe { close(end) }
+            if waitsForDescriptors(error.code) { return }
             fail("cannot start \(setup.shell): \(error)")
             return
         }
@@ -273,11 +294,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     func stop(as status: TaskStatus, reason: String) {
         guard !done, stoppedAs == nil else { return }
         stoppedAs = (status, reason)
+        if waitingForDescriptors { return endWaitingForDescriptors(as: status, reason: reason) }
         guard pid > 0 else { return }
         stopTree()
     }
 
     func kill() {
+        if waitingForDescriptors { return endWaitingForDescriptors(as: stoppedAs?.status ?? .cancelled, reason: stoppedAs?.reason ?? "killed") }
         guard !done, pid > 0 else { return }
         if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
         stopping = true
@@ -333,6 +356,40 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
         for problem in parsed.problems { log.write("flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
         return parsed.pairs
+    }
+
+    /// When `error` says descriptors ran short (EMFILE, ENFILE), the attempt
+    /// starts again once another task has ended and freed some; with no
+    /// other task running, every 50 ms for at most 5 s (descriptors a task
+    /// that just ended still held come free a moment later). False: fail.
+    private func waitsForDescriptors(_ error: Int32) -> Bool {
+        guard error == EMFILE || error == ENFILE else { return false }
+        waitingForDescriptors = true
+        if waitForDescriptors({ [weak self] in self?.startAfterWaiting() }) { return true }
+        guard idleDescriptorRetries < 100 else {
+            waitingForDescriptors = false
+            return false
+        }
+        idleDescriptorRetries += 1
+        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in self?.startAfterWaiting() }
+        return true
+    }
+
+    private func startAfterWaiting() {
+        guard waitingForDescriptors, !done else { return }
+        waitingForDescriptors = false
+        start()
+    }
+
+    /// Stopped (a timeout, a cancel) while it waited for descriptors: it
+    /// never started, so it ends at once.
+    private func endWaitingForDescriptors(as status: TaskStatus, reason: String) {
+        waitingForDescriptors = false
+        done = true
+        log.close()
+        var result = AttemptResult(status: status, reason: reason)
+        result.wroteLog = log.exists
+        queue.async { [result] in self.completion(result) }
     }
 
     private func fail(_ reason: String) {

@@ -40,6 +40,7 @@ extension RunEngine {
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,
+                descriptorsFit: descriptorsFit, waitForDescriptors: descriptorWait,
                 onProgress: { [unowned self] percent in progressed(index, percent) },
                 onLine: streamsOutput ? { [reporters] line, isError in
                     for reporter in reporters { reporter.output(task: name, line: line, isError: isError) }
@@ -50,7 +51,49 @@ extension RunEngine {
         }
     }
 
-    /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft limit).
+    /// Whether one more running task's descriptors (two pipes and a log)
+    /// fit under the limit, with room kept for flowrun's own (the events
+    /// file, outputs files it reads, pidfds while it stops a tree). Looked
+    /// at only when `max_parallel` tasks might not fit; with no task
+    /// running, the answer is yes (the attempt then finds out by itself).
+    func descriptorsFitAnotherTask() -> Bool {
+        guard plan.maxParallel * 3 + 64 > Self.descriptorLimit else { return true }
+        if descriptorBaseline == nil { descriptorBaseline = Self.openDescriptorCount() }
+        let running = attempts.values.count { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }
+        return running == 0 || (descriptorBaseline ?? 0) + 8 + (running + 1) * 3 <= Self.descriptorLimit
+    }
+
+    /// How many descriptors flowrun has open (the entries of /proc/self/fd).
+    private static func openDescriptorCount() -> Int {
+        guard let directory = opendir("/proc/self/fd") else { return 16 }
+        defer { closedir(directory) }
+        var count = -1  // opendir's own
+        while readdir(directory) != nil { count += 1 }
+        return max(0, count - 2)  // . and ..
+    }
+
+    /// A task could not get its pipes (EMFILE, ENFILE): `retry` runs when
+    /// another task ends. False if no task shell runs (none would free any).
+    func waitForDescriptors(_ retry: @escaping () -> Void) -> Bool {
+        guard attempts.values.contains(where: { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }) else { return false }
+        descriptorWaiters.append(retry)
+        return true
+    }
+
+    /// After a task's end: the tasks that waited for descriptors try again,
+    /// on a later turn of the queue (the pump closes the ended task's read
+    /// ends as its batch ends; a start that still finds none waits again).
+    func retryDescriptorWaiters() {
+        guard !descriptorWaiters.isEmpty else { return }
+        queue.async { [self] in
+            let waiters = descriptorWaiters
+            descriptorWaiters = []
+            for retry in waiters { retry() }
+        }
+    }
+
+    /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft
+    /// limit, raised to the hard limit at start: see `ProcessStartup`).
     static let descriptorLimit: Int = {
         var limit = rlimit()
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }

@@ -120,6 +120,7 @@ extension RunEngine {
     private func attemptFinished(_ index: Int, attempt number: Int, _ result: AttemptResult) {
         guard nodes[index].attempt == number, nodes[index].status == .running else { return }
         attempts[index] = nil
+        retryDescriptorWaiters()
         if result.wroteLog { nodes[index].hasLog = true }
         cancelTimer(.timeout(index))
         releaseSlots(index)

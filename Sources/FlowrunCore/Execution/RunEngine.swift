@@ -59,6 +59,20 @@ public final class RunEngine: @unchecked Sendable {
         case timeout(Int), retry(Int), group(Int), join(Int)
     }
     var timers: [TimerKey: any DispatchSourceTimer] = [:]
+    /// When each timer fires (CLOCK_MONOTONIC seconds), to pause and resume
+    /// it across Ctrl-Z (see RunEngine+Suspension.swift).
+    var timerDeadlines: [TimerKey: Double] = [:]
+    /// Since when flowrun and its tasks are stopped (Ctrl-Z), or nil.
+    var suspendedAt: Double?
+    /// Tasks that wait for descriptors to come free, run when a task ends.
+    var descriptorWaiters: [() -> Void] = []
+    /// Descriptors flowrun had open before its first task (measured only
+    /// under a descriptor limit too low for `max_parallel` tasks).
+    var descriptorBaseline: Int?
+    /// `descriptorsFitAnotherTask` and `waitForDescriptors` for every
+    /// attempt: one closure each, not one per attempt.
+    private(set) lazy var descriptorsFit: () -> Bool = { [unowned self] in descriptorsFitAnotherTask() }
+    private(set) lazy var descriptorWait: (@escaping () -> Void) -> Bool = { [unowned self] retry in waitForDescriptors(retry) }
     /// Events of the current pump batch not yet reported (see `emit`); the
     /// buffer and the closure that delivers it are kept between batches.
     private var deferredEvents: [RunEvent] = []
@@ -112,7 +126,7 @@ public final class RunEngine: @unchecked Sendable {
         }
         // Before the pump's thread: it must inherit SIGIO blocked too.
         outputFiles = record.watchOutputFiles()
-        pump = OutputPump(engineQueue: queue, prioritized: plan.maxParallel > Planner.cpuCount)
+        pump = OutputPump(engineQueue: queue)
         record.writesEvents { [queue, pump] write in
             if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
         }
@@ -132,7 +146,7 @@ public final class RunEngine: @unchecked Sendable {
     /// from clock_gettime, without ContinuousClock's 128-bit arithmetic.
     var elapsed: Double { Self.monotonicSeconds() - startSeconds }
 
-    private static func monotonicSeconds() -> Double {
+    static func monotonicSeconds() -> Double {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
@@ -236,6 +250,7 @@ public final class RunEngine: @unchecked Sendable {
         finished = true
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
+        timerDeadlines.removeAll()
         var finishedEvent = event(.runFinished)
         finishedEvent.runID = record.runID
         finishedEvent.duration = elapsed
@@ -288,10 +303,12 @@ public final class RunEngine: @unchecked Sendable {
         timers[key]?.cancel()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .nanoseconds(delay.nanoseconds))
+        timerDeadlines[key] = Self.monotonicSeconds() + Double(delay.nanoseconds) / 1e9
         timer.setEventHandler { [weak self] in
             guard let self else { return }
             // A source must be cancelled before its last reference goes, even after it fired.
             self.timers.removeValue(forKey: key)?.cancel()
+            self.timerDeadlines[key] = nil
             action(self)
         }
         timers[key] = timer
@@ -301,16 +318,23 @@ public final class RunEngine: @unchecked Sendable {
     func cancelTimer(_ key: TimerKey) {
         // Twice per task, and most runs have no timers: no key hashed for nothing.
         guard !timers.isEmpty else { return }
-        timers.removeValue(forKey: key)?.cancel()
+        guard let timer = timers.removeValue(forKey: key) else { return }
+        timer.cancel()
+        timerDeadlines[key] = nil
     }
 
     // MARK: - Signals
 
     /// SIGINT, SIGTERM and SIGHUP stop the run (a second one kills
-    /// everything); they come through the pump, like child exits.
+    /// everything); SIGTSTP stops flowrun with its tasks and SIGCONT resumes
+    /// them. They come through the pump, like child exits. A signal flowrun's
+    /// caller ignored stays ignored (`nohup flowrun …`): SIGTSTP ignored
+    /// takes SIGCONT's handling with it.
     private func installSignalHandlers() {
+        var signals = [SIGINT, SIGTERM, SIGHUP].filter { !ProcessStartup.callerIgnores($0) }
+        if !ProcessStartup.callerIgnores(SIGTSTP) { signals += [SIGTSTP, SIGCONT] }
         do {
-            try pump.forwardSignals([SIGINT, SIGTERM, SIGHUP]) { [weak self] signalNumber in
+            try pump.forwardSignals(signals) { [weak self] signalNumber in
                 self?.received(signal: signalNumber)
             }
         } catch {
@@ -320,13 +344,20 @@ public final class RunEngine: @unchecked Sendable {
     }
 
     private func received(signal signalNumber: Int32) {
-        if stopSignal == nil {
-            // The first signal. If fail_fast or the run's timeout is already
-            // stopping the run, it only decides the exit code; finally still runs.
-            stopSignal = signalNumber
-            if stopping == nil { stop(because: .signal) }
-        } else if !killingEverything {
-            killEverything()
+        switch signalNumber {
+        case SIGTSTP:
+            suspend()
+        case SIGCONT:
+            resumeAfterSuspension()
+        default:
+            if stopSignal == nil {
+                // The first signal. If fail_fast or the run's timeout is already
+                // stopping the run, it only decides the exit code; finally still runs.
+                stopSignal = signalNumber
+                if stopping == nil { stop(because: .signal) }
+            } else if !killingEverything {
+                killEverything()
+            }
         }
     }
 }

@@ -31,9 +31,9 @@ import Glibc
 /// blocks, the summary) are written as they come, at most ten times a
 /// second, without colour.
 public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
-    // @unchecked: the timer and signal sources are made in init, then only
-    // resumed once (`started` guards it) and cancelled; everything else is
-    // a `let` of a Sendable type.
+    // @unchecked: the timer and the resize source are made in init, then
+    // only resumed once (`started` guards it) and cancelled; everything else
+    // is a `let` of a Sendable type.
     private enum Item: Sendable {
         case event(RunEvent)
         /// Where the task's lines (in `Inbox.outputs`) go among the events:
@@ -93,7 +93,8 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
     private let queue = DispatchQueue(label: "flowrun.live-view")
     private let painter: Painter
     private let timer: any DispatchSourceTimer
-    private let signalSources: [any DispatchSourceSignal]
+    /// SIGWINCH on a terminal: the region is drawn again at its new width.
+    private let resizeSource: (any DispatchSourceSignal)?
     private let started = Atomic(false)
 
     /// Draws on `descriptor` (stdout unless told otherwise); with `streams`
@@ -114,36 +115,28 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         painter = Painter(descriptor: descriptor, console: ConsoleWriter.shared(for: descriptor),
                           screen: LiveScreen(style: style, drawsRegion: isTerminal), streams: streams)
         timer = DispatchSource.makeTimerSource(queue: queue)
-        var sources: [any DispatchSourceSignal] = []
+        var resize: (any DispatchSourceSignal)?
         if isTerminal {
             CursorGuard.register(descriptor)
-            // Ctrl-Z: give the cursor back before stopping; draw afresh on return.
-            let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: queue)
-            let resume = DispatchSource.makeSignalSource(signal: SIGCONT, queue: queue)
-            // A resize redraws at once, not at the next tick.
-            let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)
-            sources = [stop, resume, resize]
+            // A resize redraws at once, not at the next tick. (Ctrl-Z is the
+            // engine's: it suspends reporters through `SuspendableReporter`.)
+            resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: queue)
         }
-        signalSources = sources
+        resizeSource = resize
         let painter = painter
         let mailbox = mailbox
         timer.setEventHandler { painter.draw(mailbox) }
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100), leeway: .milliseconds(10))
-        if sources.count == 3 {
-            sources[0].setEventHandler { painter.suspend() }
-            sources[1].setEventHandler { painter.resume() }
-            sources[2].setEventHandler { painter.draw(mailbox) }
-        }
+        resize?.setEventHandler { painter.draw(mailbox) }
     }
 
-    /// Starts the timer and the signal sources once, when the run starts:
+    /// Starts the timer and the resize source once, when the run starts:
     /// not in `init`, which runs before the engine sets up its child reaper
     /// on the main thread (it wants that before any other thread exists).
     private func startDrawing() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        if !signalSources.isEmpty { signal(SIGTSTP, SIG_IGN) }
         timer.resume()
-        for source in signalSources { source.resume() }
+        resizeSource?.resume()
     }
 
     public func report(_ event: RunEvent) {
@@ -172,8 +165,7 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
         startDrawing()  // a suspended source must not be cancelled and released
         queue.sync {
             timer.cancel()
-            for source in signalSources { source.cancel() }
-            if !signalSources.isEmpty { signal(SIGTSTP, SIG_DFL) }
+            resizeSource?.cancel()
             painter.close(mailbox)
         }
         if !painter.console.isStandard { painter.console.drain() }
@@ -251,7 +243,7 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
             }
         }
 
-        /// Ctrl-Z: leave the terminal as the shell expects it, then stop.
+        /// Ctrl-Z: leave the terminal as the shell expects it (the engine then stops flowrun).
         func suspend() {
             if !closed {
                 console.write(screen.close(above: [], columns: TerminalSize.of(descriptor).columns))
@@ -259,7 +251,6 @@ public final class LiveTerminalReporter: RunReporter, @unchecked Sendable {
                 // The shell takes the terminal next: let the bytes reach it first (bounded).
                 console.waitUntilWritten(limit: .seconds(1))
             }
-            kill(getpid(), SIGSTOP)
         }
 
         /// Back from Ctrl-Z: the shell has written below; start a fresh region there.
@@ -345,5 +336,17 @@ enum CursorGuard {
 
     static func released() {
         hiddenOn.store(-1, ordering: .relaxed)
+    }
+}
+
+/// Ctrl-Z: the engine stops the run (see RunEngine+Suspension.swift); the
+/// view gives the cursor back first and draws afresh after `fg`.
+extension LiveTerminalReporter: SuspendableReporter {
+    public func suspend() {
+        queue.sync { painter.suspend() }
+    }
+
+    public func resume() {
+        queue.async { [painter] in painter.resume() }
     }
 }

@@ -6,7 +6,10 @@
 // which block nearly every signal), start with SIGTERM blocked, so a timeout
 // could never stop them. `flowrun_spawn` (posix_spawn's vfork-style clone,
 // on a stack kept between calls) gives each child an empty signal mask,
-// default dispositions, its own process group, /dev/null as stdin, only fds
+// the dispositions flowrun's caller had (ignored stays ignored, the rest at
+// their default), a session of its own (no controlling terminal; it leads
+// its process group), the caller's nice value, policy and descriptor limit,
+// /dev/null as stdin, only fds
 // 0-2, and exactly the environment and directory asked for, at the cost of a
 // clone + exec (~0.4 ms here). Children are reaped by one
 // `ChildReaper`: on SIGCHLD (heard by the run's `OutputPump` thread, or by a
@@ -35,10 +38,11 @@ enum ProcessLauncher {
     private static let standardInput = open("/dev/null", O_RDONLY | O_CLOEXEC)
 
     /// Spawns the request's shell and returns its pid, which is also the id
-    /// of the new process group it leads.
+    /// of the new session and process group it leads.
     ///
-    /// The child gets: a new process group (pgid = pid), an empty signal mask
-    /// and every signal at its default disposition, stdin `/dev/null`,
+    /// The child gets: a new session (sid = pgid = pid, no controlling
+    /// terminal), an empty signal mask and every signal at its default
+    /// disposition unless flowrun's caller ignored it (`ProcessStartup`), stdin `/dev/null`,
     /// stdout/stderr as given, no other descriptor (everything >= 3 is
     /// closed), exactly `environment` (after `inherited`), and `workingDirectory`.
     /// Whoever calls this must reap the pid (see `ChildReaper`).
