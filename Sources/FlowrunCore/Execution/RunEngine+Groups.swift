@@ -10,8 +10,9 @@ extension RunEngine {
             case .success(let items):
                 let template = Shared(fanOut.template)
                 let demand = demand(for: fanOut.template, group: index)
+                var names = MemberNames()
                 for (offset, item) in items.enumerated() {
-                    addFanOutMember(group: index, template: template, demand: demand, item: item, index: offset)
+                    addFanOutMember(group: index, template: template, demand: demand, item: item, index: offset, names: &names)
                 }
             case .failure(let error):
                 // The items could not be read: the group fails without running anything.
@@ -36,17 +37,19 @@ extension RunEngine {
         }
     }
 
-    private func addFanOutMember(group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, item: String, index: Int) {
+    private func addFanOutMember(
+        group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, item: String, index: Int,
+        names: inout MemberNames
+    ) {
         let template = shared.value
         let groupName = nodes[group].name
         var name = "\(groupName)[\(index)]"
-        if let nameTemplate = template.nameTemplate {
-            // A name that cannot be made (a NUL byte) or is taken keeps the GROUP[INDEX] form.
-            if let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index),
-               !rendered.isEmpty, indexByName[rendered] == nil {
-                name = rendered
-            }
+        if let nameTemplate = template.nameTemplate,
+           let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index), !rendered.isEmpty {
+            // A name that cannot be made (a NUL byte) or is empty keeps the GROUP[INDEX] form.
+            name = rendered
         }
+        name = names.unique(name) { indexByName[$0] != nil }
         var node = RunNode(kind: .task, name: name)
         node.definition = shared
         node.item = item

@@ -129,7 +129,7 @@ extension RunEngine {
         let retriable = result.status == .failed || result.status == .timedOut
         if retriable, number <= task.value.retries, stopReason(for: index) == nil {
             // Back off without holding any slot, then queue again.
-            let delay = task.value.retryDelay * pow(task.value.backoff, Double(number - 1))
+            let delay = retryDelay(for: index, after: number)
             nodes[index].status = .waiting
             var retrying = event(.taskRetrying, index)
             retrying.attempt = number + 1
@@ -145,6 +145,19 @@ extension RunEngine {
             return
         }
         finish(index, with: result)
+    }
+
+    /// The wait before attempt `number + 1`: `retry_delay × backoff^(number−1)`,
+    /// never more than a day (SPEC §8) nor past the run's deadline.
+    func retryDelay(for index: Int, after number: Int) -> Duration {
+        guard let task = nodes[index].definition?.value else { return .zero }
+        var limit = NumericBounds.longestRetryDelay
+        if let runTimeout = plan.workflow.timeout?.value {
+            // Just past the deadline: the run stops then, and the retry with it.
+            let left = Duration.milliseconds(Int64(max(0, (runTimeout.seconds - elapsed) * 1000).rounded()) + 1)
+            limit = min(limit, left)
+        }
+        return Duration.product(task.retryDelay, pow(task.backoff, Double(number - 1)), atMost: limit)
     }
 
     /// Records a task's final result and settles it.
@@ -230,7 +243,14 @@ extension RunEngine {
 }
 
 extension Duration {
-    static func * (duration: Duration, factor: Double) -> Duration {
-        .milliseconds(Int64((duration.seconds * factor * 1000).rounded()))
+    /// `duration × factor`, saturating at `limit` (and at zero below): the
+    /// product is formed in floating point, where it may be huge or infinite
+    /// (`backoff: 1000` to the 10,000th power), and only a bounded value is
+    /// turned back into an integer.
+    static func product(_ duration: Duration, _ factor: Double, atMost limit: Duration) -> Duration {
+        let milliseconds = (duration.seconds * factor * 1000).rounded()
+        guard milliseconds.isFinite, milliseconds < limit.seconds * 1000 else { return limit }
+        guard milliseconds > 0 else { return .zero }
+        return .milliseconds(Int64(milliseconds))
     }
 }
