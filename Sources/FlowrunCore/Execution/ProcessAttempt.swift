@@ -26,6 +26,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var inherited: InheritedEnvironment?
         var workingDirectory: String?
         var logPath: String
+        /// The attempt's number (from 1): names the files flowrun makes for it next to the log.
+        var attempt: Int
         var outputPath: String
         var tree: ProcessTreeMarker
         var grace: Duration
@@ -60,7 +62,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// The pump's registrations of the read ends (stdout's, stderr's) whose
     /// output has not ended yet.
     private var openOutputs: [OutputPump.Registration] = []
-    private var capture = StdoutCapture()
+    private var capture: StdoutCapture
     private let log: TaskLog
     private var lastProgress = -1
     private var outputDeadlineSet = false
@@ -82,6 +84,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         self.onProgress = onProgress
         self.completion = completion
         log = TaskLog(path: setup.logPath)
+        // Two bytes over the limit: a value of exactly 1 MiB keeps its `\r\n` and stays whole.
+        capture = StdoutCapture(limit: ValueLimit.bytes + 2, spillPath: StdoutSpill.path(forLog: setup.logPath, attempt: setup.attempt))
     }
 
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
@@ -103,15 +107,29 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             fail(reason)
             return
         }
-        let request = LaunchRequest(
+        var request = LaunchRequest(
             shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
             workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
+        if ScriptFile.isNeeded(for: setup.script) {
+            let path = RunFolderFile.path(forLog: setup.logPath, attempt: setup.attempt, suffix: "sh")
+            if let problem = ScriptFile.write(setup.script, to: path) {
+                for end in stdoutPipe + stderrPipe { close(end) }
+                fail(problem)
+                return
+            }
+            request.scriptFile = path
+        }
         do {
             // Held strongly until the exit (a weak reference would cost each attempt a side table).
             pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
         } catch {
             for end in stdoutPipe + stderrPipe { close(end) }
-            fail("cannot start \(setup.shell): \(error)")
+            if error.code == E2BIG {
+                // Each value fits, but all of them together pass the kernel's limit (ARG_MAX).
+                fail("cannot start \(setup.shell): the task's environment is larger than the kernel accepts for a new process (\(setup.environment.reduce(0) { $0 + $1.utf8.count + 1 }.grouped) bytes of variables set by flowrun and env:, besides the inherited ones); pass large values through files")
+            } else {
+                fail("cannot start \(setup.shell): \(error)")
+            }
             return
         }
         if setup.holdsWriteEnds {
@@ -294,8 +312,11 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             result.reason = stoppedAs.reason
         }
         result.stdout = finalCapture?.stash ?? ""
+        if let finalCapture, finalCapture.valueByteCount > ValueLimit.bytes {
+            result.oversizedStdout = OversizedStdout(byteCount: finalCapture.valueByteCount, file: finalCapture.spilledPath)
+        }
         result.outputs = readOutputs()
-        if let problem = log.problem {
+        if let problem = log.problem ?? finalCapture?.spillProblem {
             // Output that could not be kept is output lost: say so, and fail.
             result.status = result.status == .succeeded ? .failed : result.status
             result.reason = problem

@@ -104,12 +104,43 @@ extension RunEngine {
         case .range(let low, let high):
             return .success((low...high).map(String.init))
         case .expression(let template):
+            if let target = wholeStdoutSource(template) {
+                // Read whole, however long: from disk when the stash kept only its end.
+                guard let file = nodes[target].stash.oversizedStdout?.value.file else {
+                    return .success(FanOutItems.parse(nodes[target].stash.stdout))
+                }
+                do throws(FanOutFileError) {
+                    return .success(try FanOutItems.parse(contentsOf: file))
+                } catch {
+                    return .failure(FanOutError(message: error.message))
+                }
+            }
             do throws(TemplateRenderError) {
                 return .success(FanOutItems.parse(try renderText(template, for: group)))
             } catch {
                 return .failure(FanOutError(message: error.message))
             }
         }
+    }
+}
+
+extension RunEngine {
+    /// The task whose stdout is the whole `foreach` (`${{ tasks.T.stdout }}`,
+    /// blanks around it aside): such a stdout feeds the fan-out whatever its length.
+    fileprivate func wholeStdoutSource(_ template: Template) -> Int? {
+        var source: Int?
+        for segment in template.segments {
+            switch segment {
+            case .text(let text):
+                guard text.utf8.allSatisfy(ExpressionValue.isSpace) else { return nil }
+            case .expression(.operand(let operand), _):
+                guard source == nil, case .task(let name, .stdout) = operand.path, let target = indexByName[name] else { return nil }
+                source = target
+            case .expression:
+                return nil
+            }
+        }
+        return source
     }
 }
 

@@ -17,6 +17,11 @@ extension RunEngine {
             overrides.reserveCapacity(plan.workflow.env.count + (task?.value.env.count ?? 0) + 7)
             for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
             for entry in task?.value.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
+            for (position, entry) in overrides.enumerated() where entry.key.utf8.count + entry.value.utf8.count + 2 > ScriptFile.singleArgumentLimit {
+                // The kernel refuses any one entry over 128 KiB: say which, before it says "Argument list too long".
+                let definition = position < plan.workflow.env.count ? plan.workflow.env[position].value : task!.value.env[position - plan.workflow.env.count].value
+                throw TemplateRenderError(location: definition.location, message: "env \(entry.key) is \(Self.kibibytes(entry.value.utf8.count)); one environment variable can hold at most 128 KiB (the kernel's limit): pass it in the script or through a file")
+            }
             let outputPath = record.outputPath(for: name, attempt: attempt)
             overrides.append(("FLOWRUN_TASK", name))
             overrides.append(("FLOWRUN_RUN_ID", record.runID))
@@ -26,11 +31,14 @@ extension RunEngine {
             if let position = nodes[index].index { overrides.append(("FLOWRUN_INDEX", String(position))) }
             let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
             overrides.append((ProcessTreeMarker.variable, marker.value(inherited: inheritedTreeMarker)))
+            let logPath = record.logPath(for: name)
             let environment = childEnvironment(overrides, ownKeysFrom: plan.workflow.env.count + (task?.value.env.count ?? 0))
             let setup = ProcessAttempt.Setup(
                 shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
-                logPath: record.logPath(for: name), outputPath: outputPath,
+                logPath: logPath,
+                attempt: attempt,
+                outputPath: outputPath,
                 tree: marker, grace: plan.workflow.killGrace,
                 // Five descriptors a running task instead of three (two pipes
                 // and the log): only where max_parallel such tasks fit the limit.
@@ -47,6 +55,12 @@ extension RunEngine {
         } catch {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
         }
+    }
+
+    /// `500.0 KiB`.
+    static func kibibytes(_ size: Int) -> String {
+        let tenths = (size * 10 + 512) / 1024
+        return "\(tenths / 10).\(tenths % 10) KiB"
     }
 
     /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft limit).

@@ -35,6 +35,12 @@ extension RunEngine {
                 return
             }
             if let condition = task.value.condition {
+                do throws(TemplateRenderError) {
+                    try ValueLimit.check(condition.value, at: condition.location, in: context(for: index))
+                } catch {
+                    settle(index, .failed, why: error.description)
+                    return
+                }
                 // Evaluation cannot fail: a value that does not exist reads as ''.
                 guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
                     settle(index, .skipped, why: "if: \(condition.value) is false")
@@ -163,6 +169,7 @@ extension RunEngine {
     /// Records a task's final result and settles it.
     func finish(_ index: Int, with result: AttemptResult) {
         nodes[index].stash.stdout = result.stdout
+        nodes[index].stash.oversizedStdout = result.oversizedStdout.map(Shared.init)
         nodes[index].stash.exitCode = result.exitCode
         nodes[index].stash.outputs = result.outputs
         nodes[index].stash.duration = nodes[index].startedAt.map { elapsed - $0 }
