@@ -255,6 +255,8 @@ extension Duration {
     /// (`backoff: 1000` to the 10,000th power), and only a bounded value is
     /// turned back into an integer.
     static func product(_ duration: Duration, _ factor: Double, atMost limit: Duration) -> Duration {
+        // No delay stays no delay, however large the factor (0 × ∞ is NaN).
+        guard duration > .zero else { return .zero }
         let milliseconds = (duration.seconds * factor * 1000).rounded()
         guard milliseconds.isFinite, milliseconds < limit.seconds * 1000 else { return limit }
         guard milliseconds > 0 else { return .zero }

@@ -12,7 +12,7 @@ public enum NumericBounds {
     /// Either end of `foreach: {range: [FIRST, LAST]}`.
     public static let rangeEnd = -1_000_000_000_000_000...1_000_000_000_000_000
     /// How many items one `range` may give.
-    public static let rangeItems = 1_000_000
+    public static let rangeItems = 100_000
     /// Every duration key (`timeout`, `retry_delay`, `kill_grace`, `sleep`, group and join `timeout`).
     public static let longestDuration: Duration = .seconds(366 * 24 * 3600)
     /// A retry's delay after backoff never exceeds this (nor the run's deadline).
