@@ -314,6 +314,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         result.stdout = finalCapture?.stash ?? ""
         if let finalCapture, finalCapture.valueByteCount > ValueLimit.bytes {
             result.oversizedStdout = OversizedStdout(byteCount: finalCapture.valueByteCount, file: finalCapture.spilledPath)
+            result.stdout = ValueLimit.tail(result.stdout)  // shown in the summary and join blocks, never used as the value
         }
         result.outputs = readOutputs()
         if let problem = log.problem ?? finalCapture?.spillProblem {

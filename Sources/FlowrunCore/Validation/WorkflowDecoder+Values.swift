@@ -66,7 +66,7 @@ extension WorkflowDecoder {
     /// A whole number in `bounds` (see `NumericBounds`).
     mutating func int(_ node: YAMLNode, what: String, in bounds: ClosedRange<Int>) -> Int? {
         guard let value = node.scalar?.int, node.tag == nil || node.tag == "tag:yaml.org,2002:int" else {
-            if let text = node.scalar?.text, Self.isWholeNumberText(text) {
+            if let scalar = node.scalar, scalar.style == .plain, node.tag == nil, Self.isWholeNumberText(scalar.text) {
                 // Too many digits for an Int: still a number, only too large.
                 error("\(what) must be at most \(bounds.upperBound.grouped), found \(describe(node))", at: node)
             } else {

@@ -158,3 +158,13 @@ import Testing
         #expect(Duration.milliseconds(1500).nanoseconds == 1_500_000_000)
     }
 }
+
+extension RuntimeValuesLimitsTests {
+    /// What the summary shows of a value too long to keep starts at a whole character.
+    @Test func theTailOfALongValueStartsAtAWholeCharacter() {
+        #expect(ValueLimit.tail("abcdef", bytes: 3) == "def")
+        #expect(ValueLimit.tail("abc", bytes: 3) == "abc")
+        #expect(ValueLimit.tail("xé中", bytes: 4) == "中")  // "é" is cut in half: dropped
+        #expect(ValueLimit.tail("xé中", bytes: 5) == "é中")
+    }
+}

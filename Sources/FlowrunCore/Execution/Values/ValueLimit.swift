@@ -15,6 +15,16 @@ public enum ValueLimit {
         }
     }
 
+    /// The last `bytes` bytes of `text`, starting at a whole character: what
+    /// the summary and join blocks show of a value too long to keep.
+    static func tail(_ text: String, bytes: Int = bytes) -> String {
+        let utf8 = text.utf8
+        guard utf8.count > bytes else { return text }
+        var start = utf8.index(utf8.endIndex, offsetBy: -bytes)
+        while start < utf8.endIndex, utf8[start] & 0xC0 == 0x80 { start = utf8.index(after: start) }
+        return String(decoding: utf8[start...], as: UTF8.self)
+    }
+
     static func message(_ name: String, size: Int) -> String {
         "\(name) is \(mebibytes(size)); values over 1 MiB can only feed a foreach"
     }
