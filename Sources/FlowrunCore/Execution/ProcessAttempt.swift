@@ -84,8 +84,11 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         self.onProgress = onProgress
         self.completion = completion
         log = TaskLog(path: setup.logPath)
-        // Two bytes over the limit: a value of exactly 1 MiB keeps its `\r\n` and stays whole.
-        capture = StdoutCapture(limit: ValueLimit.bytes + 2, spillPath: StdoutSpill.path(forLog: setup.logPath, attempt: setup.attempt))
+        // The window is two bytes over the limit, so a value of exactly 1 MiB
+        // keeps its `\r\n` and stays whole; any longer value is spilled whole.
+        capture = StdoutCapture(
+            limit: ValueLimit.bytes + 2, spillPath: StdoutSpill.path(forLog: setup.logPath, attempt: setup.attempt),
+            spillAfter: ValueLimit.bytes)
     }
 
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }

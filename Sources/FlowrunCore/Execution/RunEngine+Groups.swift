@@ -106,8 +106,12 @@ extension RunEngine {
         case .expression(let template):
             if let target = wholeStdoutSource(template) {
                 // Read whole, however long: from disk when the stash kept only its end.
-                guard let file = nodes[target].stash.oversizedStdout?.value.file else {
+                guard let oversized = nodes[target].stash.oversizedStdout?.value else {
                     return .success(FanOutItems.parse(nodes[target].stash.stdout))
+                }
+                guard let file = oversized.file else {
+                    // An HTTP body past 1 MiB is whole only in the log, mixed with its status line.
+                    return .failure(FanOutError(message: "\(nodes[target].name)'s stdout is \(ValueLimit.mebibytes(oversized.byteCount)) and was not kept whole (an HTTP body over 1 MiB): write it to a file instead"))
                 }
                 do throws(FanOutFileError) {
                     return .success(try FanOutItems.parse(contentsOf: file))

@@ -168,3 +168,23 @@ extension RuntimeValuesLimitsTests {
         #expect(ValueLimit.tail("xé中", bytes: 5) == "é中")
     }
 }
+
+extension RuntimeValuesLimitsTests {
+    /// The engine's capture: a window two bytes over the limit, spilling past
+    /// the limit (newline included) — a value of exactly the limit stays whole
+    /// in memory, one byte more is spilled whole.
+    @Test(arguments: [(100, false), (101, true)])
+    func theEngineSpillsEveryValuePastTheLimit(size: Int, spills: Bool) throws {
+        let path = try scratchFile("t.log.1.stdout")
+        var capture = StdoutCapture(limit: 102, spillPath: path, spillAfter: 100)
+        _ = capture.append(Array(repeating: UInt8(ascii: "x"), count: size) + [0x0A])
+        _ = capture.finish()
+        #expect(capture.valueByteCount == size)
+        if spills {
+            #expect(capture.spilledPath == path)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == size + 1)
+        } else {
+            #expect(capture.stash.utf8.count == size)
+        }
+    }
+}

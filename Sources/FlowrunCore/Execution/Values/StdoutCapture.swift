@@ -20,8 +20,8 @@ import Darwin
 ///   partial character is dropped).
 ///
 /// - With a `spillPath`, the whole of that output (progress lines left out)
-///   also goes to a file once it is longer than `limit`: the bytes kept so
-///   far, then every later byte. A `foreach` reads it from there, whole.
+///   also goes to a file once it is longer than `spillAfter` (at most
+///   `limit`): the bytes kept so far, then every later byte. A `foreach` reads it from there, whole.
 ///
 /// Memory: the window holds at most `2 × limit` bytes (it compacts when full,
 /// so each byte is moved O(1) times), plus at most 128 bytes of an unfinished
@@ -48,12 +48,15 @@ public struct StdoutCapture: Sendable {
 
     /// Where the whole output goes once it outgrows the window (nil: nowhere).
     private let spillPath: String?
+    /// Spill once more than this many bytes are stored (at most `limit`).
+    private let spillThreshold: Int
     private var spill: StdoutSpill?
 
-    public init(limit: Int = defaultLimit, spillPath: String? = nil) {
+    public init(limit: Int = defaultLimit, spillPath: String? = nil, spillAfter: Int? = nil) {
         precondition(limit > 0, "the stash window needs room")
         self.limit = limit
         self.spillPath = spillPath
+        spillThreshold = min(limit, spillAfter ?? limit)
     }
 
     /// Takes the next chunk; returns the last progress value completed in it.
@@ -205,7 +208,7 @@ public struct StdoutCapture: Sendable {
         guard count > 0 else { return }
         if let spill {
             spill.write(bytes)
-        } else if let spillPath, storedByteCount + count > limit {
+        } else if let spillPath, storedByteCount + count > spillThreshold {
             // Nothing was dropped from the window yet: it holds all output so far.
             let spill = StdoutSpill(path: spillPath)
             self.spill = spill
