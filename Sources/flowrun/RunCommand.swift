@@ -44,6 +44,9 @@ struct RunCommand: ParsableCommand {
             throw ValidationError("--var takes name=value, found '\(variable)'")
         }
         if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1, found \(maxParallel)") }
+        if let maxParallel, maxParallel > NumericBounds.slots.upperBound {
+            throw ValidationError("--max-parallel must be at most 1,000,000 (as max_parallel), found \(maxParallel)")
+        }
     }
 
     func run() throws {

@@ -180,6 +180,16 @@ extension RunEndToEnd {
             }
         }
 
+        /// `--max-parallel` takes what `max_parallel` takes.
+        @Test(arguments: [("0", Int32(2)), ("1", 0), ("1000000", 0), ("1000001", 2)])
+        func theMaxParallelOptionHasTheKeysBounds(value: String, exit: Int32) throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("tasks:\n  a: { run: \"true\" }\n", ["--max-parallel", value])
+            run.expectNoCrash()
+            #expect(run.exitStatus == exit, "\(run)")
+            if exit == 2 { #expect(run.stderr.contains("--max-parallel must be at"), "\(run)") }
+        }
+
         /// The crash: `retries: 1100` with `retry_delay: 0s` on a
         /// failing task ended flowrun with SIGILL after ~1,000 attempts (a
         /// Double → Int conversion). Now every attempt runs and the task fails.
