@@ -36,7 +36,7 @@ extension RunEngine {
             }
             if let condition = task.value.condition {
                 do throws(TemplateRenderError) {
-                    try ValueLimit.check(condition.value, at: condition.location, in: context(for: index))
+                    try ValueLimit.check(condition.value, at: condition.location, in: context(for: index), measuringValues: true)
                 } catch {
                     settle(index, .failed, why: error.description)
                     return

@@ -119,6 +119,11 @@ import Testing
         let small = Operand(text: "item", path: .item, location: location)
         let fine = Template(source: "echo ${{ item }}", segments: [.text("echo "), .expression(.operand(small), location)], location: location)
         #expect(try TemplateRenderer.render(fine, mode: .shell, in: Context()) == "echo 'tail'")
+        // A value held whole but longer than 1 MiB (a long item, a group's results) fails the same way.
+        let big = ExpressionValues([.item: .string(String(repeating: "y", count: (1 << 20) + 1))])
+        #expect(throws: TemplateRenderError(location: location, message: "item is 1.0 MiB (1,048,577 bytes); values over 1 MiB can only feed a foreach")) {
+            try TemplateRenderer.render(fine, mode: .text, in: big)
+        }
     }
 
     @Test func duplicateMemberNamesGetTheFirstFreeSuffix() {

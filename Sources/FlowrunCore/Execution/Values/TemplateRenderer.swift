@@ -35,6 +35,7 @@ public enum TemplateRenderer {
             case .expression(let expression, let location):
                 try ValueLimit.check(expression, at: location, in: context)
                 let value = ExpressionEvaluator.evaluate(expression, in: context).text
+                try ValueLimit.check(value: value, of: expression, at: location)
                 guard !value.utf8.contains(0) else {
                     throw TemplateRenderError(
                         location: location,

@@ -7,12 +7,27 @@ public enum ValueLimit {
 
     /// Fails when an operand of `expression` is longer than `bytes`, e.g.
     /// `tasks.list.stdout is 1.4 MiB; values over 1 MiB can only feed a foreach`.
-    public static func check(_ expression: Expression, at location: SourceLocation, in context: some ExpressionContext) throws(TemplateRenderError) {
+    /// Only values the context knows to be longer than what it holds (a
+    /// stdout past 1 MiB) are found without reading them; `measuringValues`
+    /// reads every operand too (for `if:`, where no value is inserted).
+    public static func check(
+        _ expression: Expression, at location: SourceLocation, in context: some ExpressionContext, measuringValues: Bool = false
+    ) throws(TemplateRenderError) {
         for operand in expression.operands {
-            let size = context.byteCount(of: operand.path) ?? context.value(of: operand.path)?.text.utf8.count ?? 0
-            guard size > bytes else { continue }
+            var size = context.byteCount(of: operand.path)
+            if size == nil, measuringValues { size = context.value(of: operand.path)?.text.utf8.count }
+            guard let size, size > bytes else { continue }
             throw TemplateRenderError(location: location, message: message(operand.text, size: size))
         }
+    }
+
+    /// Fails when the value an expression gives, to be inserted somewhere, is longer than `bytes`.
+    public static func check(value: String, of expression: Expression, at location: SourceLocation) throws(TemplateRenderError) {
+        let size = value.utf8.count
+        guard size > bytes else { return }
+        let name: String
+        if case .operand(let operand) = expression { name = operand.text } else { name = "${{ \(expression) }}" }
+        throw TemplateRenderError(location: location, message: message(name, size: size))
     }
 
     /// The last `bytes` bytes of `text`, starting at a whole character: what
