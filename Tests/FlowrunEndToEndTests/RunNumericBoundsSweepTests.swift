@@ -180,6 +180,20 @@ extension RunEndToEnd {
             }
         }
 
+        /// `http.expect`: 0 and 1 refused, 599 (the largest) runs against a
+        /// server answering 599, 600 refused. (100 itself is accepted by
+        /// validation; a server cannot answer a final 100.)
+        @Test(arguments: [("0", Int32(2), "expect must be at least 100, found 0"), ("1", 2, "expect must be at least 100, found 1"),
+                          ("200", 0, ""), ("599", 0, ""), ("600", 2, "expect must be an HTTP status between 100 and 599, found 600")])
+        func httpExpectRunsAtItsBoundsAndIsRefusedBeyond(value: String, exit: Int32, message: String) throws {
+            let sandbox = try RunSandbox()
+            let server = try OneRequestHTTPServer(status: Int(value) ?? 200, timeout: .seconds(5))
+            let run = try sandbox.run("tasks:\n  t: {http: {url: \"\(server.url)/\", expect: \(value)}}\n")
+            run.expectNoCrash()
+            #expect(run.exitStatus == exit, "\(run)")
+            if exit == 2 { #expect(run.diagnostics.contains { $0.hasSuffix(": error: " + message) }, "\(run)") }
+        }
+
         /// `--max-parallel` takes what `max_parallel` takes.
         @Test(arguments: [("0", Int32(2)), ("1", 0), ("1000000", 0), ("1000001", 2)])
         func theMaxParallelOptionHasTheKeysBounds(value: String, exit: Int32) throws {
