@@ -165,5 +165,50 @@ extension RunEndToEnd {
             #expect(join?["status"] as? String == "succeeded", "\(record.overview)")
             #expect(record.status("after") == "succeeded", "\(record.overview)")
         }
+
+        /// Property: 300 items drawn at random (seeded) from a pool with
+        /// duplicates, Unicode, `/`, spaces, brackets and names like the
+        /// group's own `GROUP[INDEX]` form never give two members one name,
+        /// and each member's stash is its own item.
+        @Test func randomItemsNeverShareAMemberName() throws {
+            var state: UInt64 = 0x5EED_F10A
+            func next() -> Int {
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return Int(state >> 33)
+            }
+            let pool = ["a", "a~2", "東京", "大阪", "a/b", "a_b", "x y", "g[0]", "g[1]", "fetch", "Ω", String(repeating: "long", count: 20)]
+            let items = (0..<300).map { _ in pool[next() % pool.count] }
+            let sandbox = try RunSandbox()
+            try sandbox.directory.write(items.joined(separator: "\n") + "\n", to: "items.txt")
+            let run = try sandbox.run("""
+                max_parallel: 16
+                tasks:
+                  fetch:
+                    run: cat "$SANDBOX/items.txt"
+                groups:
+                  g:
+                    needs: [fetch]
+                    foreach: ${{ tasks.fetch.stdout }}
+                    task:
+                      name: ${{ item }}
+                      run: printf '%s' "$FLOWRUN_ITEM"
+                """, timeout: .seconds(60))
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            let members = record.tasks.filter { $0["name"] as? String != "fetch" }
+            let names = members.compactMap { $0["name"] as? String }
+            #expect(names.count == 300)
+            #expect(Set(names).count == 300, "duplicate names: \(Dictionary(grouping: names, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted())")
+            #expect(!names.contains("fetch"), "a member took the static task's name")
+            for member in members {
+                // A member's stash is its own item, and its name that item or the item plus `~N`.
+                let name = member["name"] as? String ?? ""
+                let item = member["stdout"] as? String ?? "?"
+                let suffix = name.hasPrefix(item + "~") ? name.dropFirst(item.count + 1) : ""
+                #expect(name == item || (!suffix.isEmpty && suffix.allSatisfy(\.isNumber)), "\(name) ran item \(item)")
+            }
+            #expect(members.compactMap { $0["stdout"] as? String }.sorted() == items.sorted(), "the members' items differ from the list")
+        }
     }
 }
