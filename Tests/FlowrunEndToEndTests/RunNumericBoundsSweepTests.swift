@@ -141,6 +141,9 @@ extension RunEndToEnd {
             .runs("kill_grace", "0s", killGrace("0s")),
             .runs("kill_grace", "1s", killGrace("1s")),
             .runs("kill_grace", "8784h", killGrace("8784h")),
+            // Arms the grace timer: the task is stopped at its timeout and leaves at SIGTERM.
+            .runs("kill_grace", "8784h, stopping a task", exits: [1],
+                  "kill_grace: 8784h\ntasks:\n  t:\n    run: sleep 30\n    timeout: 100ms\n"),
             .refused("kill_grace", "8785h", "'8785h' is longer than a year in kill_grace", killGrace("8785h")),
 
             .runs("sleep", "0s", exits: [0], sleep("0s")),
