@@ -87,7 +87,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         // The window is two bytes over the limit, so a value of exactly 1 MiB
         // keeps its `\r\n` and stays whole; any longer value is spilled whole.
         capture = StdoutCapture(
-            limit: ValueLimit.bytes + 2, spillPath: StdoutSpill.path(forLog: setup.logPath, attempt: setup.attempt),
+            limit: ValueLimit.bytes + 2, spill: StdoutSpill.Location(log: setup.logPath, attempt: setup.attempt),
             spillAfter: ValueLimit.bytes)
     }
 

@@ -26,7 +26,7 @@ import Testing
             input += line
             if number % 1000 == 0 { input += Array("::progress::\(number / 2000)\n".utf8) }
         }
-        var capture = StdoutCapture(limit: 1024, spillPath: path)
+        var capture = StdoutCapture(limit: 1024, spill: .init(path: path))
         var offset = 0
         while offset < input.count {
             let end = min(input.count, offset + chunk)
@@ -47,7 +47,7 @@ import Testing
     /// Output within the window makes no file; an unfinished last line counts.
     @Test func shortOutputMakesNoSpillFile() throws {
         let path = try scratchFile("t.log.1.stdout")
-        var capture = StdoutCapture(limit: 1024, spillPath: path)
+        var capture = StdoutCapture(limit: 1024, spill: .init(path: path))
         _ = capture.append(Array("a\nb\r\nlast".utf8))
         _ = capture.finish()
         #expect(capture.spilledPath == nil)
@@ -59,7 +59,7 @@ import Testing
     /// A value of exactly the limit plus its `\r\n` fits the engine's window (limit + 2) whole.
     @Test func aValueOfExactlyTheLimitStaysWhole() throws {
         let path = try scratchFile("t.log.1.stdout")
-        var capture = StdoutCapture(limit: 100 + 2, spillPath: path)
+        var capture = StdoutCapture(limit: 100 + 2, spill: .init(path: path))
         _ = capture.append(Array(repeating: UInt8(ascii: "x"), count: 100) + [0x0D, 0x0A])
         _ = capture.finish()
         #expect(capture.valueByteCount == 100)
@@ -73,7 +73,7 @@ import Testing
         let target = path + ".target"
         #expect(FileManager.default.createFile(atPath: target, contents: Data("keep".utf8)))
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target)
-        var capture = StdoutCapture(limit: 8, spillPath: path)
+        var capture = StdoutCapture(limit: 8, spill: .init(path: path))
         _ = capture.append(Array("0123456789abcdef\n".utf8))
         _ = capture.finish()
         #expect(capture.spilledPath == nil)
@@ -181,7 +181,7 @@ extension RuntimeValuesLimitsTests {
     @Test(arguments: [(100, false), (101, true)])
     func theEngineSpillsEveryValuePastTheLimit(size: Int, spills: Bool) throws {
         let path = try scratchFile("t.log.1.stdout")
-        var capture = StdoutCapture(limit: 102, spillPath: path, spillAfter: 100)
+        var capture = StdoutCapture(limit: 102, spill: .init(path: path), spillAfter: 100)
         _ = capture.append(Array(repeating: UInt8(ascii: "x"), count: size) + [0x0A])
         _ = capture.finish()
         #expect(capture.valueByteCount == size)

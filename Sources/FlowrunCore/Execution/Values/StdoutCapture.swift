@@ -19,7 +19,7 @@ import Darwin
 ///   bytes become U+FFFD; when the window starts inside a character, the
 ///   partial character is dropped).
 ///
-/// - With a `spillPath`, the whole of that output (progress lines left out)
+/// - With a `spill` location, the whole of that output (progress lines left out)
 ///   also goes to a file once it is longer than `spillAfter` (at most
 ///   `limit`): the bytes kept so far, then every later byte. A `foreach` reads it from there, whole.
 ///
@@ -47,15 +47,19 @@ public struct StdoutCapture: Sendable {
     private var storedByteCount = 0
 
     /// Where the whole output goes once it outgrows the window (nil: nowhere).
-    private let spillPath: String?
+    private let spillLocation: StdoutSpill.Location?
     /// Spill once more than this many bytes are stored (at most `limit`).
     private let spillThreshold: Int
     private var spill: StdoutSpill?
 
-    public init(limit: Int = defaultLimit, spillPath: String? = nil, spillAfter: Int? = nil) {
+    public init(limit: Int = defaultLimit) {
+        self.init(limit: limit, spill: nil)
+    }
+
+    init(limit: Int = defaultLimit, spill spillLocation: StdoutSpill.Location?, spillAfter: Int? = nil) {
         precondition(limit > 0, "the stash window needs room")
         self.limit = limit
-        self.spillPath = spillPath
+        self.spillLocation = spillLocation
         spillThreshold = min(limit, spillAfter ?? limit)
     }
 
@@ -208,9 +212,9 @@ public struct StdoutCapture: Sendable {
         guard count > 0 else { return }
         if let spill {
             spill.write(bytes)
-        } else if let spillPath, storedByteCount + count > spillThreshold {
+        } else if let spillLocation, storedByteCount + count > spillThreshold {
             // Nothing was dropped from the window yet: it holds all output so far.
-            let spill = StdoutSpill(path: spillPath)
+            let spill = StdoutSpill(path: spillLocation.path)
             self.spill = spill
             window.withUnsafeBufferPointer { spill.write($0) }
             spill.write(bytes)
