@@ -15,13 +15,8 @@ extension RunEngine {
             // What a task sets on top of flowrun's own environment, in the order FORMAT.md §8 gives.
             var overrides: [(key: String, value: String)] = []
             overrides.reserveCapacity(plan.workflow.env.count + (task?.value.env.count ?? 0) + 7)
-            for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
-            for entry in task?.value.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
-            for (position, entry) in overrides.enumerated() where entry.key.utf8.count + entry.value.utf8.count + 2 > ScriptFile.singleArgumentLimit {
-                // The kernel refuses any one entry over 128 KiB: say which, before it says "Argument list too long".
-                let definition = position < plan.workflow.env.count ? plan.workflow.env[position].value : task!.value.env[position - plan.workflow.env.count].value
-                throw TemplateRenderError(location: definition.location, message: "env \(entry.key) is \(Self.kibibytes(entry.value.utf8.count)); one environment variable can hold at most 128 KiB (the kernel's limit): pass it in the script or through a file")
-            }
+            for entry in plan.workflow.env { overrides.append((entry.name, try environmentValue(entry, for: index))) }
+            for entry in task?.value.env ?? [] { overrides.append((entry.name, try environmentValue(entry, for: index))) }
             let outputPath = record.outputPath(for: name, attempt: attempt)
             overrides.append(("FLOWRUN_TASK", name))
             overrides.append(("FLOWRUN_RUN_ID", record.runID))
@@ -55,6 +50,16 @@ extension RunEngine {
         } catch {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
         }
+    }
+
+    /// An `env:` value filled in. The kernel refuses any one entry over
+    /// 128 KiB; flowrun says which, before exec can say "Argument list too long".
+    private func environmentValue(_ entry: EnvironmentEntry, for index: Int) throws(TemplateRenderError) -> String {
+        let value = try renderText(entry.value, for: index)
+        guard entry.name.utf8.count + value.utf8.count + 2 > ScriptFile.singleArgumentLimit else { return value }
+        throw TemplateRenderError(
+            location: entry.value.location,
+            message: "env \(entry.name) is \(Self.kibibytes(value.utf8.count)); one environment variable can hold at most 128 KiB (the kernel's limit): pass it in the script or through a file")
     }
 
     /// `500.0 KiB`.
