@@ -64,6 +64,14 @@ extension RunEndToEnd {
                     needs: [list]
                     if: ${{ tasks.list.stdout != '' }}
                     run: touch "$SANDBOX/ran"
+                  in-results:
+                    needs: [g]
+                    run: echo ${{ groups.g.results }} > "$SANDBOX/ran"
+                groups:
+                  g:
+                    tasks:
+                      member:
+                        run: head -c 1500000 /dev/zero | tr '\\0' 'y'
                 """)
             run.expectNoCrash()
             #expect(run.exitStatus == 1, "\(run)")
@@ -74,6 +82,10 @@ extension RunEndToEnd {
                 let reason = record.finished(task)?["reason"] as? String ?? ""
                 #expect(reason.hasSuffix("tasks.list.stdout is 1.4 MiB; values over 1 MiB can only feed a foreach"), "\(task): \(reason)")
             }
+            // A group's results holding such a stdout: the same rule, the value named as written.
+            let reason = record.finished("in-results")?["reason"] as? String ?? ""
+            #expect(record.status("in-results") == "failed", "\(record.overview)")
+            #expect(reason.hasSuffix("groups.g.results is 1.4 MiB; values over 1 MiB can only feed a foreach"), "\(reason)")
         }
 
         /// A 500 KiB value (over the kernel's 128 KiB for one argument, under
