@@ -46,6 +46,9 @@ struct RunCommand: ParsableCommand {
         // An empty path would put the record under `/`.
         if logDir?.isEmpty == true { throw ValidationError("--log-dir needs a folder, found an empty value") }
         if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1, found \(maxParallel)") }
+        if let maxParallel, maxParallel > NumericBounds.slots.upperBound {
+            throw ValidationError("--max-parallel must be at most 1,000,000 (as max_parallel), found \(maxParallel)")
+        }
     }
 
     func run() throws {

@@ -6,6 +6,8 @@ struct AttemptResult: Sendable {
     var signal: Int?
     /// The stash's stdout: the last 1 MiB, `::progress::` lines left out, trailing newline removed.
     var stdout = ""
+    /// Set when the whole stdout is longer than the stash's 1 MiB (see `OversizedStdout`).
+    var oversizedStdout: OversizedStdout?
     var outputs: [(key: String, value: String)] = []
     /// Why it did not succeed, for people: "exit 3", "timed out after 5s", "HTTP 500 (expected 200)".
     var reason: String?

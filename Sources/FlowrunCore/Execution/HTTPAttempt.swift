@@ -28,6 +28,8 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     private var statusWritten = false
 
     private static let stashLimit = 1 << 20
+    /// The whole body's length: past 1 MiB the stash is only its end (`ValueLimit`).
+    private var bodyByteCount = 0
 
     init?(method: String, url: String, headers: [(String, String)], body: String?, expect: Int, log: TaskLog,
           queue: DispatchQueue, completion: @escaping (AttemptResult) -> Void) {
@@ -111,6 +113,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         writeStatus(status)
         log.write(chunk)
         tail.append(contentsOf: chunk)
+        bodyByteCount += chunk.count
         if tail.count > 2 * Self.stashLimit { tail.removeFirst(tail.count - Self.stashLimit) }
     }
 
@@ -142,8 +145,13 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
             result = AttemptResult(status: .failed, reason: "request failed: \(error ?? "no response")")
         }
         var stdout = String(decoding: body, as: UTF8.self)
+        let valueByteCount = bodyByteCount - (stdout.hasSuffix("\n") ? 1 : 0)
         if stdout.hasSuffix("\n") { stdout.removeLast() }
         result.stdout = stdout
+        if valueByteCount > ValueLimit.bytes {
+            // Not kept whole anywhere but the log: any use of it fails, naming its size.
+            result.oversizedStdout = OversizedStdout(byteCount: valueByteCount, file: nil)
+        }
         if let problem = log.problem {
             // A response that could not be kept is output lost: say so, and fail.
             result.status = .failed

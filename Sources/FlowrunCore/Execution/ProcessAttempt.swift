@@ -28,6 +28,12 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var workingDirectory: String?
         /// The task's log in the run record.
         var log: TaskLog
+        /// The log's path through flowrun's handle on the run folder: the
+        /// files flowrun makes for an attempt (a long stdout, a long script)
+        /// are named after it, and never reached through a swapped folder.
+        var logPathForFiles: String
+        /// The attempt's number (from 1): names the files flowrun makes for it next to the log.
+        var attempt: Int
         /// The run record's folder, and the name of this attempt's
         /// `$FLOWRUN_OUTPUT` file in its `outputs/`.
         var record: RunFolder
@@ -75,7 +81,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// The pump's registrations of the read ends (stdout's, stderr's) whose
     /// output has not ended yet.
     private var openOutputs: [OutputPump.Registration] = []
-    private var capture = StdoutCapture()
+    private var capture: StdoutCapture
     private let log: TaskLog
     private var lastProgress = -1
     private var outputDeadlineSet = false
@@ -101,6 +107,11 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         self.onProgress = onProgress
         self.completion = completion
         log = setup.log
+        // The window is two bytes over the limit, so a value of exactly 1 MiB
+        // keeps its `\r\n` and stays whole; any longer value is spilled whole.
+        capture = StdoutCapture(
+            limit: ValueLimit.bytes + 2, spill: StdoutSpill.Location(log: setup.logPathForFiles, attempt: setup.attempt),
+            spillAfter: ValueLimit.bytes)
     }
 
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
@@ -128,16 +139,30 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             fail("cannot set up the task's output: \(String(cString: strerror(error)))")
             return
         }
-        let request = LaunchRequest(
+        var request = LaunchRequest(
             shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
             workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
+        if ScriptFile.isNeeded(for: setup.script) {
+            let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: "sh")
+            if let problem = ScriptFile.write(setup.script, to: path) {
+                for end in stdoutPipe + stderrPipe { close(end) }
+                fail(problem)
+                return
+            }
+            request.scriptFile = path
+        }
         do {
             // Held strongly until the exit (a weak reference would cost each attempt a side table).
             pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
         } catch {
             for end in stdoutPipe + stderrPipe { close(end) }
             if waitsForDescriptors(error.code) { return }
-            fail("cannot start \(setup.shell): \(error)")
+            if error.code == E2BIG {
+                // Each value fits, but all of them together pass the kernel's limit (ARG_MAX).
+                fail("cannot start \(setup.shell): the task's environment is larger than the kernel accepts for a new process (\(setup.environment.reduce(0) { $0 + $1.utf8.count + 1 }.grouped) bytes of variables set by flowrun and env:, besides the inherited ones); pass large values through files")
+            } else {
+                fail("cannot start \(setup.shell): \(error)")
+            }
             return
         }
         if setup.holdsWriteEnds {
@@ -328,8 +353,12 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             result.reason = stoppedAs.reason
         }
         result.stdout = finalCapture?.stash ?? ""
+        if let finalCapture, finalCapture.valueByteCount > ValueLimit.bytes {
+            result.oversizedStdout = OversizedStdout(byteCount: finalCapture.valueByteCount, file: finalCapture.spilledPath)
+            result.stdout = ValueLimit.tail(result.stdout)  // shown in the summary and join blocks, never used as the value
+        }
         result.outputs = readOutputs()
-        if let problem = log.problem {
+        if let problem = log.problem ?? finalCapture?.spillProblem {
             // Output that could not be kept is output lost: say so, and fail.
             result.status = result.status == .succeeded ? .failed : result.status
             result.reason = problem

@@ -10,6 +10,10 @@ extension RunEngine {
         func value(of path: OperandPath) -> ExpressionValue? {
             engine.operandValue(path, item: item, index: index)
         }
+
+        func byteCount(of path: OperandPath) -> Int? {
+            engine.wholeByteCount(path)
+        }
     }
 
     func context(for node: Int?) -> NodeContext {

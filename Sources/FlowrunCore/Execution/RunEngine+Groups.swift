@@ -10,8 +10,9 @@ extension RunEngine {
             case .success(let items):
                 let template = Shared(fanOut.template)
                 let demand = demand(for: fanOut.template, group: index)
+                var names = MemberNames()
                 for (offset, item) in items.enumerated() {
-                    addFanOutMember(group: index, template: template, demand: demand, item: item, index: offset)
+                    addFanOutMember(group: index, template: template, demand: demand, item: item, index: offset, names: &names)
                 }
             case .failure(let error):
                 // The items could not be read: the group fails without running anything.
@@ -36,17 +37,19 @@ extension RunEngine {
         }
     }
 
-    private func addFanOutMember(group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, item: String, index: Int) {
+    private func addFanOutMember(
+        group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, item: String, index: Int,
+        names: inout MemberNames
+    ) {
         let template = shared.value
         let groupName = nodes[group].name
         var name = "\(groupName)[\(index)]"
-        if let nameTemplate = template.nameTemplate {
-            // A name that cannot be made (a NUL byte) or is taken keeps the GROUP[INDEX] form.
-            if let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index),
-               !rendered.isEmpty, indexByName[rendered] == nil {
-                name = rendered
-            }
+        if let nameTemplate = template.nameTemplate,
+           let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index), !rendered.isEmpty {
+            // A name that cannot be made (a NUL byte) or is empty keeps the GROUP[INDEX] form.
+            name = rendered
         }
+        name = names.unique(name) { indexByName[$0] != nil }
         var node = RunNode(kind: .task, name: name)
         node.definition = shared
         node.item = item
@@ -101,12 +104,47 @@ extension RunEngine {
         case .range(let low, let high):
             return .success((low...high).map(String.init))
         case .expression(let template):
+            if let target = wholeStdoutSource(template) {
+                // Read whole, however long: from disk when the stash kept only its end.
+                guard let oversized = nodes[target].stash.oversizedStdout?.value else {
+                    return .success(FanOutItems.parse(nodes[target].stash.stdout))
+                }
+                guard let file = oversized.file else {
+                    // An HTTP body past 1 MiB is whole only in the log, mixed with its status line.
+                    return .failure(FanOutError(message: "\(nodes[target].name)'s stdout is \(ValueLimit.mebibytes(oversized.byteCount)) and was not kept whole (an HTTP body over 1 MiB): write it to a file instead"))
+                }
+                do throws(FanOutFileError) {
+                    return .success(try FanOutItems.parse(contentsOf: file))
+                } catch {
+                    return .failure(FanOutError(message: error.message))
+                }
+            }
             do throws(TemplateRenderError) {
                 return .success(FanOutItems.parse(try renderText(template, for: group)))
             } catch {
                 return .failure(FanOutError(message: error.message))
             }
         }
+    }
+}
+
+extension RunEngine {
+    /// The task whose stdout is the whole `foreach` (`${{ tasks.T.stdout }}`,
+    /// blanks around it aside): such a stdout feeds the fan-out whatever its length.
+    fileprivate func wholeStdoutSource(_ template: Template) -> Int? {
+        var source: Int?
+        for segment in template.segments {
+            switch segment {
+            case .text(let text):
+                guard text.utf8.allSatisfy(ExpressionValue.isSpace) else { return nil }
+            case .expression(.operand(let operand), _):
+                guard source == nil, case .task(let name, .stdout) = operand.path, let target = indexByName[name] else { return nil }
+                source = target
+            case .expression:
+                return nil
+            }
+        }
+        return source
     }
 }
 

@@ -16,7 +16,7 @@ extension RunEngine {
     func joinMemberSettled(_ index: Int) {
         guard !nodes[index].status.isFinal else { return }
         nodes[index].settledMembers += 1
-        let succeeded = nodes[index].members.filter { nodes[$0].status == .succeeded }.count
+        let succeeded = nodes[index].members.filter(countsAsSucceeded).count
         nodes[index].succeededMembers = succeeded
         let total = nodes[index].members.count
         let required = nodes[index].required
@@ -25,6 +25,13 @@ extension RunEngine {
         } else if total - nodes[index].settledMembers + succeeded < required {
             completeJoin(index, .failed, why: "only \(succeeded) of \(total) can succeed, \(required) needed")
         }
+    }
+
+    /// Whether a member counts toward `need` (SPEC §5): it succeeded, or it
+    /// failed with `continue_on_error: true` — allowed to fail, as for its
+    /// dependents; the join block still shows it failed.
+    func countsAsSucceeded(_ member: Int) -> Bool {
+        nodes[member].isOK
     }
 
     /// Joins with nothing to wait for complete at once.

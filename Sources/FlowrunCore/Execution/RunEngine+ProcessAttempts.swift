@@ -15,8 +15,8 @@ extension RunEngine {
             // What a task sets on top of flowrun's own environment, in the order FORMAT.md §8 gives.
             var overrides: [(key: String, value: String)] = []
             overrides.reserveCapacity(plan.workflow.env.count + (task?.value.env.count ?? 0) + 7)
-            for entry in plan.workflow.env { overrides.append((entry.name, try renderText(entry.value, for: index))) }
-            for entry in task?.value.env ?? [] { overrides.append((entry.name, try renderText(entry.value, for: index))) }
+            for entry in plan.workflow.env { overrides.append((entry.name, try environmentValue(entry, for: index))) }
+            for entry in task?.value.env ?? [] { overrides.append((entry.name, try environmentValue(entry, for: index))) }
             let outputFileName = record.outputFileName(index: index, name: name, attempt: attempt)
             overrides.append(("FLOWRUN_TASK", name))
             overrides.append(("FLOWRUN_RUN_ID", record.runID))
@@ -31,6 +31,8 @@ extension RunEngine {
                 shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
                 log: record.log(index: index, name: name, exists: nodes[index].hasLog),
+                logPathForFiles: record.logPathForFiles(index: index, name: name),
+                attempt: attempt,
                 record: record.folder, outputFileName: outputFileName,
                 tree: marker, grace: plan.workflow.killGrace,
                 // Five descriptors a running task instead of three (two pipes
@@ -90,6 +92,22 @@ extension RunEngine {
             descriptorWaiters = []
             for retry in waiters { retry() }
         }
+    }
+
+    /// An `env:` value filled in. The kernel refuses any one entry over
+    /// 128 KiB; flowrun says which, before exec can say "Argument list too long".
+    private func environmentValue(_ entry: EnvironmentEntry, for index: Int) throws(TemplateRenderError) -> String {
+        let value = try renderText(entry.value, for: index)
+        guard entry.name.utf8.count + value.utf8.count + 2 > ScriptFile.singleArgumentLimit else { return value }
+        throw TemplateRenderError(
+            location: entry.value.location,
+            message: "env \(entry.name) is \(Self.kibibytes(value.utf8.count)); one environment variable can hold at most 128 KiB (the kernel's limit): pass it in the script or through a file")
+    }
+
+    /// `500.0 KiB`.
+    static func kibibytes(_ size: Int) -> String {
+        let tenths = (size * 10 + 512) / 1024
+        return "\(tenths / 10).\(tenths % 10) KiB"
     }
 
     /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft

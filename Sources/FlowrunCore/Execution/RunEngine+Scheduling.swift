@@ -35,6 +35,12 @@ extension RunEngine {
                 return
             }
             if let condition = task.value.condition {
+                do throws(TemplateRenderError) {
+                    try ValueLimit.check(condition.value, at: condition.location, in: context(for: index), measuringValues: true)
+                } catch {
+                    settle(index, .failed, why: error.description)
+                    return
+                }
                 // Evaluation cannot fail: a value that does not exist reads as ''.
                 guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
                     settle(index, .skipped, why: "if: \(condition.value) is false")
@@ -130,7 +136,7 @@ extension RunEngine {
         let retriable = result.status == .failed || result.status == .timedOut
         if retriable, number <= task.value.retries, stopReason(for: index) == nil {
             // Back off without holding any slot, then queue again.
-            let delay = task.value.retryDelay * pow(task.value.backoff, Double(number - 1))
+            let delay = retryDelay(for: index, after: number)
             nodes[index].status = .waiting
             var retrying = event(.taskRetrying, index)
             retrying.attempt = number + 1
@@ -148,9 +154,23 @@ extension RunEngine {
         finish(index, with: result)
     }
 
+    /// The wait before attempt `number + 1`: `retry_delay × backoff^(number−1)`,
+    /// never more than a day (SPEC §8) nor past the run's deadline.
+    func retryDelay(for index: Int, after number: Int) -> Duration {
+        guard let task = nodes[index].definition?.value else { return .zero }
+        var limit = NumericBounds.longestRetryDelay
+        if let runTimeout = plan.workflow.timeout?.value {
+            // Just past the deadline: the run stops then, and the retry with it.
+            let left = Duration.milliseconds(Int64(max(0, (runTimeout.seconds - elapsed) * 1000).rounded()) + 1)
+            limit = min(limit, left)
+        }
+        return Duration.product(task.retryDelay, pow(task.backoff, Double(number - 1)), atMost: limit)
+    }
+
     /// Records a task's final result and settles it.
     func finish(_ index: Int, with result: AttemptResult) {
         nodes[index].stash.stdout = result.stdout
+        nodes[index].stash.oversizedStdout = result.oversizedStdout.map(Shared.init)
         nodes[index].stash.exitCode = result.exitCode
         nodes[index].stash.outputs = result.outputs
         nodes[index].stash.duration = nodes[index].startedAt.map { elapsed - $0 }
@@ -233,7 +253,16 @@ extension RunEngine {
 }
 
 extension Duration {
-    static func * (duration: Duration, factor: Double) -> Duration {
-        .milliseconds(Int64((duration.seconds * factor * 1000).rounded()))
+    /// `duration × factor`, saturating at `limit` (and at zero below): the
+    /// product is formed in floating point, where it may be huge or infinite
+    /// (`backoff: 1000` to the 10,000th power), and only a bounded value is
+    /// turned back into an integer.
+    static func product(_ duration: Duration, _ factor: Double, atMost limit: Duration) -> Duration {
+        // No delay stays no delay, however large the factor (0 × ∞ is NaN).
+        guard duration > .zero else { return .zero }
+        let milliseconds = (duration.seconds * factor * 1000).rounded()
+        guard milliseconds.isFinite, milliseconds < limit.seconds * 1000 else { return limit }
+        guard milliseconds > 0 else { return .zero }
+        return .milliseconds(Int64(milliseconds))
     }
 }

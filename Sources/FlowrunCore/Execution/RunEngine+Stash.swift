@@ -60,6 +60,27 @@ extension RunEngine {
         }
     }
 
+    /// A value's whole length when the stash holds only part of it: a task's
+    /// stdout over 1 MiB, or a group's results holding one (nil: the value is whole).
+    func wholeByteCount(_ path: OperandPath) -> Int? {
+        switch path {
+        case .task(let name, .stdout):
+            guard let target = indexByName[name] else { return nil }
+            return nodes[target].stash.oversizedStdout?.value.byteCount
+        case .group(let name, .results):
+            guard let target = indexByName[name] else { return nil }
+            let members = nodes[target].members
+            // The common case, no member over the limit: measured from the value itself.
+            guard members.contains(where: { nodes[$0].stash.oversizedStdout != nil }) else { return nil }
+            let missing = members.reduce(0) { sum, member in
+                sum + (nodes[member].stash.oversizedStdout.map { $0.value.byteCount - nodes[member].stash.stdout.utf8.count } ?? 0)
+            }
+            return groupResultsJSON(target).utf8.count + missing
+        default:
+            return nil
+        }
+    }
+
     /// `groups.G.results`: one object per member in index order.
     func groupResultsJSON(_ group: Int) -> String {
         GroupResults.json(nodes[group].members.map { member in

@@ -363,7 +363,12 @@ public final class RunEngine: @unchecked Sendable {
 }
 
 extension Duration {
+    /// Whole nanoseconds, saturating at `Int.max` (about 292 years) rather than trapping.
     var nanoseconds: Int {
-        Int(components.seconds) * 1_000_000_000 + Int(components.attoseconds / 1_000_000_000)
+        guard self > .zero else { return 0 }
+        let (product, overflow) = Int(clamping: components.seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return Int.max }
+        let (sum, sumOverflow) = product.addingReportingOverflow(Int(components.attoseconds / 1_000_000_000))
+        return sumOverflow ? Int.max : sum
     }
 }

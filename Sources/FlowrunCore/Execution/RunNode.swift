@@ -79,6 +79,13 @@ struct RunNode {
 /// What a finished task leaves behind for expressions and joins.
 struct Stash {
     var stdout = ""
+    /// Set when stdout is longer than `ValueLimit.bytes`: `stdout` then holds
+    /// only its end (for the summary and join blocks), never read as the value.
+    /// A reference: one pointer per node, as nearly every node has none.
+    var oversizedStdout: Shared<OversizedStdout>?
+
+    /// The length of stdout in bytes, whole.
+    var stdoutByteCount: Int { oversizedStdout?.value.byteCount ?? stdout.utf8.count }
     var exitCode: Int?
     var duration: Double?
     var outputs: [(key: String, value: String)] = []

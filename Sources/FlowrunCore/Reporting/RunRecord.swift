@@ -82,6 +82,16 @@ public final class RunRecord: RunReporter, @unchecked Sendable {
         return TaskLog(folder: folder, fileName: stem + ".log", path: directory + "/logs/" + stem + ".log", exists: exists)
     }
 
+    /// Task `index`'s log through flowrun's handle on the run folder
+    /// (`/proc/PID/fd/N/logs/…`, which tasks can open too): what the files
+    /// flowrun makes beside a log (a long stdout, a long script) are named
+    /// after, so that a swapped run folder never redirects them.
+    func logPathForFiles(index: Int, name: String) -> String {
+        logsForTasks + RecordFileName.stem(index: index, name: name) + ".log"
+    }
+
+    private lazy var logsForTasks: String = folder.pathForTasks() + "/logs/"
+
     /// The last lines of task `index`'s log.
     func logTail(index: Int, name: String, lines: Int) -> [String] {
         LogTail.read(folder.logs, RecordFileName.stem(index: index, name: name) + ".log", lines: lines)

@@ -49,8 +49,8 @@ enum DurationSyntax {
     }
 
     private static func checked(_ seconds: Double, _ text: String) throws(Problem) -> Duration {
-        // A year is far beyond any sane timeout and keeps Duration arithmetic safe.
-        guard seconds <= 366 * 24 * 3600 else { throw Problem(message: "'\(text)' is longer than a year") }
+        // A year (366 days) is far beyond any sane timeout and keeps Duration arithmetic safe.
+        guard seconds <= NumericBounds.longestDuration.seconds else { throw Problem(message: "'\(text)' is longer than a year") }
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 }

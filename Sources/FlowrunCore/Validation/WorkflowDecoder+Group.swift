@@ -6,7 +6,7 @@ extension WorkflowDecoder {
     mutating func group(_ name: Located<String>, _ node: YAMLNode) -> GroupDefinition? {
         guard let fields = fields(of: node, what: "group '\(name.value)'", allowed: Self.groupKeys) else { return nil }
         var group = GroupDefinition(name: name.value, location: name.location)
-        if let node = fields["concurrency"]?.value { group.concurrency = int(node, what: "concurrency", minimum: 1) }
+        if let node = fields["concurrency"]?.value { group.concurrency = int(node, what: "concurrency", in: NumericBounds.slots) }
         if let node = fields["timeout"]?.value { group.timeout = positiveDuration(node, what: "timeout") }
         if let node = fields["needs"]?.value { group.needs = references(node, what: "needs") }
         if let node = fields["description"]?.value { group.description = string(node, what: "description") }
@@ -52,15 +52,15 @@ extension WorkflowDecoder {
                 error("foreach takes a list, {range: [FIRST, LAST]} or a ${{ }} expression\(Suggestion.hint(for: key, in: ["range"]))", at: pairs.first?.key ?? node)
                 return nil
             }
-            guard let low = int(bounds[0], what: "the start of the range", minimum: Int.min),
-                  let high = int(bounds[1], what: "the end of the range", minimum: Int.min) else { return nil }
+            guard let low = int(bounds[0], what: "the start of the range", in: NumericBounds.rangeEnd),
+                  let high = int(bounds[1], what: "the end of the range", in: NumericBounds.rangeEnd) else { return nil }
             guard high >= low else {
                 error("the range [\(low), \(high)] ends before it starts", at: pairs[0].value)
                 return nil
             }
             let span = high.subtractingReportingOverflow(low)
-            guard !span.overflow, span.partialValue < 10_000_000 else {
-                error("the range [\(low), \(high)] has more than 10,000,000 items", at: pairs[0].value)
+            guard !span.overflow, span.partialValue < NumericBounds.rangeItems else {
+                error("the range [\(low), \(high)] has more than \(NumericBounds.rangeItems.grouped) items", at: pairs[0].value)
                 return nil
             }
             return .range(low, high)

@@ -33,7 +33,7 @@ extension WorkflowDecoder {
             if scalar.text == "any" { return .any }
         }
         if node.scalar?.int != nil {
-            return int(node, what: "need", minimum: 1).map(JoinQuorum.count)
+            return int(node, what: "need", in: NumericBounds.slots).map(JoinQuorum.count)
         }
         error("need must be all, any or a number of members, found \(describe(node))", at: node)
         return nil

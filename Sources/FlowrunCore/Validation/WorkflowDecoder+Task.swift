@@ -38,9 +38,9 @@ extension WorkflowDecoder {
         }
         if let node = fields["if"]?.value { task.condition = condition(node) }
         if let node = fields["timeout"]?.value { task.timeout = positiveDuration(node, what: "timeout") }
-        if let node = fields["retries"]?.value, let value = int(node, what: "retries", minimum: 0) { task.retries = value }
+        if let node = fields["retries"]?.value, let value = int(node, what: "retries", in: NumericBounds.retries) { task.retries = value }
         if let node = fields["retry_delay"]?.value, let value = duration(node, what: "retry_delay") { task.retryDelay = value.value }
-        if let node = fields["backoff"]?.value, let value = number(node, what: "backoff", minimum: 1) { task.backoff = value }
+        if let node = fields["backoff"]?.value, let value = number(node, what: "backoff", in: NumericBounds.backoff) { task.backoff = value }
         if let node = fields["semaphores"]?.value { task.semaphores = semaphoreUses(node) }
         if let node = fields["continue_on_error"]?.value, let value = bool(node, what: "continue_on_error") { task.continueOnError = value }
         if let node = fields["env"]?.value { task.env = environment(node, context: .task) }
@@ -104,7 +104,7 @@ extension WorkflowDecoder {
             }
         }
         if let node = fields["body"]?.value, let body = string(node, what: "body") { request.body = template(body, node: node) }
-        if let node = fields["expect"]?.value, let status = int(node, what: "expect", minimum: 100) {
+        if let node = fields["expect"]?.value, let status = int(node, what: "expect", in: 100...Int.max) {
             if status > 599 { error("expect must be an HTTP status between 100 and 599, found \(status)", at: node) }
             request.expect = status
         }
@@ -146,7 +146,7 @@ extension WorkflowDecoder {
         switch node.content {
         case .mapping(let pairs):
             return pairs.compactMap { pair in
-                guard let name = pair.key.scalar?.text, let weight = int(pair.value, what: "the weight of semaphore '\(pair.key.scalar?.text ?? "")'", minimum: 1) else { return nil }
+                guard let name = pair.key.scalar?.text, let weight = int(pair.value, what: "the weight of semaphore '\(pair.key.scalar?.text ?? "")'", in: NumericBounds.slots) else { return nil }
                 return SemaphoreUse(name: name, weight: weight, location: location(pair.key))
             }
         default:

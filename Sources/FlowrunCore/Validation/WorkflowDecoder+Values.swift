@@ -63,25 +63,45 @@ extension WorkflowDecoder {
         return scalar.isNull ? "" : scalar.text
     }
 
-    mutating func int(_ node: YAMLNode, what: String, minimum: Int) -> Int? {
+    /// A whole number in `bounds` (see `NumericBounds`).
+    mutating func int(_ node: YAMLNode, what: String, in bounds: ClosedRange<Int>) -> Int? {
         guard let value = node.scalar?.int, node.tag == nil || node.tag == "tag:yaml.org,2002:int" else {
-            error("expected a whole number for \(what), found \(describe(node))", at: node)
+            if let scalar = node.scalar, scalar.style == .plain, node.tag == nil, Self.isWholeNumberText(scalar.text) {
+                // Too many digits for an Int: still a number, only too large.
+                error("\(what) must be at most \(bounds.upperBound.grouped), found \(describe(node))", at: node)
+            } else {
+                error("expected a whole number for \(what), found \(describe(node))", at: node)
+            }
             return nil
         }
-        guard value >= minimum else {
-            error("\(what) must be at least \(minimum), found \(value)", at: node)
+        guard value >= bounds.lowerBound else {
+            error("\(what) must be at least \(bounds.lowerBound.grouped), found \(value)", at: node)
+            return nil
+        }
+        guard value <= bounds.upperBound else {
+            error("\(what) must be at most \(bounds.upperBound.grouped), found \(value)", at: node)
             return nil
         }
         return value
     }
 
-    mutating func number(_ node: YAMLNode, what: String, minimum: Double) -> Double? {
+    private static func isWholeNumberText(_ text: String) -> Bool {
+        let digits = text.hasPrefix("-") || text.hasPrefix("+") ? text.dropFirst() : Substring(text)
+        return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber }
+    }
+
+    /// A number in `bounds` (see `NumericBounds`).
+    mutating func number(_ node: YAMLNode, what: String, in bounds: ClosedRange<Double>) -> Double? {
         guard let value = node.scalar?.double, value.isFinite else {
             error("expected a number for \(what), found \(describe(node))", at: node)
             return nil
         }
-        guard value >= minimum else {
-            error("\(what) must be at least \(minimum.formatted), found \(value.formatted)", at: node)
+        guard value >= bounds.lowerBound else {
+            error("\(what) must be at least \(bounds.lowerBound.formatted), found \(value.formatted)", at: node)
+            return nil
+        }
+        guard value <= bounds.upperBound else {
+            error("\(what) must be at most \(bounds.upperBound.formatted), found \(value.formatted)", at: node)
             return nil
         }
         return value

@@ -26,7 +26,7 @@ struct WorkflowDecoder {
 
         if let node = fields["name"]?.value, let name = string(node, what: "name") { workflow.name = name }
         if let node = fields["description"]?.value { workflow.description = string(node, what: "description") }
-        if let node = fields["max_parallel"]?.value { workflow.maxParallel = int(node, what: "max_parallel", minimum: 1) }
+        if let node = fields["max_parallel"]?.value { workflow.maxParallel = int(node, what: "max_parallel", in: NumericBounds.slots) }
         if let node = fields["timeout"]?.value { workflow.timeout = positiveDuration(node, what: "timeout") }
         if let node = fields["fail_fast"]?.value, let value = bool(node, what: "fail_fast") { workflow.failFast = value }
         if let node = fields["kill_grace"]?.value, let value = duration(node, what: "kill_grace") { workflow.killGrace = value.value }
@@ -109,7 +109,7 @@ struct WorkflowDecoder {
         return pairs.compactMap { pair in
             guard let name = pair.key.scalar?.text else { return nil }
             if !Self.isValidName(name) { error("'\(name)' is not a valid semaphore name", at: pair.key) }
-            guard let capacity = int(pair.value, what: "the capacity of semaphore '\(name)'", minimum: 1) else { return nil }
+            guard let capacity = int(pair.value, what: "the capacity of semaphore '\(name)'", in: NumericBounds.slots) else { return nil }
             return SemaphoreDeclaration(name: name, capacity: capacity, location: location(pair.key))
         }
     }

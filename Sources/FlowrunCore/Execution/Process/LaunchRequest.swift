@@ -5,6 +5,9 @@ struct LaunchRequest: Sendable {
     var shell: String
     /// Run as `shell -c script`.
     var script: String
+    /// When set, run as `shell scriptFile` instead (`script` is then unused):
+    /// for a script longer than one argument may be (`ScriptFile`).
+    var scriptFile: String? = nil
     /// The child's environment, "K=V" entries; nothing else is inherited
     /// but `inherited`. Put the tree's `ProcessTreeMarker.environmentEntry`
     /// here so `ProcessTreeKiller` can find descendants that leave the

@@ -7,6 +7,14 @@
 /// "the upstream task did not produce it", and `''` lets `if:` test for it.
 public protocol ExpressionContext {
     func value(of path: OperandPath) -> ExpressionValue?
+    /// The whole value's length in bytes when `value(of:)` does not hold it
+    /// all (a stdout over 1 MiB keeps only its end in memory); nil: measure
+    /// `value(of:)`.
+    func byteCount(of path: OperandPath) -> Int?
+}
+
+extension ExpressionContext {
+    public func byteCount(of path: OperandPath) -> Int? { nil }
 }
 
 /// A context backed by a dictionary: for `vars`/`env` at the top level, for

@@ -19,6 +19,10 @@ import Darwin
 ///   bytes become U+FFFD; when the window starts inside a character, the
 ///   partial character is dropped).
 ///
+/// - With a `spill` location, the whole of that output (progress lines left out)
+///   also goes to a file once it is longer than `spillAfter` (at most
+///   `limit`): the bytes kept so far, then every later byte. A `foreach` reads it from there, whole.
+///
 /// Memory: the window holds at most `2 × limit` bytes (it compacts when full,
 /// so each byte is moved O(1) times), plus at most 128 bytes of an unfinished
 /// short line that might still turn out to be a progress line. A line longer
@@ -42,9 +46,21 @@ public struct StdoutCapture: Sendable {
     /// Bytes stored for the stash so far (progress lines excluded, `held` not yet).
     private var storedByteCount = 0
 
+    /// Where the whole output goes once it outgrows the window (nil: nowhere).
+    private let spillLocation: StdoutSpill.Location?
+    /// Spill once more than this many bytes are stored (at most `limit`).
+    private let spillThreshold: Int
+    private var spill: StdoutSpill?
+
     public init(limit: Int = defaultLimit) {
+        self.init(limit: limit, spill: nil)
+    }
+
+    init(limit: Int = defaultLimit, spill spillLocation: StdoutSpill.Location?, spillAfter: Int? = nil) {
         precondition(limit > 0, "the stash window needs room")
         self.limit = limit
+        self.spillLocation = spillLocation
+        spillThreshold = min(limit, spillAfter ?? limit)
     }
 
     /// Takes the next chunk; returns the last progress value completed in it.
@@ -61,9 +77,33 @@ public struct StdoutCapture: Sendable {
     /// Ends the stream: an unfinished last line that is a progress line is
     /// reported and left out of the stash.
     public mutating func finish() -> Double? {
-        guard let progress = heldProgress else { return nil }
+        defer { spill?.close() }
+        guard let progress = heldProgress else {
+            // An unfinished last line is output: stored like the others (and spilled).
+            store(held)
+            held.removeAll()
+            return nil
+        }
         held.removeAll()
         return progress
+    }
+
+    /// The file holding the whole output, when it outgrew the window and could be written.
+    var spilledPath: String? { spill?.problem == nil ? spill?.path : nil }
+
+    /// Why the whole output could not be kept on disk (nil: it could, or did not need to be).
+    var spillProblem: String? { spill?.problem }
+
+    /// The length in bytes of the whole stash value, however much of it the window kept:
+    /// all output but progress lines, less one trailing line ending.
+    public var valueByteCount: Int {
+        let pending = pendingText
+        let total = storedByteCount + pending.count
+        let last = pending.last ?? window.last
+        guard last == 0x0A else { return total }
+        let beforeLast = pending.count >= 2 ? pending[pending.count - 2]
+            : pending.count == 1 ? window.last : (window.count >= 2 ? window[window.count - 2] : nil)
+        return total - (beforeLast == 0x0D && total >= 2 ? 2 : 1)
     }
 
     /// True when more than `limit` bytes of output were kept back from the stash's start.
@@ -170,6 +210,15 @@ public struct StdoutCapture: Sendable {
     private mutating func store(_ bytes: UnsafeBufferPointer<UInt8>) {
         let count = bytes.count
         guard count > 0 else { return }
+        if let spill {
+            spill.write(bytes)
+        } else if let spillLocation, storedByteCount + count > spillThreshold {
+            // Nothing was dropped from the window yet: it holds all output so far.
+            let spill = StdoutSpill(path: spillLocation.path)
+            self.spill = spill
+            window.withUnsafeBufferPointer { spill.write($0) }
+            spill.write(bytes)
+        }
         storedByteCount += count
         if count >= limit {
             window.removeAll(keepingCapacity: true)

@@ -13,7 +13,8 @@
 /// NUL bytes: a process cannot receive them in its arguments or environment
 /// (C strings end there), so a value holding one would arrive cut short.
 /// Rather than alter the value silently, rendering fails — in both modes —
-/// and the engine fails the task with the error's message.
+/// and the engine fails the task with the error's message. So it does for a
+/// value longer than 1 MiB (`ValueLimit`).
 public enum TemplateRenderer {
     public enum Mode: Sendable {
         /// `run:` scripts: each value is one shell-quoted word.
@@ -32,7 +33,9 @@ public enum TemplateRenderer {
                 }
                 result += text
             case .expression(let expression, let location):
+                try ValueLimit.check(expression, at: location, in: context)
                 let value = ExpressionEvaluator.evaluate(expression, in: context).text
+                try ValueLimit.check(value: value, of: expression, at: location)
                 guard !value.utf8.contains(0) else {
                     throw TemplateRenderError(
                         location: location,
