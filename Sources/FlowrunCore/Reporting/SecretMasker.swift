@@ -1,0 +1,316 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Replaces every occurrence of every secret value with `***` in what
+/// flowrun shows and stores (SPEC §11). What tasks receive keeps the real
+/// values; this is for the console, logs, events, summary and plans.
+///
+/// Matching is exact and byte-wise. Where secrets overlap in the text
+/// (`abcd` and `cdef` in `abcdef`), the whole covered stretch becomes one
+/// `***`, so no part of either shows; at one position the longest secret is
+/// tried first. A multi-line secret is also masked line by line (each line
+/// of at least `minimumLength` bytes), as a task may print it one line at a
+/// time or with other line breaks.
+///
+/// Secrets shorter than `minimumLength` bytes are refused when the run is
+/// planned (`Planner`): masking a 1-3 byte value would turn every word that
+/// contains it into `***` and make logs unreadable, and so short a value
+/// protects nothing anyway.
+///
+/// Immutable after init, so one masker is shared by every thread.
+public final class SecretMasker: @unchecked Sendable {
+    // @unchecked: `storage` is written once in init and only read after.
+    public static let replacement = "***"
+    /// The shortest value accepted as a secret, in bytes.
+    public static let minimumLength = 4
+
+    /// Every secret's bytes, one after the other.
+    private let storage: UnsafeMutablePointer<UInt8>
+    /// Each secret as (offset in storage, length), longest first.
+    private let secrets: [(offset: Int, count: Int)]
+    /// For each byte value, the indices in `secrets` of those starting with
+    /// it (longest first); empty for bytes no secret starts with.
+    private let startingWith: [[Int]]
+    /// The distinct first bytes, searched for with memchr.
+    private let firstBytes: [UInt8]
+    /// The longest secret's length.
+    let longest: Int
+
+    /// nil when there is nothing to mask (no values, or all empty).
+    public init?(values: [String]) {
+        var distinct = Set<[UInt8]>()
+        for value in values where !value.isEmpty {
+            distinct.insert(Array(value.utf8))
+            // Line by line too, without the line breaks' `\r`.
+            guard value.utf8.contains(UInt8(ascii: "\n")) else { continue }
+            for line in value.utf8.split(separator: UInt8(ascii: "\n")) {
+                let trimmed = line.last == UInt8(ascii: "\r") ? line.dropLast() : line[...]
+                if trimmed.count >= Self.minimumLength { distinct.insert(Array(trimmed)) }
+            }
+        }
+        guard !distinct.isEmpty else { return nil }
+        let sorted = distinct.sorted { $0.count != $1.count ? $0.count > $1.count : $0.lexicographicallyPrecedes($1) }
+        let total = sorted.reduce(0) { $0 + $1.count }
+        let storage = UnsafeMutablePointer<UInt8>.allocate(capacity: total)
+        var secrets: [(offset: Int, count: Int)] = []
+        var startingWith = [[Int]](repeating: [], count: 256)
+        var offset = 0
+        for (index, secret) in sorted.enumerated() {
+            secret.withUnsafeBufferPointer { (storage + offset).update(from: $0.baseAddress!, count: secret.count) }
+            secrets.append((offset, secret.count))
+            startingWith[Int(secret[0])].append(index)
+            offset += secret.count
+        }
+        self.storage = storage
+        self.secrets = secrets
+        self.startingWith = startingWith
+        firstBytes = (0..<256).filter { !startingWith[$0].isEmpty }.map { UInt8($0) }
+        longest = sorted[0].count
+    }
+
+    deinit {
+        storage.deallocate()
+    }
+
+    // MARK: - Whole texts
+
+    /// `text` with every secret replaced.
+    public func mask(_ text: String) -> String {
+        var text = text
+        return text.withUTF8 { utf8 in
+            let raw = UnsafeRawBufferPointer(utf8)
+            guard containsCandidate(raw) else { return nil }
+            var result: [UInt8] = []
+            result.reserveCapacity(utf8.count)
+            _ = scan(raw, final: true, alreadyMasked: 0) { result.append(contentsOf: $0) }
+            return String(decoding: result, as: UTF8.self)
+        } ?? text
+    }
+
+    /// Each of `texts` masked.
+    public func mask(_ texts: [String]) -> [String] { texts.map(mask) }
+
+    /// JSON text with every secret replaced inside its strings: each string
+    /// is decoded, masked and written again, so a secret is found however
+    /// the writer escaped it (`\n`, `\"`, `\u00e9`, `\/`), and numbers,
+    /// keys' quotes and the structure are never touched.
+    public func maskJSON(_ json: [UInt8]) -> [UInt8] {
+        var result: [UInt8] = []
+        var copiedUpTo = 0
+        var position = 0
+        let count = json.count
+        while position < count {
+            guard json[position] == UInt8(ascii: "\"") else {
+                position += 1
+                continue
+            }
+            // A string literal: find its closing quote.
+            var end = position + 1
+            var escaped = false
+            while end < count {
+                let byte = json[end]
+                if byte == UInt8(ascii: "\\") { escaped = true; end += 2; continue }
+                if byte == UInt8(ascii: "\"") { break }
+                end += 1
+            }
+            guard end < count else { break }
+            let content = json[(position + 1)..<end]
+            let decoded = escaped ? JSONStringDecoding.decode(content) : String(decoding: content, as: UTF8.self)
+            let masked = mask(decoded)
+            if masked != decoded {
+                if result.isEmpty { result.reserveCapacity(count) }
+                result.append(contentsOf: json[copiedUpTo..<position])
+                JSONValue.appendQuoted(masked, to: &result)
+                copiedUpTo = end + 1
+            }
+            position = end + 1
+        }
+        guard copiedUpTo > 0 else { return json }
+        result.append(contentsOf: json[copiedUpTo...])
+        return result
+    }
+
+    /// `maskJSON` on text.
+    public func maskJSON(_ json: String) -> String {
+        String(decoding: maskJSON(Array(json.utf8)), as: UTF8.self)
+    }
+
+    /// A masker for one stream of output (a task's stdout, say).
+    func stream() -> SecretMaskingStream { SecretMaskingStream(masker: self) }
+
+    // MARK: - Matching
+
+    /// Whether any byte of `bytes` starts a secret: the fast way out for text with none.
+    private func containsCandidate(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        for byte in firstBytes where memchr(base, Int32(byte), bytes.count) != nil { return true }
+        return false
+    }
+
+    /// Masks `buffer`, handing the result to `emit` in pieces. The first
+    /// `alreadyMasked` bytes are the rest of a secret whose `***` was already
+    /// emitted. Unless `final`, stops at the first position where a secret
+    /// may start but the buffer ends first, and returns it with how many
+    /// bytes from there on are already masked: the caller keeps those bytes
+    /// (fewer than `longest`) and scans them again with what comes next.
+    func scan(_ buffer: UnsafeRawBufferPointer, final: Bool, alreadyMasked: Int,
+              emit: (UnsafeRawBufferPointer) -> Void) -> (held: Int, alreadyMasked: Int) {
+        let count = buffer.count
+        guard let base = buffer.baseAddress else { return (count, 0) }
+        var emittedUpTo = alreadyMasked  // bytes before this are emitted (as text or inside a `***`)
+        var coverEnd = alreadyMasked     // the current masked stretch ends here
+        var coverIsOpen = alreadyMasked > 0
+        var next = [Int](repeating: -1, count: firstBytes.count)
+        var position = 0
+        while true {
+            position = nextCandidate(in: base, count: count, from: position, cache: &next)
+            if coverIsOpen && position >= coverEnd {
+                coverIsOpen = false
+                emittedUpTo = coverEnd
+            }
+            guard position < count else { break }
+            let available = count - position
+            var matched = 0
+            var partial = false
+            for index in startingWith[Int(base.load(fromByteOffset: position, as: UInt8.self))] {
+                let secret = secrets[index]
+                if secret.count <= available {
+                    if memcmp(base + position, storage + secret.offset, secret.count) == 0 {
+                        matched = secret.count
+                        break
+                    }
+                } else if !final && memcmp(base + position, storage + secret.offset, available) == 0 {
+                    partial = true
+                    break
+                }
+            }
+            if partial {
+                if coverIsOpen { return (position, coverEnd - position) }
+                if emittedUpTo < position { emit(UnsafeRawBufferPointer(rebasing: buffer[emittedUpTo..<position])) }
+                return (position, 0)
+            }
+            if matched > 0 {
+                if coverIsOpen {
+                    coverEnd = max(coverEnd, position + matched)
+                } else {
+                    if emittedUpTo < position { emit(UnsafeRawBufferPointer(rebasing: buffer[emittedUpTo..<position])) }
+                    Self.emitReplacement(emit)
+                    coverIsOpen = true
+                    coverEnd = position + matched
+                }
+            }
+            position += 1
+        }
+        if emittedUpTo < count { emit(UnsafeRawBufferPointer(rebasing: buffer[emittedUpTo..<count])) }
+        return (count, 0)
+    }
+
+    private static func emitReplacement(_ emit: (UnsafeRawBufferPointer) -> Void) {
+        withUnsafeBytes(of: (UInt8(ascii: "*"), UInt8(ascii: "*"), UInt8(ascii: "*"))) { emit($0) }
+    }
+
+    /// The next position at or after `from` whose byte starts a secret, or
+    /// `count`. memchr per first byte, each result kept until passed.
+    private func nextCandidate(in base: UnsafeRawPointer, count: Int, from: Int, cache: inout [Int]) -> Int {
+        guard from < count else { return count }
+        var nearest = count
+        for index in firstBytes.indices {
+            if cache[index] < from {
+                let found = memchr(base + from, Int32(firstBytes[index]), count - from)
+                cache[index] = found.map { base.distance(to: UnsafeRawPointer($0)) } ?? count
+            }
+            nearest = min(nearest, cache[index])
+        }
+        return nearest
+    }
+}
+
+/// Masks one stream of output as it arrives in chunks. A secret may be cut
+/// by a chunk boundary (a task printing half of it, pausing, then the rest),
+/// so the last bytes of a chunk that could begin a secret (fewer than the
+/// longest secret) are held back until the next chunk or the stream's end.
+/// Only bytes that may start a secret wait; any other output passes at once.
+///
+/// Not thread-safe: one reader (the pump's thread, the HTTP thread) owns it.
+final class SecretMaskingStream: @unchecked Sendable {
+    // @unchecked: used by one thread at a time, handed over with the stream's end.
+    let masker: SecretMasker
+    private var held: [UInt8] = []
+    private var heldAlreadyMasked = 0
+
+    init(masker: SecretMasker) {
+        self.masker = masker
+    }
+
+    /// Masks `chunk` (after what was held back), handing the result to `emit` in pieces.
+    func write(_ chunk: UnsafeRawBufferPointer, to emit: (UnsafeRawBufferPointer) -> Void) {
+        guard !chunk.isEmpty else { return }
+        if held.isEmpty {
+            let (start, masked) = masker.scan(chunk, final: false, alreadyMasked: 0, emit: emit)
+            if start < chunk.count { held.append(contentsOf: chunk[start...]) }
+            heldAlreadyMasked = masked
+            return
+        }
+        held.append(contentsOf: chunk)
+        let buffer = held
+        held.removeAll(keepingCapacity: true)
+        buffer.withUnsafeBytes { bytes in
+            let (start, masked) = masker.scan(bytes, final: false, alreadyMasked: heldAlreadyMasked, emit: emit)
+            if start < bytes.count { held.append(contentsOf: bytes[start...]) }
+            heldAlreadyMasked = masked
+        }
+    }
+
+    /// The stream has ended: what was held back, masked.
+    func finish(to emit: (UnsafeRawBufferPointer) -> Void) {
+        guard !held.isEmpty else { return }
+        let buffer = held
+        held.removeAll()
+        buffer.withUnsafeBytes { _ = masker.scan($0, final: true, alreadyMasked: heldAlreadyMasked, emit: emit) }
+        heldAlreadyMasked = 0
+    }
+}
+
+/// The text of a JSON string's content (between the quotes), escapes undone.
+enum JSONStringDecoding {
+    static func decode(_ content: ArraySlice<UInt8>) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(content.count)
+        var index = content.startIndex
+        var pendingHighSurrogate: UInt32?
+        while index < content.endIndex {
+            let byte = content[index]
+            guard byte == UInt8(ascii: "\\"), index + 1 < content.endIndex else {
+                bytes.append(byte)
+                index += 1
+                continue
+            }
+            let escape = content[index + 1]
+            index += 2
+            switch escape {
+            case UInt8(ascii: "n"): bytes.append(0x0A)
+            case UInt8(ascii: "r"): bytes.append(0x0D)
+            case UInt8(ascii: "t"): bytes.append(0x09)
+            case UInt8(ascii: "b"): bytes.append(0x08)
+            case UInt8(ascii: "f"): bytes.append(0x0C)
+            case UInt8(ascii: "u"):
+                guard index + 4 <= content.endIndex,
+                      let unit = UInt32(String(decoding: content[index..<(index + 4)], as: UTF8.self), radix: 16) else { continue }
+                index += 4
+                if (0xD800..<0xDC00).contains(unit) {
+                    pendingHighSurrogate = unit
+                    continue
+                }
+                var scalarValue = unit
+                if (0xDC00..<0xE000).contains(unit), let high = pendingHighSurrogate {
+                    scalarValue = 0x10000 + ((high - 0xD800) << 10) + (unit - 0xDC00)
+                }
+                pendingHighSurrogate = nil
+                if let scalar = Unicode.Scalar(scalarValue) { bytes.append(contentsOf: String(scalar).utf8) }
+            default: bytes.append(escape)  // `"`, `\`, `/`
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
