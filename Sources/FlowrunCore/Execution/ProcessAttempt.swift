@@ -17,7 +17,7 @@ import Glibc
 /// like a timeout would stop them.
 final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     // @unchecked: state below is touched on `queue` (the engine's), except
-    // `capture`, `lastProgress` and `log`, which only the pump's thread
+    // `capture`, `lastProgress`, `log` and the maskers, which only the pump's thread
     // touches until both pipes have ended (handed back on `queue`).
     struct Setup {
         var shell: String
@@ -35,6 +35,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var holdsWriteEnds = false
         /// Tells whether the attempt may have written `outputPath` (nil: look).
         var outputFiles: OutputFilesWatch?
+        /// Hides secrets in what goes to the log and `--stream` (nil: none).
+        var secretMasker: SecretMasker?
     }
 
     private let setup: Setup
@@ -62,6 +64,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var openOutputs: [OutputPump.Registration] = []
     private var capture = StdoutCapture()
     private let log: TaskLog
+    /// One masker per pipe: a secret may be cut across two chunks of one.
+    private let stdoutMasking: SecretMaskingStream?
+    private let stderrMasking: SecretMaskingStream?
     private var lastProgress = -1
     private var outputDeadlineSet = false
     private var outputFilesStamp: UInt64 = 0
@@ -82,6 +87,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         self.onProgress = onProgress
         self.completion = completion
         log = TaskLog(path: setup.logPath)
+        stdoutMasking = setup.secretMasker?.stream()
+        stderrMasking = setup.secretMasker?.stream()
     }
 
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
@@ -123,17 +130,22 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
         let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
             data: { [self] chunk in
-                log.write(chunk)
+                show(chunk, through: stdoutMasking) { shown in
+                    log.write(shown)
+                    if onLine != nil { streamLines(shown) }
+                }
                 if let progress = capture.append(chunk) { reportProgress(progress) }
-                if onLine != nil { streamLines(chunk) }
             },
             end: { [self] in
                 let capture = stdoutEnded()
                 pump.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
-            data: { [self] chunk in log.write(chunk) },
-            end: { [self] in pump.deliver { self.outputEnded(stderrRead, capture: nil) } }))
+            data: { [self] chunk in show(chunk, through: stderrMasking) { log.write($0) } },
+            end: { [self] in
+                stderrEnded()
+                pump.deliver { self.outputEnded(stderrRead, capture: nil) }
+            }))
         openOutputs = [stdoutRegistration, stderrRegistration]
         self.stdoutRegistration = stdoutRegistration
     }
@@ -145,10 +157,28 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// On the pump's thread, when stdout has ended: the last partial line and
     /// progress value, and the capture as it stands.
     private func stdoutEnded() -> StdoutCapture {
+        stdoutMasking?.finish { shown in
+            log.write(shown)
+            if onLine != nil { streamLines(shown) }
+        }
         if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self)) }
         if let progress = capture.finish() { reportProgress(progress) }
         return capture
     }
+
+    /// On the pump's thread, when stderr has ended: what its masker held back.
+    private func stderrEnded() {
+        stderrMasking?.finish { log.write($0) }
+    }
+
+    /// On the pump's thread: output as it may be shown, secrets masked (a
+    /// few bytes that may begin one wait for the next chunk).
+    private func show(_ chunk: UnsafeRawBufferPointer, through masking: SecretMaskingStream?, _ sink: (UnsafeRawBufferPointer) -> Void) {
+        if let masking { masking.write(chunk, to: sink) } else { sink(chunk) }
+    }
+
+    /// Text flowrun itself writes to the log, secrets masked.
+    private func shown(_ text: String) -> String { setup.secretMasker?.mask(text) ?? text }
 
     /// On the pump's thread: hands on whole lines, keeping a partial one
     /// (at most 64 KiB of it) for the next chunk.
@@ -217,6 +247,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         defer { readsOnEngineQueue = false }
         for registration in pump.endWithoutWriters(openOutputs) {
             // The pump's part of an end, then the engine's: both are this thread's now.
+            if registration != stdoutRegistration { stderrEnded() }
             noteOutputEnded(registration.descriptor, capture: registration == stdoutRegistration ? stdoutEnded() : nil)
         }
     }
@@ -322,12 +353,12 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var bytes = [UInt8](repeating: 0, count: min(size, OutputFileParser.sizeLimit + 1))
         let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
-        for problem in parsed.problems { log.write("flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
+        for problem in parsed.problems { log.write(shown("flowrun: $FLOWRUN_OUTPUT \(problem)\n")) }
         return parsed.pairs
     }
 
     private func fail(_ reason: String) {
-        log.write("flowrun: \(reason)\n")
+        log.write(shown("flowrun: \(reason)\n"))
         log.close()
         done = true
         var result = AttemptResult(status: .failed, reason: reason)

@@ -14,10 +14,11 @@ extension RunEngine {
                 let body = try request.body.map { (body: Template) throws(TemplateRenderError) -> String in try renderText(body, for: index) }
                 if let attempt = HTTPAttempt(
                     method: request.method, url: url, headers: headers, body: body,
-                    expect: request.expect, logPath: record.logPath(for: nodes[index].name), queue: queue, completion: completion) {
+                    expect: request.expect, logPath: record.logPath(for: nodes[index].name), secretMasker: secretMasker,
+                    queue: queue, completion: completion) {
                     return attempt
                 }
-                return FailedAttempt(reason: "not an http(s) URL: '\(url)'", queue: queue, completion: completion)
+                return FailedAttempt(reason: "not an http(s) URL: '\(URLRedaction.redact(url))'", queue: queue, completion: completion)
             } catch {
                 return FailedAttempt(reason: error.description, queue: queue, completion: completion)
             }
