@@ -116,4 +116,7 @@ uint64_t flowrun_http_start(const char *method, const char *url, const char *con
 /// Stops request `id` if it is still going; its `on_done` follows with "cancelled".
 void flowrun_http_cancel(uint64_t id);
 
+/// glibc's memmem: the first `needle` in `haystack`, or NULL.
+const void *flowrun_memmem(const void *haystack, size_t haystack_length, const void *needle, size_t needle_length);
+
 #endif

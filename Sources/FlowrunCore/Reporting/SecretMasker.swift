@@ -1,3 +1,4 @@
+import CFlowrunSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,20 +21,26 @@ import Glibc
 ///
 /// Immutable after init, so one masker is shared by every thread.
 public final class SecretMasker: @unchecked Sendable {
-    // @unchecked: `storage` is written once in init and only read after.
+    // @unchecked: the tables are written once in init and only read after.
     public static let replacement = "***"
     /// The shortest value accepted as a secret, in bytes.
     public static let minimumLength = 4
 
-    /// Every secret's bytes, one after the other.
+    // The tables live in raw memory, read through pointers: the matcher runs
+    // once per byte that may start a secret (1 in 64 bytes of base64 for one
+    // secret), and array accesses there (bounds checks, retains of nested
+    // arrays) were most of its cost.
+
+    /// Every secret's bytes, one after the other, grouped by first byte, longest first in a group.
     private let storage: UnsafeMutablePointer<UInt8>
-    /// Each secret as (offset in storage, length), longest first.
-    private let secrets: [(offset: Int, count: Int)]
-    /// For each byte value, the indices in `secrets` of those starting with
-    /// it (longest first); empty for bytes no secret starts with.
-    private let startingWith: [[Int]]
-    /// The distinct first bytes, searched for with memchr.
-    private let firstBytes: [UInt8]
+    /// Secret `i` is `lengths[i]` bytes at `storage + offsets[i]`.
+    private let offsets: UnsafeMutablePointer<Int>
+    private let lengths: UnsafeMutablePointer<Int>
+    /// The secrets starting with byte `b` are `groupStart[b]..<groupStart[b + 1]`.
+    private let groupStart: UnsafeMutablePointer<Int>
+    /// 1 for bytes some secret starts with.
+    private let isFirstByte: UnsafeMutablePointer<UInt8>
+    private let secretCount: Int
     /// The longest secret's length.
     let longest: Int
 
@@ -50,27 +57,47 @@ public final class SecretMasker: @unchecked Sendable {
             }
         }
         guard !distinct.isEmpty else { return nil }
-        let sorted = distinct.sorted { $0.count != $1.count ? $0.count > $1.count : $0.lexicographicallyPrecedes($1) }
-        let total = sorted.reduce(0) { $0 + $1.count }
-        let storage = UnsafeMutablePointer<UInt8>.allocate(capacity: total)
-        var secrets: [(offset: Int, count: Int)] = []
-        var startingWith = [[Int]](repeating: [], count: 256)
+        let sorted = distinct.sorted { first, second in
+            if first[0] != second[0] { return first[0] < second[0] }
+            return first.count != second.count ? first.count > second.count : first.lexicographicallyPrecedes(second)
+        }
+        let storage = UnsafeMutablePointer<UInt8>.allocate(capacity: sorted.reduce(0) { $0 + $1.count })
+        let offsets = UnsafeMutablePointer<Int>.allocate(capacity: sorted.count)
+        let lengths = UnsafeMutablePointer<Int>.allocate(capacity: sorted.count)
+        let groupStart = UnsafeMutablePointer<Int>.allocate(capacity: 257)
+        let isFirstByte = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+        isFirstByte.initialize(repeating: 0, count: 256)
+        var counts = [Int](repeating: 0, count: 256)
         var offset = 0
         for (index, secret) in sorted.enumerated() {
-            secret.withUnsafeBufferPointer { (storage + offset).update(from: $0.baseAddress!, count: secret.count) }
-            secrets.append((offset, secret.count))
-            startingWith[Int(secret[0])].append(index)
+            secret.withUnsafeBufferPointer { (storage + offset).initialize(from: $0.baseAddress!, count: secret.count) }
+            offsets[index] = offset
+            lengths[index] = secret.count
+            counts[Int(secret[0])] += 1
+            isFirstByte[Int(secret[0])] = 1
             offset += secret.count
         }
+        var running = 0
+        for byte in 0..<256 {
+            groupStart[byte] = running
+            running += counts[byte]
+        }
+        groupStart[256] = running
         self.storage = storage
-        self.secrets = secrets
-        self.startingWith = startingWith
-        firstBytes = (0..<256).filter { !startingWith[$0].isEmpty }.map { UInt8($0) }
-        longest = sorted[0].count
+        self.offsets = offsets
+        self.lengths = lengths
+        self.groupStart = groupStart
+        self.isFirstByte = isFirstByte
+        secretCount = sorted.count
+        longest = sorted.map(\.count).max()!
     }
 
     deinit {
         storage.deallocate()
+        offsets.deallocate()
+        lengths.deallocate()
+        groupStart.deallocate()
+        isFirstByte.deallocate()
     }
 
     // MARK: - Whole texts
@@ -141,88 +168,89 @@ public final class SecretMasker: @unchecked Sendable {
 
     // MARK: - Matching
 
-    /// Whether any byte of `bytes` starts a secret: the fast way out for text with none.
+    /// Whether any secret occurs in `bytes`: the fast way out for text with none.
     private func containsCandidate(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress else { return false }
-        for byte in firstBytes where memchr(base, Int32(byte), bytes.count) != nil { return true }
+        for index in 0..<secretCount where flowrun_memmem(base, bytes.count, storage + offsets[index], lengths[index]) != nil {
+            return true
+        }
         return false
     }
 
     /// Masks `buffer`, handing the result to `emit` in pieces. The first
     /// `alreadyMasked` bytes are the rest of a secret whose `***` was already
-    /// emitted. Unless `final`, stops at the first position where a secret
-    /// may start but the buffer ends first, and returns it with how many
-    /// bytes from there on are already masked: the caller keeps those bytes
-    /// (fewer than `longest`) and scans them again with what comes next.
+    /// emitted. Unless `final`, stops where a secret may begin but the
+    /// buffer ends first, and returns that position with how many bytes from
+    /// there on are already masked: the caller keeps those bytes (fewer than
+    /// `longest`) and scans them again with what comes next.
+    ///
+    /// Each secret is searched for with memmem, its next occurrence kept
+    /// until passed; stretches where occurrences overlap become one `***`.
     func scan(_ buffer: UnsafeRawBufferPointer, final: Bool, alreadyMasked: Int,
               emit: (UnsafeRawBufferPointer) -> Void) -> (held: Int, alreadyMasked: Int) {
         let count = buffer.count
-        guard let base = buffer.baseAddress else { return (count, 0) }
+        guard let base = buffer.baseAddress, count > 0 else { return (count, 0) }
+        // Occurrences from here on wait for the next chunk.
+        let holdFrom = final ? count : firstCutSecret(in: base, count: count)
         var emittedUpTo = alreadyMasked  // bytes before this are emitted (as text or inside a `***`)
         var coverEnd = alreadyMasked     // the current masked stretch ends here
         var coverIsOpen = alreadyMasked > 0
-        var next = [Int](repeating: -1, count: firstBytes.count)
+        var next = [Int](repeating: -1, count: secretCount)
         var position = 0
         while true {
-            position = nextCandidate(in: base, count: count, from: position, cache: &next)
+            // The nearest occurrence at or after `position`; at one position, the longest.
+            var nearest = Int.max
+            var matched = 0
+            for index in 0..<secretCount {
+                if next[index] < position {
+                    let found = flowrun_memmem(base + position, count - position, storage + offsets[index], lengths[index])
+                    let at = found.map { base.distance(to: $0) } ?? Int.max
+                    next[index] = at < holdFrom ? at : Int.max
+                }
+                if next[index] < nearest {
+                    nearest = next[index]
+                    matched = lengths[index]
+                } else if next[index] == nearest && nearest != Int.max {
+                    matched = max(matched, lengths[index])
+                }
+            }
+            position = min(nearest, holdFrom)
             if coverIsOpen && position >= coverEnd {
                 coverIsOpen = false
                 emittedUpTo = coverEnd
             }
-            guard position < count else { break }
-            let available = count - position
-            var matched = 0
-            var partial = false
-            for index in startingWith[Int(base.load(fromByteOffset: position, as: UInt8.self))] {
-                let secret = secrets[index]
-                if secret.count <= available {
-                    if memcmp(base + position, storage + secret.offset, secret.count) == 0 {
-                        matched = secret.count
-                        break
-                    }
-                } else if !final && memcmp(base + position, storage + secret.offset, available) == 0 {
-                    partial = true
-                    break
-                }
-            }
-            if partial {
-                if coverIsOpen { return (position, coverEnd - position) }
+            guard position < holdFrom else { break }
+            if coverIsOpen {
+                coverEnd = max(coverEnd, position + matched)
+            } else {
                 if emittedUpTo < position { emit(UnsafeRawBufferPointer(rebasing: buffer[emittedUpTo..<position])) }
-                return (position, 0)
-            }
-            if matched > 0 {
-                if coverIsOpen {
-                    coverEnd = max(coverEnd, position + matched)
-                } else {
-                    if emittedUpTo < position { emit(UnsafeRawBufferPointer(rebasing: buffer[emittedUpTo..<position])) }
-                    Self.emitReplacement(emit)
-                    coverIsOpen = true
-                    coverEnd = position + matched
-                }
+                Self.emitReplacement(emit)
+                coverIsOpen = true
+                coverEnd = position + matched
             }
             position += 1
         }
-        if emittedUpTo < count { emit(UnsafeRawBufferPointer(rebasing: buffer[emittedUpTo..<count])) }
-        return (count, 0)
+        if coverIsOpen { return (holdFrom, coverEnd - holdFrom) }  // the stretch runs into what is held
+        if emittedUpTo < holdFrom { emit(UnsafeRawBufferPointer(rebasing: buffer[emittedUpTo..<holdFrom])) }
+        return (holdFrom, 0)
     }
 
     private static func emitReplacement(_ emit: (UnsafeRawBufferPointer) -> Void) {
         withUnsafeBytes(of: (UInt8(ascii: "*"), UInt8(ascii: "*"), UInt8(ascii: "*"))) { emit($0) }
     }
 
-    /// The next position at or after `from` whose byte starts a secret, or
-    /// `count`. memchr per first byte, each result kept until passed.
-    private func nextCandidate(in base: UnsafeRawPointer, count: Int, from: Int, cache: inout [Int]) -> Int {
-        guard from < count else { return count }
-        var nearest = count
-        for index in firstBytes.indices {
-            if cache[index] < from {
-                let found = memchr(base + from, Int32(firstBytes[index]), count - from)
-                cache[index] = found.map { base.distance(to: UnsafeRawPointer($0)) } ?? count
+    /// The first position in the last `longest - 1` bytes from which the
+    /// beginning of a secret runs to the end of the buffer, or `count`.
+    private func firstCutSecret(in base: UnsafeRawPointer, count: Int) -> Int {
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
+        for position in max(0, count - (longest - 1))..<count where isFirstByte[Int(bytes[position])] != 0 {
+            let available = count - position
+            let first = Int(bytes[position])
+            for index in groupStart[first]..<groupStart[first + 1] where lengths[index] > available {
+                if memcmp(base + position, storage + offsets[index], available) == 0 { return position }
             }
-            nearest = min(nearest, cache[index])
         }
-        return nearest
+        return count
     }
 }
 
