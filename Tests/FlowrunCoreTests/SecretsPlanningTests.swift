@@ -115,3 +115,28 @@ import Testing
         #expect(URLRedaction.redact(url) == shown)
     }
 }
+
+extension SecretsPlanningTests {
+    @Test func aSecretSetOnlyByATaskEnvIsSaidToBeUnmasked() {
+        let source = MarkedText("""
+            secrets: [TOKEN]
+            tasks:
+              a: { run: "true", env: { ¹TOKEN: "${{ tasks.b.stdout }}" }, needs: b }
+              b: { run: "echo x" }
+            """)
+        #expect(diagnostics(source.text) == [
+            "\(source[1]): warning: 'TOKEN' is a secret, but this value is set when the task starts and is not masked; "
+                + "set it under the workflow's env: or vars: to have it masked",
+        ])
+    }
+
+    @Test func theWholeRequestLimitIsNamedWhenItIsTheDefault() throws {
+        let tasks = try workflow("""
+            tasks:
+              slow: { http: { url: "http://example.com/" } }
+              own: { http: { url: "http://example.com/" }, timeout: 2s }
+            """).tasks
+        #expect(tasks[0].timeoutNote == " (the whole-request limit of http tasks; set timeout: to change it)")
+        #expect(tasks[1].timeoutNote == "")
+    }
+}
