@@ -47,6 +47,8 @@ enum {
     OPT_REDIR_PROTOCOLS_STR = 10319,
     OPT_WRITEFUNCTION = 20011,
     OPT_POSTFIELDSIZE_LARGE = 30120,
+    OPT_CONNECTTIMEOUT_MS = 156,  // CURLOPTTYPE_LONG + 156
+    ERROR_OPERATION_TIMEDOUT = 28,  // CURLE_OPERATION_TIMEDOUT
     INFO_PRIVATE = 0x100000 + 21,
     INFO_RESPONSE_CODE = 0x200000 + 2,
     MSG_DONE = 1,
@@ -80,6 +82,8 @@ struct request {
     flowrun_http_done_fn on_done;
     int added;      // in the multi handle (loop thread only)
     int cancelled;  // atomic: read by the write callback without the lock
+    long connect_timeout_ms;
+    char message[128];  // the error the end callback reports, when flowrun words it
     struct request *next;
 };
 
@@ -155,7 +159,15 @@ static void *run_loop(void *unused) {
             pthread_mutex_lock(&lock);
             unlink_request(request);
             pthread_mutex_unlock(&lock);
-            finish(request, result == 0 ? status : 0, result == 0 ? NULL : curl.easy_strerror(result));
+            const char *error = result == 0 ? NULL : curl.easy_strerror(result);
+            if (result == ERROR_OPERATION_TIMEDOUT) {
+                // The only limit libcurl is given is the connect one; the whole
+                // request's is flowrun's timer, which cancels instead.
+                snprintf(request->message, sizeof request->message,
+                         "no connection within %.3gs (the connect limit of http tasks)", request->connect_timeout_ms / 1000.0);
+                error = request->message;
+            }
+            finish(request, result == 0 ? status : 0, error);
         }
         curl.multi_poll(multi, NULL, 0, 1000, NULL);
     }
@@ -218,8 +230,8 @@ static int load(void) {
 }
 
 uint64_t flowrun_http_start(const char *method, const char *url, const char *const *headers, size_t header_count,
-                            const char *body, long long body_length, void *context, flowrun_http_data_fn on_data,
-                            flowrun_http_done_fn on_done, const char **error) {
+                            const char *body, long long body_length, long connect_timeout_ms, void *context,
+                            flowrun_http_data_fn on_data, flowrun_http_done_fn on_done, const char **error) {
     pthread_mutex_lock(&lock);
     if (!load()) {
         *error = load_error;
@@ -243,6 +255,8 @@ uint64_t flowrun_http_start(const char *method, const char *url, const char *con
     }
     curl.easy_setopt(easy, OPT_URL, url);
     curl.easy_setopt(easy, OPT_NOSIGNAL, 1L);
+    request->connect_timeout_ms = connect_timeout_ms;
+    curl.easy_setopt(easy, OPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
     curl.easy_setopt(easy, OPT_FOLLOWLOCATION, 1L);
     curl.easy_setopt(easy, OPT_MAXREDIRS, 16L);
     curl.easy_setopt(easy, OPT_PROTOCOLS_STR, "http,https");        // ignored by libcurl < 7.85

@@ -73,3 +73,73 @@ final class OneRequestHTTPServer: Sendable {
         }
     }
 }
+
+/// Accepts one request on 127.0.0.1, sends a head promising a large body,
+/// then trickles it a byte every `interval` (a server that never quite
+/// answers). Notes when the client hangs up; stops after `limit`.
+final class TricklingHTTPServer: Sendable {
+    let port: UInt16
+    private let descriptor: Int32
+    private let state = Mutex<(bytesSent: Int, hungUpAfter: Double?)>((0, nil))
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(interval: Duration = .milliseconds(100), limit: Duration = .seconds(20)) throws {
+        let listener = try TCPListener()
+        descriptor = fcntl(listener.descriptor, F_DUPFD_CLOEXEC, 0)
+        port = listener.port
+        guard descriptor >= 0 else { throw FlowrunBinaryError("dup: \(String(cString: strerror(errno)))") }
+        let thread = Thread { [self] in
+            serve(interval: interval, limit: limit)
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    deinit { close(descriptor) }
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Body bytes sent, and seconds from the head until the client hung up
+    /// (nil if it never did within `limit`), once the server has stopped.
+    func outcome(waiting timeout: Duration = .seconds(25)) -> (bytesSent: Int, hungUpAfter: Double?) {
+        _ = finished.wait(timeout: .now() + .nanoseconds(Int(timeout.seconds * 1e9)))
+        return state.withLock { $0 }
+    }
+
+    private func serve(interval: Duration, limit: Duration) {
+        var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&waiting, 1, Int32(limit.seconds * 1000)) > 0 else { return }
+        let connection = accept(descriptor, nil, nil)
+        guard connection >= 0 else { return }
+        defer { close(connection) }
+        var head: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: head, as: UTF8.self).contains("\r\n\r\n") {
+            let count = buffer.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+            guard count > 0 else { return }
+            head += buffer[0..<count]
+        }
+        func send(_ text: String) -> Bool {
+            var bytes = Array(text.utf8)
+            return bytes.withUnsafeMutableBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+        }
+        guard send("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000000\r\n\r\n") else { return }
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < limit {
+            // A hang-up shows as readable with nothing to read.
+            var probe = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+            if poll(&probe, 1, Int32(interval.seconds * 1000)) > 0 {
+                let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if count <= 0 {
+                    state.withLock { $0.hungUpAfter = (ContinuousClock.now - start).seconds }
+                    return
+                }
+            }
+            guard send("x") else {
+                state.withLock { $0.hungUpAfter = (ContinuousClock.now - start).seconds }
+                return
+            }
+            state.withLock { $0.bytesSent += 1 }
+        }
+    }
+}

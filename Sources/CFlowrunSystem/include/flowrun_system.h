@@ -142,12 +142,17 @@ typedef void (*flowrun_http_done_fn)(void *context, long status, const char *err
 
 /// Starts one HTTP request (libcurl, loaded at the first call; one thread
 /// drives every request). `headers`: "Name: value" lines; `body` may be NULL.
+/// `connect_timeout_ms`: the limit until connected (TCP and TLS); the whole
+/// request's limit is the caller's (a timer that cancels it).
 /// Returns the request's id, or 0 with `*error` set (then no callback comes).
 uint64_t flowrun_http_start(const char *method, const char *url, const char *const *headers, size_t header_count,
-                            const char *body, long long body_length, void *context, flowrun_http_data_fn on_data,
-                            flowrun_http_done_fn on_done, const char **error);
+                            const char *body, long long body_length, long connect_timeout_ms, void *context,
+                            flowrun_http_data_fn on_data, flowrun_http_done_fn on_done, const char **error);
 
 /// Stops request `id` if it is still going; its `on_done` follows with "cancelled".
 void flowrun_http_cancel(uint64_t id);
+
+/// glibc's memmem: the first `needle` in `haystack`, or NULL.
+const void *flowrun_memmem(const void *haystack, size_t haystack_length, const void *needle, size_t needle_length);
 
 #endif

@@ -9,7 +9,13 @@ import Glibc
 /// The request runs on libcurl's thread (`flowrun_http_start`, see
 /// flowrun_http.c for why not URLSession). The log gets the request line,
 /// the status and the body as it arrives; the stash's stdout is the body's
-/// last 1 MiB, so a large download costs no memory beyond that.
+/// last 1 MiB, so a large download costs no memory beyond that. The log
+/// shows the URL without credentials or query values (`URLRedaction`) and
+/// the body with secrets masked; the stash keeps the body as it came.
+///
+/// Limits: libcurl gets the connect limit (`HTTPRequest.connectTimeout`);
+/// the whole request's (`timeout:`, 5 minutes by default) is the engine's
+/// timer, which cancels the request.
 final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     // @unchecked: `done` and `requestID` are only touched on `queue`; the log
     // descriptor, `tail` and `statusWritten` only on the HTTP thread between
@@ -26,13 +32,16 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     private var done = false
     private var tail: [UInt8] = []
     private var statusWritten = false
+    private let secretMasker: SecretMasker?
+    /// The body's secrets, masked as it streams to the log (HTTP thread).
+    private let bodyMasking: SecretMaskingStream?
 
     private static let stashLimit = 1 << 20
     /// The whole body's length: past 1 MiB the stash is only its end (`ValueLimit`).
     private var bodyByteCount = 0
 
     init?(method: String, url: String, headers: [(String, String)], body: String?, expect: Int, log: TaskLog,
-          queue: DispatchQueue, completion: @escaping (AttemptResult) -> Void) {
+          secretMasker: SecretMasker? = nil, queue: DispatchQueue, completion: @escaping (AttemptResult) -> Void) {
         let scheme = url.prefix(while: { $0 != ":" }).lowercased()
         guard (scheme == "http" || scheme == "https") && url.dropFirst(scheme.count).hasPrefix("://") else { return nil }
         self.method = method
@@ -43,10 +52,12 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         self.log = log
         self.queue = queue
         self.completion = completion
+        self.secretMasker = secretMasker
+        bodyMasking = secretMasker?.stream()
     }
 
     func start() {
-        writeLog("\(method) \(url)\n")
+        writeLog("\(method) \(URLRedaction.redact(url))\n")
         // A line break in a header would start another header (or the body),
         // and a NUL would cut the URL or method short: values from upstream
         // outputs may hold either, so such a request is refused, not sent.
@@ -69,7 +80,8 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         var body = body
         let id = Self.withBytes(of: &body) { bytes, count in
             flowrun_http_start(
-                method, url, headerPointers, lines.count, bytes, Int64(count), context,
+                method, url, headerPointers, lines.count, bytes, Int64(count),
+                Int(HTTPRequest.connectTimeout.components.seconds * 1000), context,
                 { context, status, bytes, count in
                     Unmanaged<HTTPAttempt>.fromOpaque(context!).takeUnretainedValue()
                         .received(status: status, UnsafeRawBufferPointer(start: bytes, count: count))
@@ -111,7 +123,11 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     /// On the HTTP thread: a chunk of the body.
     private func received(status: Int, _ chunk: UnsafeRawBufferPointer) {
         writeStatus(status)
-        log.write(chunk)
+        if let bodyMasking {
+            bodyMasking.write(chunk) { log.write($0) }
+        } else {
+            log.write(chunk)
+        }
         tail.append(contentsOf: chunk)
         bodyByteCount += chunk.count
         if tail.count > 2 * Self.stashLimit { tail.removeFirst(tail.count - Self.stashLimit) }
@@ -120,6 +136,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     /// On the HTTP thread: the request is over.
     private func ended(status: Int, error: String?) {
         writeStatus(status)
+        bodyMasking?.finish { log.write($0) }
         if let error { writeLog("error: \(error)\n") }
         log.close()
         let body = tail.suffix(Self.stashLimit)
@@ -132,8 +149,9 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         writeLog("HTTP \(status)\n")
     }
 
+    /// Text flowrun writes to the log: secrets masked.
     private func writeLog(_ text: String) {
-        log.write(text)
+        log.write(secretMasker?.mask(text) ?? text)
     }
 
     private func finished(status: Int?, body: ArraySlice<UInt8>, error: String?) {

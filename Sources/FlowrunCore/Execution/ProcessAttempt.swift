@@ -18,7 +18,7 @@ import Glibc
 /// like a timeout would stop them.
 final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     // @unchecked: state below is touched on `queue` (the engine's), except
-    // `capture`, `lastProgress` and `log`, which only the pump's thread
+    // `capture`, `lastProgress`, `log` and the maskers, which only the pump's thread
     // touches until both pipes have ended (handed back on `queue`).
     struct Setup {
         var shell: String
@@ -46,6 +46,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var holdsWriteEnds = false
         /// Tells whether the attempt may have written its outputs file (nil: look).
         var outputFiles: OutputFilesWatch?
+        /// Hides secrets in what goes to the log and `--stream` (nil: none).
+        var secretMasker: SecretMasker?
     }
 
     private let setup: Setup
@@ -83,6 +85,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private var openOutputs: [OutputPump.Registration] = []
     private var capture: StdoutCapture
     private let log: TaskLog
+    /// One masker per pipe: a secret may be cut across two chunks of one.
+    private let stdoutMasking: SecretMaskingStream?
+    private let stderrMasking: SecretMaskingStream?
     private var lastProgress = -1
     private var outputDeadlineSet = false
     private var outputFilesStamp: UInt64 = 0
@@ -112,6 +117,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         capture = StdoutCapture(
             limit: ValueLimit.bytes + 2, spill: StdoutSpill.Location(log: setup.logPathForFiles, attempt: setup.attempt),
             spillAfter: ValueLimit.bytes)
+        stdoutMasking = setup.secretMasker?.stream()
+        stderrMasking = setup.secretMasker?.stream()
     }
 
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
@@ -174,9 +181,11 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
         let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
             data: { [self] chunk in
-                log.write(chunk)
+                show(chunk, through: stdoutMasking) { shown in
+                    log.write(shown)
+                    if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
+                }
                 if let progress = capture.append(chunk) { reportProgress(progress) }
-                if onLine != nil { streamLines(chunk, into: &partialLine, isError: false) }
             },
             end: { [self] in
                 let capture = stdoutEnded()
@@ -184,10 +193,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             }))
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
             data: { [self] chunk in
-                log.write(chunk)
-                if onLine != nil { streamLines(chunk, into: &partialErrorLine, isError: true) }
+                show(chunk, through: stderrMasking) { shown in
+                    log.write(shown)
+                    if onLine != nil { streamLines(shown, into: &partialErrorLine, isError: true) }
+                }
             },
             end: { [self] in
+                stderrEnded()
                 if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
                 pump.deliver { self.outputEnded(stderrRead, capture: nil) }
             }))
@@ -202,10 +214,28 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// On the pump's thread, when stdout has ended: the last partial line and
     /// progress value, and the capture as it stands.
     private func stdoutEnded() -> StdoutCapture {
+        stdoutMasking?.finish { shown in
+            log.write(shown)
+            if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
+        }
         if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self), false) }
         if let progress = capture.finish() { reportProgress(progress) }
         return capture
     }
+
+    /// On the pump's thread, when stderr has ended: what its masker held back.
+    private func stderrEnded() {
+        stderrMasking?.finish { log.write($0) }
+    }
+
+    /// On the pump's thread: output as it may be shown, secrets masked (a
+    /// few bytes that may begin one wait for the next chunk).
+    private func show(_ chunk: UnsafeRawBufferPointer, through masking: SecretMaskingStream?, _ sink: (UnsafeRawBufferPointer) -> Void) {
+        if let masking { masking.write(chunk, to: sink) } else { sink(chunk) }
+    }
+
+    /// Text flowrun itself writes to the log, secrets masked.
+    private func shown(_ text: String) -> String { setup.secretMasker?.mask(text) ?? text }
 
     /// On the pump's thread: hands on whole lines, keeping a partial one
     /// (at most 64 KiB of it) for the next chunk.
@@ -274,6 +304,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         defer { readsOnEngineQueue = false }
         for registration in pump.endWithoutWriters(openOutputs) {
             // The pump's part of an end, then the engine's: both are this thread's now.
+            if registration != stdoutRegistration { stderrEnded() }
             noteOutputEnded(registration.descriptor, capture: registration == stdoutRegistration ? stdoutEnded() : nil)
         }
     }
@@ -383,7 +414,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var bytes = [UInt8](repeating: 0, count: min(size, OutputFileParser.sizeLimit + 1))
         let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
-        for problem in parsed.problems { log.write("flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
+        for problem in parsed.problems { log.write(shown("flowrun: $FLOWRUN_OUTPUT \(problem)\n")) }
         return parsed.pairs
     }
 
@@ -422,7 +453,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func fail(_ reason: String) {
-        log.write("flowrun: \(reason)\n")
+        log.write(shown("flowrun: \(reason)\n"))
         log.close()
         done = true
         var result = AttemptResult(status: .failed, reason: reason)

@@ -15,10 +15,11 @@ extension RunEngine {
                 if let attempt = HTTPAttempt(
                     method: request.method, url: url, headers: headers, body: body,
                     expect: request.expect, log: record.log(index: index, name: nodes[index].name, exists: nodes[index].hasLog),
+                    secretMasker: secretMasker,
                     queue: queue, completion: completion) {
                     return attempt
                 }
-                return FailedAttempt(reason: "not an http(s) URL: '\(url)'", queue: queue, completion: completion)
+                return FailedAttempt(reason: "not an http(s) URL: '\(URLRedaction.redact(url))'", queue: queue, completion: completion)
             } catch {
                 return FailedAttempt(reason: error.description, queue: queue, completion: completion)
             }

@@ -38,7 +38,7 @@ extension RunEngine {
                 // Five descriptors a running task instead of three (two pipes
                 // and the log): only where max_parallel such tasks fit the limit.
                 holdsWriteEnds: plan.maxParallel <= (Self.descriptorLimit - 64) / 5,
-                outputFiles: outputFiles)
+                outputFiles: outputFiles, secretMasker: secretMasker)
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,

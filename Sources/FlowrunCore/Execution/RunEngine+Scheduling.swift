@@ -115,9 +115,11 @@ extension RunEngine {
         }
         attempts[index] = attempt
         // finally tasks have their own budget, 5 minutes unless they say otherwise.
-        if let timeout = nodes[index].definition?.value.timeout?.value ?? (nodes[index].isFinally ? .seconds(300) : nil) {
+        // http tasks have a whole-request limit of 5 minutes unless they say otherwise.
+        if let timeout = nodes[index].definition?.value.attemptTimeout ?? (nodes[index].isFinally ? .seconds(300) : nil) {
+            let reason = "timed out after \(timeout.text)" + (nodes[index].definition?.value.timeoutNote ?? "")
             startTimer(.timeout(index), after: timeout) { engine in
-                engine.attempts[index]?.stop(as: .timedOut, reason: "timed out after \(timeout.text)")
+                engine.attempts[index]?.stop(as: .timedOut, reason: reason)
             }
         }
         attempt.start()

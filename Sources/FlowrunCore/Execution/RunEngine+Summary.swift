@@ -15,7 +15,7 @@ extension RunEngine {
         json.add("stopped_by", stopping?.rawValue)
         json.add("console_lines_dropped", ConsoleWriter.droppedLines)  // so far: the console is not the record
         json.add("counts") { $0 += countsJSON }
-        file.bytes += json.finish()
+        file.bytes += shown(json: json.finish())
         file.bytes.removeLast()  // the object stays open for "tasks", "groups" and "joins"
         file.bytes.append(contentsOf: ",\"tasks\":[\n".utf8)
         var groups: [UInt8] = []
@@ -26,7 +26,7 @@ extension RunEngine {
             case .task:
                 if !firstTask { file.bytes.append(contentsOf: ",\n".utf8) }
                 firstTask = false
-                file.bytes += taskObject(index)
+                file.bytes += shown(json: taskObject(index))
                 file.flushIfFull()
             case .group:
                 if !groups.isEmpty { groups.append(contentsOf: ",\n".utf8) }

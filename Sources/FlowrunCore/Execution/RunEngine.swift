@@ -188,6 +188,7 @@ public final class RunEngine: @unchecked Sendable {
     /// one's start) the reporters get the batch's events at its end, in
     /// order: the next task is spawned before they are formatted.
     func emit(_ event: RunEvent) {
+        let event = shown(event)  // secrets masked once, for every reporter
         if defersEvents {
             deferredEvents.append(event)
         } else if pump.runAtBatchEnd(deliverDeferredAtBatchEnd) {

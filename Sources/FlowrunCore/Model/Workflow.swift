@@ -14,6 +14,9 @@ public struct Workflow: Sendable {
     public var shell: String = "/bin/sh"
     public var env: [EnvironmentEntry] = []
     public var vars: [Variable] = []
+    /// `secrets: [NAME, ...]`: vars and environment variables whose values
+    /// are shown as `***` wherever flowrun prints or writes them.
+    public var secrets: [Located<String>] = []
     public var semaphores: [SemaphoreDeclaration] = []
     public var tasks: [TaskDefinition] = []
     public var groups: [GroupDefinition] = []

@@ -11,7 +11,7 @@ extension Plan {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(PlanDocument(self))) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self) + "\n"
+        return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
     }
 }
 
@@ -67,7 +67,7 @@ private struct PlanDocument: Encodable {
     var finally: [Step]
 
     init(_ plan: Plan) {
-        let workflow = plan.workflow
+        let workflow = plan.workflowShown
         self.workflow = WorkflowInfo(
             name: workflow.name, file: workflow.file, description: workflow.description,
             max_parallel: plan.maxParallel, timeout_seconds: workflow.timeout?.value.seconds, fail_fast: workflow.failFast,
@@ -145,7 +145,7 @@ private struct PlanDocument: Encodable {
             return Action(type: "sleep", min_seconds: low.seconds, max_seconds: high.seconds)
         case .http(let request):
             return Action(
-                type: "http", method: request.method, url: request.url.source,
+                type: "http", method: request.method, url: URLRedaction.redact(request.url.source),
                 headers: Dictionary(request.headers.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }),
                 body: request.body?.source, expect: request.expect)
         }

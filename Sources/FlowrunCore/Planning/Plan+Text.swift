@@ -2,7 +2,7 @@
 extension Plan {
     public var text: String {
         var lines: [String] = []
-        let workflow = self.workflow
+        let workflow = workflowShown
         lines.append("Plan for \(workflow.name) (\(workflow.file)) — dry run: nothing was executed")
         if let description = workflow.description { lines.append("  " + description) }
         var settings = ["max_parallel \(maxParallel)\(workflow.maxParallel == nil ? " (CPU count)" : "")"]
@@ -43,9 +43,13 @@ extension Plan {
         let joinCount = steps.filter { $0.kind == .join }.count
         lines.append("")
         lines.append("\(total), \(groupCount) group\(groupCount == 1 ? "" : "s"), \(joinCount) join\(joinCount == 1 ? "" : "s")")
-        // Names, items, values and scripts come from the file and `--var`:
-        // no control character of theirs reaches the terminal raw.
-        return lines.map(TerminalText.escaped).joined(separator: "\n") + "\n"
+        // Secrets masked first (a multi-line one is found whole), then
+        // control characters escaped line by line: names, items, values and
+        // scripts come from the file and `--var`, and none of their control
+        // characters reaches the terminal raw.
+        let masked = shown(lines.joined(separator: "\n"))
+        return masked.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { TerminalText.escaped(String($0)) }.joined(separator: "\n") + "\n"
     }
 
     private static func describe(_ step: PlanStep) -> [String] {
@@ -64,7 +68,7 @@ extension Plan {
             switch task.action {
             case .run(let script): row("run", oneLine(script.source))
             case .sleep(let duration): row("sleep", duration.text + (duration.isRange ? " (random)" : ""))
-            case .http(let request): row("http", "\(request.method) \(request.url.source) (expect \(request.expect))")
+            case .http(let request): row("http", "\(request.method) \(URLRedaction.redact(request.url.source)) (expect \(request.expect))")
             }
             if let source = step.fanOutSource { row("foreach", describe(source)) }
             if let name = task.nameTemplate { row("names", name.source) }

@@ -12,6 +12,9 @@ public struct Plan: Sendable {
     public var semaphores: [PlannedSemaphore]
     /// The names `--only` selected; empty when everything runs.
     public var only: [String]
+    /// Hides the values `secrets:` names in everything flowrun shows and
+    /// stores; nil when the workflow has none (or all are unset).
+    public var secretMasker: SecretMasker?
 
     /// Steps grouped by stage: everything in stage N can start once what it
     /// waits for in earlier stages has settled.

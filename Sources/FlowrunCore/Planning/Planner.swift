@@ -57,7 +57,9 @@ public enum Planner {
         let semaphores = workflow.semaphores.map { declaration in
             PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])
         }
-        return Plan(workflow: workflow, maxParallel: maxParallel, steps: steps, finallySteps: finallySteps, semaphores: semaphores, only: options.only)
+        let secretMasker = SecretMasker(values: try secretValues(of: workflow))
+        return Plan(workflow: workflow, maxParallel: maxParallel, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
+                    only: options.only, secretMasker: secretMasker)
     }
 
     private static func apply(_ options: PlanOptions, to workflow: inout Workflow) throws(PlanningError) {
@@ -168,7 +170,7 @@ public enum Planner {
             name: task.name, kind: node.kind, location: task.location, stage: 0,
             needs: task.needs.map(\.value).filter { $0 != group?.name } + (group?.needs.map(\.value) ?? []),
             group: group?.name, joins: [], sharedTask: Shared(task), limits: limits,
-            timers: Timers(timeout: task.timeout?.value, groupTimeout: group?.timeout?.value, runTimeout: workflow.timeout?.value),
+            timers: Timers(timeout: task.attemptTimeout, groupTimeout: group?.timeout?.value, runTimeout: workflow.timeout?.value),
             fanOutCount: nil, fanOutSource: nil, members: [], concurrency: nil, join: nil)
     }
 }

@@ -24,7 +24,7 @@ public enum PlanGraph {
                 switch task.action {
                 case .run: break
                 case .sleep(let duration): lines.append("sleep " + duration.text)
-                case .http(let request): lines.append(request.method + " " + request.url.source)
+                case .http(let request): lines.append(request.method + " " + URLRedaction.redact(request.url.source))
                 }
                 if task.when != .success { lines.append("when " + task.when.rawValue) }
                 if task.condition != nil { lines.append("if …") }

@@ -4,7 +4,7 @@
 struct WorkflowChecker {
     let workflow: Workflow
     let names: NameTable
-    private(set) var diagnostics: [Diagnostic] = []
+    var diagnostics: [Diagnostic] = []
     private var declared: [String: (kind: String, location: SourceLocation)] = [:]
     private let mainGraph: DependencyGraph
     private let finallyGraph: DependencyGraph
@@ -34,6 +34,7 @@ struct WorkflowChecker {
         checkCycles(in: mainGraph)
         checkCycles(in: finallyGraph)
         checkTimeouts()
+        checkSecrets()
         return diagnostics
     }
 

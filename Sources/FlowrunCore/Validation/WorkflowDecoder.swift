@@ -17,7 +17,7 @@ struct WorkflowDecoder {
 
     static let topLevelKeys = [
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
-        "env", "vars", "semaphores", "tasks", "groups", "joins", "finally",
+        "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
@@ -35,6 +35,7 @@ struct WorkflowDecoder {
         }
         if let node = fields["env"]?.value { workflow.env = environment(node, context: .workflow) }
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
+        if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
         if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }
         if let node = fields["tasks"]?.value {
             workflow.tasks = tasks(named(node, what: "tasks"), context: .main)

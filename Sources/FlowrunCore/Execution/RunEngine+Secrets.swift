@@ -1,0 +1,37 @@
+/// Where the engine hides secrets (SPEC §11): one choke point per kind of
+/// output. Events are masked once, in `emit`, before any reporter (the run
+/// record's `events.jsonl`, the console in every mode, join blocks) sees
+/// them; the summary's pieces are masked as they are written; task output
+/// is masked as it streams to the log and to `--stream` (`ProcessAttempt`,
+/// `HTTPAttempt`). What tasks receive and what expressions read keep the
+/// real values.
+extension RunEngine {
+    var secretMasker: SecretMasker? { plan.secretMasker }
+
+    /// `event` as it may be shown.
+    func shown(_ event: RunEvent) -> RunEvent {
+        guard let secretMasker else { return event }
+        return event.masked(by: secretMasker)
+    }
+
+    /// A piece of `summary.json` as it may be stored.
+    func shown(json: [UInt8]) -> [UInt8] {
+        secretMasker?.maskJSON(json) ?? json
+    }
+}
+
+extension RunEvent {
+    /// Every text that can carry a value (reasons, log tails, join reports,
+    /// what a task waits on) masked. Names (`subject`, `missing`) are kept:
+    /// they come from the workflow file, and the reporters key on them.
+    func masked(by masker: SecretMasker) -> RunEvent {
+        var event = self
+        event.reason = reason.map(masker.mask)
+        event.logTail = logTail.map(masker.mask)
+        event.waitingOn = waitingOn.map(masker.mask)
+        event.report = report?.map { (key: $0.key, value: masker.mask($0.value)) }
+        event.workflow = workflow.map(masker.mask)
+        event.path = path.map(masker.mask)
+        return event
+    }
+}
