@@ -71,7 +71,7 @@ extension RunEngine {
         var report = memberReport(index, status: status, duration: completed.duration ?? 0, missing: node.joinTimedOut ? completed.missing ?? [] : [])
         // The whole report goes to the record first; the event carries it capped, pointing there.
         report.path = record.joinReportPath(for: node.name)
-        if record.writeJoinReport(report.json(), for: node.name) != nil { report.path = nil }
+        if record.writeJoinReport(shown(json: report.json()), for: node.name) != nil { report.path = nil }
         completed.joinReport = report
         emit(completed)
     }

@@ -32,6 +32,21 @@ extension RunEvent {
         event.report = report?.map { (key: $0.key, value: masker.mask($0.value)) }
         event.workflow = workflow.map(masker.mask)
         event.path = path.map(masker.mask)
+        event.joinReport = joinReport.map { $0.masked(by: masker) }
         return event
+    }
+}
+
+extension JoinReport {
+    /// Every member's values and item masked (names are the workflow's).
+    func masked(by masker: SecretMasker) -> JoinReport {
+        var report = self
+        for index in report.members.indices {
+            report.members[index].item = report.members[index].item.map(masker.mask)
+            for value in report.members[index].values.indices {
+                report.members[index].values[value].text = masker.mask(report.members[index].values[value].text)
+            }
+        }
+        return report
     }
 }
