@@ -99,14 +99,18 @@ extension RunEndToEnd {
             #expect(request.contains("token=\(Self.cliToken)"), "\(request)")
             let written = Self.everythingWritten(by: run, record: record.directory)
             #expect(written.map(\.what).contains("events.jsonl") && written.map(\.what).contains("summary.json"))
-            #expect(written.contains { $0.what == "logs/split.log" }, "\(written.map(\.what))")
+            // Logs are named `logs/NNNNNN-NAME.log`: keyed here by `logs/NAME.log`.
+            let logs = Dictionary(uniqueKeysWithValues: written.filter { $0.what.hasPrefix("logs/") }.map { entry in
+                let file = entry.what.dropFirst("logs/".count)
+                return ("logs/" + (file.firstIndex(of: "-").map { String(file[file.index(after: $0)...]) } ?? String(file)), entry.text)
+            })
+            #expect(logs["logs/split.log"] != nil, "\(written.map(\.what))")
             for (what, text) in written {
                 for secret in Self.forbidden {
                     #expect(!text.contains(secret), "\(what) holds '\(secret)':\n\(text.prefix(3000))")
                 }
             }
             // Masked, not dropped.
-            let logs = Dictionary(uniqueKeysWithValues: written.filter { $0.what.hasPrefix("logs/") }.map { ($0.what, $0.text) })
             #expect(logs["logs/whole.log"] == "whole *** *** *** ***\n")
             #expect(logs["logs/split.log"]?.contains("*** and more\n") == true, "\(logs["logs/split.log"] ?? "")")
             #expect(logs["logs/multi.log"] == "***\n***\r\n***\r\n", "\(logs["logs/multi.log"] ?? "")")
@@ -114,7 +118,7 @@ extension RunEndToEnd {
                     "\(logs["logs/url.log"] ?? "")")
             #expect(logs["logs/url.log"]?.contains("body holds *** too") == true)
             // The tasks' own files keep what they wrote (a documented leak).
-            #expect(try String(contentsOfFile: record.directory + "/outputs/stash.1", encoding: .utf8).contains(Self.callerSecret))
+            #expect(try String(contentsOfFile: record.outputsPath("stash", attempt: 1), encoding: .utf8).contains(Self.callerSecret))
         }
 
         @Test(arguments: ["plain", "json"])

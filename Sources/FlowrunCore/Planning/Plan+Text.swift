@@ -43,13 +43,11 @@ extension Plan {
         let joinCount = steps.filter { $0.kind == .join }.count
         lines.append("")
         lines.append("\(total), \(groupCount) group\(groupCount == 1 ? "" : "s"), \(joinCount) join\(joinCount == 1 ? "" : "s")")
-        // Secrets masked first (a multi-line one is found whole), then
-        // control characters escaped line by line: names, items, values and
-        // scripts come from the file and `--var`, and none of their control
-        // characters reaches the terminal raw.
-        let masked = shown(lines.joined(separator: "\n"))
-        return masked.split(separator: "\n", omittingEmptySubsequences: false)
-            .map { TerminalText.escaped(String($0)) }.joined(separator: "\n") + "\n"
+        // Each line's secrets masked first (a multi-line value sits whole in
+        // its line), then its control characters escaped: names, items,
+        // values and scripts come from the file and `--var`, and none of
+        // their control characters reaches the terminal raw.
+        return lines.map { TerminalText.escaped(shown($0)) }.joined(separator: "\n") + "\n"
     }
 
     private static func describe(_ step: PlanStep) -> [String] {
