@@ -2,6 +2,24 @@
 extension RunEngine {
     static let runSlotOnly = SlotPool.Demand(amounts: [runSlots: 1])
 
+    /// The pool's resources, all from the plan: resource 0 is the run's
+    /// `max_parallel`, then each semaphore, then each group step with a
+    /// `concurrency` (in step order, the order `buildNodes` numbers them).
+    static func slotPool(for plan: Plan) -> SlotPool {
+        var names = ["max_parallel"]
+        var capacities = [plan.maxParallel]
+        for semaphore in plan.semaphores {
+            names.append("semaphore \(semaphore.name)")
+            capacities.append(semaphore.capacity)
+        }
+        for step in plan.steps where step.kind == .group {
+            guard let concurrency = step.concurrency else { continue }
+            names.append("group \(step.name)")
+            capacities.append(concurrency)
+        }
+        return SlotPool(capacities: capacities, names: names)
+    }
+
     func buildNodes() {
         let workflow = plan.workflow
         let groupsByName = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -18,14 +36,20 @@ extension RunEngine {
             case .task:
                 var node = RunNode(kind: .task, name: name)
                 node.definition = steps[position].sharedTask
+                node.timeout = steps[position].timers.timeout
                 add(node)
             case .group:
                 var node = RunNode(kind: .group, name: name)
                 node.groupDefinition = groupsByName[name]
-                add(node)
+                node.timeout = steps[position].timers.timeout
+                let index = add(node)
+                if steps[position].concurrency != nil {
+                    resourceOfGroup[index] = 1 + plan.semaphores.count + resourceOfGroup.count
+                }
             case .join:
                 var node = RunNode(kind: .join, name: name)
                 node.joinDefinition = steps[position].join
+                node.timeout = steps[position].timers.timeout
                 add(node)
             case .fanOut:
                 break
@@ -36,11 +60,8 @@ extension RunEngine {
             var node = RunNode(kind: .task, name: finallySteps[position].name)
             node.definition = finallySteps[position].sharedTask
             node.isFinally = true
+            node.timeout = finallySteps[position].timers.timeout
             add(node)
-        }
-        for (offset, group) in workflow.groups.enumerated() where group.concurrency != nil {
-            guard let index = indexByName[group.name] else { continue }
-            resourceOfGroup[index] = 1 + workflow.semaphores.count + workflow.groups[..<offset].filter { $0.concurrency != nil }.count
         }
 
         // Then the edges.
@@ -63,6 +84,13 @@ extension RunEngine {
 
     /// A step's edges: needs, group membership, join members.
     private func connect(_ step: borrowing PlanStep) {
+        if step.kind == .fanOut {
+            // What every member will hold and its deadline, for when the group starts.
+            if let group = step.group.flatMap({ indexByName[$0] }) {
+                fanOutSettings[group] = (demand(for: step.limits), step.timers.timeout)
+            }
+            return
+        }
         guard let index = indexByName[step.name] else { return }
         switch step.kind {
         case .task:
@@ -76,7 +104,7 @@ extension RunEngine {
             } else {
                 nodes[index].needs = step.needs.compactMap { indexByName[$0] }
             }
-            nodes[index].demand = demand(for: step.sharedTask!.value, group: groupIndex)
+            nodes[index].demand = demand(for: step.limits)
         case .group:
             nodes[index].needs = step.needs.compactMap { indexByName[$0] }
         case .join:
@@ -97,14 +125,46 @@ extension RunEngine {
         return index
     }
 
-    /// The slots a task holds while running: a run slot, its group's, its semaphores'.
-    func demand(for task: TaskDefinition, group: Int?) -> SlotPool.Demand {
-        if task.semaphores.isEmpty && group.flatMap({ resourceOfGroup[$0] }) == nil {
+    /// A demand as the JSON of `task_started`'s `limits`, read back from the
+    /// pool (the capacities it enforces), once per distinct demand.
+    func limitsJSON(_ demand: SlotPool.Demand) -> String {
+        if let known = limitsTexts[demand] { return known }
+        let groupOfResource = Dictionary(resourceOfGroup.map { ($1, nodes[$0].name) }, uniquingKeysWith: { first, _ in first })
+        let semaphoreOfResource = Dictionary(resourceOfSemaphore.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        var json = JSONObjectWriter()
+        json.add("run", pool.capacity(of: Self.runSlots))
+        var semaphores: [String] = []
+        for (resource, amount) in demand.pairs {
+            var limit = JSONObjectWriter()
+            if let group = groupOfResource[resource] {
+                limit.add("name", group)
+                limit.add("concurrency", pool.capacity(of: resource))
+                json.addRaw("group", limit.result)
+            } else if let semaphore = semaphoreOfResource[resource] {
+                limit.add("name", semaphore)
+                limit.add("weight", amount)
+                limit.add("capacity", pool.capacity(of: resource))
+                semaphores.append(limit.result)
+            }
+        }
+        if !semaphores.isEmpty { json.addRaw("semaphores", "[" + semaphores.joined(separator: ",") + "]") }
+        let text = json.result
+        limitsTexts[demand] = text
+        return text
+    }
+
+    /// The slots a task holds while running, as the plan gave them: a run
+    /// slot, its group's, its semaphores' (weights of one semaphore named
+    /// twice add up).
+    func demand(for limits: TaskLimits?) -> SlotPool.Demand {
+        guard let limits else { return Self.runSlotOnly }
+        let groupResource = limits.group.flatMap { indexByName[$0.name] }.flatMap { resourceOfGroup[$0] }
+        if limits.semaphores.isEmpty && groupResource == nil {
             return Self.runSlotOnly  // most tasks: one value shared, not built per task
         }
         var amounts = [Self.runSlots: 1]
-        if let group, let resource = resourceOfGroup[group] { amounts[resource] = 1 }
-        for use in task.semaphores {
+        if let groupResource { amounts[groupResource] = 1 }
+        for use in limits.semaphores {
             if let resource = resourceOfSemaphore[use.name] { amounts[resource, default: 0] += use.weight }
         }
         return SlotPool.Demand(amounts: amounts)

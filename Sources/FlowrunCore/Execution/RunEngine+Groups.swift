@@ -9,10 +9,12 @@ extension RunEngine {
             switch fanOutItems(fanOut.source, group: index) {
             case .success(let items):
                 let template = Shared(fanOut.template)
-                let demand = demand(for: fanOut.template, group: index)
+                let settings = fanOutSettings[index] ?? (Self.runSlotOnly, nil)
                 var names = MemberNames()
                 for (offset, item) in items.enumerated() {
-                    addFanOutMember(group: index, template: template, demand: demand, item: item, index: offset, names: &names)
+                    addFanOutMember(
+                        group: index, template: template, demand: settings.demand, timeout: settings.timeout, item: item, index: offset,
+                        names: &names)
                 }
             case .failure(let error):
                 // The items could not be read: the group fails without running anything.
@@ -24,7 +26,7 @@ extension RunEngine {
         }
         let members = nodes[index].members
         nodes[index].unsettledMembers = members.count
-        if let timeout = group.timeout?.value {
+        if let timeout = nodes[index].timeout {
             startTimer(.group(index), after: timeout) { $0.groupTimedOut(index) }
         }
         if members.isEmpty {
@@ -38,7 +40,7 @@ extension RunEngine {
     }
 
     private func addFanOutMember(
-        group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, item: String, index: Int,
+        group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, timeout: Duration?, item: String, index: Int,
         names: inout MemberNames
     ) {
         let template = shared.value
@@ -58,6 +60,7 @@ extension RunEngine {
         let own = template.needs.map(\.value).filter { $0 != groupName }
         node.needs = own.compactMap { indexByName[$0] }
         node.demand = demand
+        node.timeout = timeout
         let member = add(node)
         nodes[group].members.append(member)
         var unsettled = 1

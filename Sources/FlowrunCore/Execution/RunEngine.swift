@@ -30,6 +30,11 @@ public final class RunEngine: @unchecked Sendable {
     static let runSlots = 0
     var resourceOfGroup: [Int: Int] = [:]
     var resourceOfSemaphore: [String: Int] = [:]
+    /// For each group with a fan-out (by node index): the slots each member
+    /// holds and its per-attempt deadline, from the plan's fan-out step.
+    var fanOutSettings: [Int: (demand: SlotPool.Demand, timeout: Duration?)] = [:]
+    /// `limitsJSON` of each demand met so far.
+    var limitsTexts: [SlotPool.Demand: String] = [:]
 
     var attempts: [Int: any TaskAttempt] = [:]
     /// Reads every task's output on one thread.
@@ -101,17 +106,7 @@ public final class RunEngine: @unchecked Sendable {
         self.record = record
         self.reporters = [record] + reporters
         startSeconds = Self.monotonicSeconds()
-        var names = ["max_parallel"]
-        var capacities = [plan.maxParallel]
-        for semaphore in plan.workflow.semaphores {
-            names.append("semaphore \(semaphore.name)")
-            capacities.append(semaphore.capacity)
-        }
-        for group in plan.workflow.groups where group.concurrency != nil {
-            names.append("group \(group.name)")
-            capacities.append(group.concurrency!)
-        }
-        pool = SlotPool(capacities: capacities, names: names)
+        pool = Self.slotPool(for: plan)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
@@ -138,7 +133,7 @@ public final class RunEngine: @unchecked Sendable {
                 reaperProblem = error.description
             }
         }
-        for (offset, semaphore) in plan.workflow.semaphores.enumerated() { resourceOfSemaphore[semaphore.name] = offset + 1 }
+        for (offset, semaphore) in plan.semaphores.enumerated() { resourceOfSemaphore[semaphore.name] = offset + 1 }
         buildNodes()
     }
 
@@ -218,9 +213,10 @@ public final class RunEngine: @unchecked Sendable {
         started.runID = record.runID
         started.workflow = plan.workflow.name
         started.path = record.directory
+        started.timeoutSeconds = plan.runTimeout?.seconds
         started.members = nodes.indices.count { nodes[$0].kind == .task }
         emit(started)
-        if let timeout = plan.workflow.timeout?.value {
+        if let timeout = plan.runTimeout {
             startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }
         }
         let roots = nodes.indices.filter { !nodes[$0].isFinally && nodes[$0].unsettledNeeds == 0 && nodes[$0].kind != .join }

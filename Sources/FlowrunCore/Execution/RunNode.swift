@@ -20,6 +20,9 @@ struct RunNode {
     var joins: [Int] = []
     var isFinally = false
     var cancelReason: CancelReason?
+    /// The deadline the plan gave this node: a task's per attempt, a
+    /// group's or a join's own. Read from the plan step, never recomputed.
+    var timeout: Duration?
     var startedAt: Double?
     var finishedAt: Double?
 
