@@ -100,7 +100,28 @@ public final class RunEngine: @unchecked Sendable {
     /// `--stream`: task output goes to the reporters line by line as it arrives.
     let streamsOutput: Bool
 
-    public init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false) {
+    /// Makes the attempt that runs task `index` once. The engine's own
+    /// (`makeAttempt`: a process, a request, a sleep) unless a unit test
+    /// injects one (see `init(plan:record:reporters:attemptFactory:)`).
+    typealias AttemptFactory = (_ engine: RunEngine, _ index: Int, _ completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt
+
+    /// The test seam: nil in flowrun itself.
+    let attemptFactory: AttemptFactory?
+    /// Whether this engine owns flowrun's process: it reaps children, takes
+    /// signals, watches the supervisor and sweeps descendants at the end.
+    /// False only with an injected attempt factory, which starts no process:
+    /// a unit test's process (and its other tests' children) stays its own.
+    var ownsProcess: Bool { attemptFactory == nil }
+
+    public convenience init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false) {
+        self.init(plan: plan, record: record, reporters: reporters, streamsOutput: streamsOutput, attemptFactory: nil)
+    }
+
+    /// An engine whose attempts `attemptFactory` makes (a fake that starts no
+    /// process): for unit tests of scheduling. It reaps no children, handles
+    /// no signals and kills nothing at the end.
+    init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false, attemptFactory: AttemptFactory?) {
+        self.attemptFactory = attemptFactory
         self.plan = plan
         self.streamsOutput = streamsOutput
         self.record = record
@@ -114,10 +135,12 @@ public final class RunEngine: @unchecked Sendable {
         // the reaper blocks SIGCHLD here so every later thread inherits that.
         // The pump's thread, started next, inherits that block too: it reaps.
         var reaper: ChildReaper?
-        do {
-            reaper = try ChildReaper(scope: .allChildren, wakeup: .eventLoop)
-        } catch {
-            reaperProblem = error.description
+        if attemptFactory == nil {
+            do {
+                reaper = try ChildReaper(scope: .allChildren, wakeup: .eventLoop)
+            } catch {
+                reaperProblem = error.description
+            }
         }
         // Before the pump's thread: it must inherit SIGIO blocked too.
         outputFiles = record.watchOutputFiles()
@@ -149,15 +172,15 @@ public final class RunEngine: @unchecked Sendable {
 
     /// Runs to the end and returns how it went. Blocks the calling thread (not a Dispatch worker).
     public func run() -> RunOutcome {
-        installSignalHandlers()
+        if ownsProcess { installSignalHandlers() }
         queue.async { self.begin() }
         // After `begin` is queued: a supervisor found dead kills what began.
-        watchSupervisor()
+        if ownsProcess { watchSupervisor() }
         done.wait()
         // Nothing of the run may outlive flowrun, not even a daemon that left
         // its group, cleared its environment or changed its user: every
         // descendant goes (orphans re-parent to flowrun, a child subreaper).
-        ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true)
+        if ownsProcess { ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true) }
         return RunOutcome(exitCode: queue.sync { finalExitCode ?? exitCode() }, recordDirectory: record.directory)
     }
 
