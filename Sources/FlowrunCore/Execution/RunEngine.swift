@@ -143,7 +143,8 @@ public final class RunEngine: @unchecked Sendable {
             }
         }
         // Before the pump's thread: it must inherit SIGIO blocked too.
-        outputFiles = record.watchOutputFiles()
+        // Fake attempts write no outputs: no SIGIO notices in a test's process.
+        outputFiles = attemptFactory == nil ? record.watchOutputFiles() : nil
         pump = OutputPump(engineQueue: queue)
         record.writesEvents { [queue, pump] write in
             if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
