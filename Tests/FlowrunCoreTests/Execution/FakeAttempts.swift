@@ -111,18 +111,39 @@ final class FakeAttempts: @unchecked Sendable {
 
 /// The events a run reported, in order.
 final class EventLog: RunReporter, @unchecked Sendable {
-    // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
+    // @unchecked: guarded by `condition`.
+    private let condition = NSCondition()
     private var list: [RunEvent] = []
 
-    func report(_ event: RunEvent) { lock.withLock { list.append(event) } }
+    func report(_ event: RunEvent) {
+        condition.lock()
+        list.append(event)
+        condition.broadcast()
+        condition.unlock()
+    }
+
     func finish() {}
     func output(task: String, line: String, isError: Bool) {}
 
-    var events: [RunEvent] { lock.withLock { list } }
+    var events: [RunEvent] {
+        condition.lock()
+        defer { condition.unlock() }
+        return list
+    }
 
     func events(_ kind: RunEvent.Kind, _ subject: String? = nil) -> [RunEvent] {
         events.filter { $0.kind == kind && (subject == nil || $0.subject == subject) }
+    }
+
+    /// Waits until an event of `kind` was reported (at most `seconds`); false if none was.
+    func waitFor(_ kind: RunEvent.Kind, seconds: Double = 10) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while !list.contains(where: { $0.kind == kind }) {
+            guard condition.wait(until: deadline) else { return list.contains { $0.kind == kind } }
+        }
+        return true
     }
 }
 
