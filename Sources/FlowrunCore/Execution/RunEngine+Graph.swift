@@ -21,8 +21,6 @@ extension RunEngine {
     }
 
     func buildNodes() {
-        let workflow = plan.workflow
-        let groupsByName = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         // Room for every node at once: growing the array by doubling would
         // hold two copies at its peak (tens of MB at 20,000 tasks).
         nodes.reserveCapacity(plan.steps.count + plan.finallySteps.count)
@@ -40,7 +38,6 @@ extension RunEngine {
                 add(node)
             case .group:
                 var node = RunNode(kind: .group, name: name)
-                node.groupDefinition = groupsByName[name]
                 node.timeout = steps[position].timers.timeout
                 let index = add(node)
                 if steps[position].concurrency != nil {
@@ -86,8 +83,8 @@ extension RunEngine {
     private func connect(_ step: borrowing PlanStep) {
         if step.kind == .fanOut {
             // What every member will hold and its deadline, for when the group starts.
-            if let group = step.group.flatMap({ indexByName[$0] }) {
-                fanOutSettings[group] = (demand(for: step.limits), step.timers.timeout)
+            if let group = step.group.flatMap({ indexByName[$0] }), let template = step.sharedTask, let source = step.fanOutSource {
+                fanOuts[group] = FanOut(template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout)
             }
             return
         }

@@ -2,18 +2,16 @@
 extension RunEngine {
     /// The group's needs succeeded: create fan-out members, start the deadline, release members.
     func activateGroup(_ index: Int) {
-        guard let group = nodes[index].groupDefinition else { return }
+        guard nodes[index].kind == .group else { return }
         nodes[index].status = .running
         nodes[index].startedAt = elapsed
-        if let fanOut = group.fanOut {
+        if let fanOut = fanOuts[index] {
             switch fanOutItems(fanOut.source, group: index) {
             case .success(let items):
-                let template = Shared(fanOut.template)
-                let settings = fanOutSettings[index] ?? (Self.runSlotOnly, nil)
                 var names = MemberNames()
                 for (offset, item) in items.enumerated() {
                     addFanOutMember(
-                        group: index, template: template, demand: settings.demand, timeout: settings.timeout, item: item, index: offset,
+                        group: index, template: fanOut.template, demand: fanOut.demand, timeout: fanOut.timeout, item: item, index: offset,
                         names: &names)
                 }
             case .failure(let error):

@@ -30,9 +30,17 @@ public final class RunEngine: @unchecked Sendable {
     static let runSlots = 0
     var resourceOfGroup: [Int: Int] = [:]
     var resourceOfSemaphore: [String: Int] = [:]
-    /// For each group with a fan-out (by node index): the slots each member
-    /// holds and its per-attempt deadline, from the plan's fan-out step.
-    var fanOutSettings: [Int: (demand: SlotPool.Demand, timeout: Duration?)] = [:]
+    /// A group's fan-out as its plan step gives it: what each member runs,
+    /// over which items, holding which slots, under which deadline.
+    struct FanOut {
+        var template: Shared<TaskDefinition>
+        var source: FanOutSource
+        var demand: SlotPool.Demand
+        var timeout: Duration?
+    }
+
+    /// Each group's fan-out, by the group's node index.
+    var fanOuts: [Int: FanOut] = [:]
     /// `limitsJSON` of each demand met so far.
     var limitsTexts: [SlotPool.Demand: String] = [:]
 

@@ -40,12 +40,7 @@ struct RunNode {
     var holdsSlots = false
     var stash = Stash()
 
-    // Groups.
-    private var sharedGroup: Shared<GroupDefinition>?
-    var groupDefinition: GroupDefinition? {
-        get { sharedGroup?.value }
-        set { sharedGroup = newValue.map(Shared.init) }
-    }
+    // Groups (a fan-out's template and items: `RunEngine.fanOuts`).
     var members: [Int] = []
     var unsettledMembers = 0
     var groupTimedOut = false
