@@ -64,6 +64,26 @@ import Testing
         #expect(plan.finallySteps.allSatisfy { $0.timers.runTimeout == nil })
     }
 
+    /// The engine takes every deadline from the plan (issue 21): the run's,
+    /// and each default resolved here, http's whole-request limit included.
+    @Test func thePlanResolvesEveryDeadlineTheEngineStarts() throws {
+        let nightly = try Planner.plan(try workflow(Self.nightly))
+        #expect(nightly.runTimeout == .seconds(600))
+        let http = try Planner.plan(try workflow("""
+            name: http
+            tasks:
+              ping: { http: { url: "http://127.0.0.1:9/" } }
+              quick: { http: { url: "http://127.0.0.1:9/" }, timeout: 2s }
+              plain: { run: "true" }
+            finally:
+              bye: { http: { url: "http://127.0.0.1:9/" } }
+              bye-quick: { http: { url: "http://127.0.0.1:9/" }, timeout: 3s }
+            """))
+        #expect(http.runTimeout == nil)
+        #expect(http.steps.map(\.timers.timeout) == [HTTPRequest.defaultTimeout, .seconds(2), nil])
+        #expect(http.finallySteps.map(\.timers.timeout) == [Planner.finallyDefaultTimeout, .seconds(3)])
+    }
+
     @Test func dynamicFanOutIsMarkedAsSuch() throws {
         let plan = try Planner.plan(try workflow("""
             tasks:
