@@ -172,4 +172,60 @@ import Testing
         run.attempts.end("cleanup")
         #expect(run.exitCode() == 0)
     }
+
+    // MARK: - Deadlines, started from the plan's timers
+
+    @Test func anAttemptPastItsTimeoutIsStoppedAsTimedOut() throws {
+        let run = try EngineUnderTest("""
+            name: deadline
+            tasks:
+              slow: {run: "true", timeout: 50ms}
+              after: {run: "true", needs: slow, when: always}
+            """)
+        run.start()
+        #expect(run.running(after: ["slow"]) == ["slow"])
+        // The test never ends slow: the engine's timer does.
+        #expect(run.running(after: ["after"]) == ["after"])
+        #expect(run.status("slow") == .timedOut)
+        #expect(run.log.events(.taskFinished, "slow").first?.reason == "timed out after 50ms")
+        run.attempts.end("after")
+        #expect(run.exitCode() == 1)
+    }
+
+    @Test func aGroupPastItsDeadlineCancelsItsMembers() throws {
+        let run = try EngineUnderTest("""
+            name: group-deadline
+            groups:
+              g:
+                timeout: 50ms
+                tasks:
+                  stuck: {run: "true"}
+            tasks:
+              after: {run: "true", needs: g, when: always}
+            """)
+        run.start()
+        #expect(run.running(after: ["stuck"]) == ["stuck"])
+        #expect(run.running(after: ["after"]) == ["after"])
+        #expect(run.status("stuck") == .cancelled)
+        #expect(run.status("g") == .timedOut)
+        run.attempts.end("after")
+        #expect(run.exitCode() == 1)
+    }
+
+    @Test func theRunsDeadlineStopsTheMainPhaseAndFinallyStillRuns() throws {
+        let run = try EngineUnderTest("""
+            name: run-deadline
+            timeout: 50ms
+            tasks:
+              stuck: {run: "true"}
+            finally:
+              cleanup: {run: "true"}
+            """)
+        run.start()
+        #expect(run.running(after: ["stuck"]) == ["stuck"])
+        #expect(run.running(after: ["cleanup"]) == ["cleanup"])
+        #expect(run.status("stuck") == .cancelled)
+        run.attempts.end("cleanup")
+        #expect(run.exitCode() == 124)
+    }
 }
