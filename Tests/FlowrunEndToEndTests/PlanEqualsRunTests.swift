@@ -78,6 +78,8 @@ extension RunEndToEnd {
             ("limits", limitsWorkflow, [String]()),
             ("http", httpWorkflow, []),
             ("override", overrideWorkflow, ["--max-parallel", "2"]),
+            // A member selected without its group still holds the group's slot, as its plan step says.
+            ("only-member", limitsWorkflow, ["--only", "heavy"]),
         ])
         func generatedWorkflowsRunTheirPlan(_ name: String, _ text: String, _ extra: [String]) throws {
             let sandbox = try RunSandbox()

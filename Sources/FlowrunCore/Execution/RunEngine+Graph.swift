@@ -3,21 +3,30 @@ extension RunEngine {
     static let runSlotOnly = SlotPool.Demand(amounts: [runSlots: 1])
 
     /// The pool's resources, all from the plan: resource 0 is the run's
-    /// `max_parallel`, then each semaphore, then each group step with a
-    /// `concurrency` (in step order, the order `buildNodes` numbers them).
-    static func slotPool(for plan: Plan) -> SlotPool {
+    /// `max_parallel`, then each semaphore, then each group whose tasks'
+    /// limits name it (with its concurrency), in step order. By name: a
+    /// member `--only` selected without its group keeps its group's limit,
+    /// as the plan says.
+    static func slotPool(for plan: Plan) -> (pool: SlotPool, semaphores: [String: Int], groups: [String: Int]) {
         var names = ["max_parallel"]
         var capacities = [plan.maxParallel]
-        for semaphore in plan.semaphores {
+        var semaphores: [String: Int] = [:]
+        var groups: [String: Int] = [:]
+        for semaphore in plan.semaphores where semaphores[semaphore.name] == nil {
+            semaphores[semaphore.name] = names.count
             names.append("semaphore \(semaphore.name)")
             capacities.append(semaphore.capacity)
         }
-        for step in plan.steps where step.kind == .group {
-            guard let concurrency = step.concurrency else { continue }
-            names.append("group \(step.name)")
-            capacities.append(concurrency)
+        // By index, field by field: a step copied out retains every field it has.
+        for phase in [plan.steps, plan.finallySteps] {
+            for index in phase.indices {
+                guard let group = phase[index].limits?.group, groups[group.name] == nil else { continue }
+                groups[group.name] = names.count
+                names.append("group \(group.name)")
+                capacities.append(group.concurrency)
+            }
         }
-        return SlotPool(capacities: capacities, names: names)
+        return (SlotPool(capacities: capacities, names: names), semaphores, groups)
     }
 
     func buildNodes() {
@@ -39,10 +48,7 @@ extension RunEngine {
             case .group:
                 var node = RunNode(kind: .group, name: name)
                 node.timeout = steps[position].timers.timeout
-                let index = add(node)
-                if steps[position].concurrency != nil {
-                    resourceOfGroup[index] = 1 + plan.semaphores.count + resourceOfGroup.count
-                }
+                add(node)
             case .join:
                 var node = RunNode(kind: .join, name: name)
                 node.joinDefinition = steps[position].join
@@ -126,7 +132,7 @@ extension RunEngine {
     /// pool (the capacities it enforces), once per distinct demand.
     func limitsJSON(_ demand: SlotPool.Demand) -> String {
         if let known = limitsTexts[demand] { return known }
-        let groupOfResource = Dictionary(resourceOfGroup.map { ($1, nodes[$0].name) }, uniquingKeysWith: { first, _ in first })
+        let groupOfResource = Dictionary(resourceOfGroup.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         let semaphoreOfResource = Dictionary(resourceOfSemaphore.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         var json = JSONObjectWriter()
         json.add("run", pool.capacity(of: Self.runSlots))
@@ -155,7 +161,7 @@ extension RunEngine {
     /// twice add up).
     func demand(for limits: TaskLimits?) -> SlotPool.Demand {
         guard let limits else { return Self.runSlotOnly }
-        let groupResource = limits.group.flatMap { indexByName[$0.name] }.flatMap { resourceOfGroup[$0] }
+        let groupResource = limits.group.flatMap { resourceOfGroup[$0.name] }
         if limits.semaphores.isEmpty && groupResource == nil {
             return Self.runSlotOnly  // most tasks: one value shared, not built per task
         }

@@ -28,8 +28,9 @@ public final class RunEngine: @unchecked Sendable {
     var pool: SlotPool
     /// Resource 0 of the pool: the run's `max_parallel` slots.
     static let runSlots = 0
-    var resourceOfGroup: [Int: Int] = [:]
-    var resourceOfSemaphore: [String: Int] = [:]
+    /// Pool resources by group and semaphore name.
+    let resourceOfGroup: [String: Int]
+    let resourceOfSemaphore: [String: Int]
     /// A group's fan-out as its plan step gives it: what each member runs,
     /// over which items, holding which slots, under which deadline.
     struct FanOut {
@@ -135,7 +136,7 @@ public final class RunEngine: @unchecked Sendable {
         self.record = record
         self.reporters = [record] + reporters
         startSeconds = Self.monotonicSeconds()
-        pool = Self.slotPool(for: plan)
+        (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
@@ -165,7 +166,6 @@ public final class RunEngine: @unchecked Sendable {
                 reaperProblem = error.description
             }
         }
-        for (offset, semaphore) in plan.semaphores.enumerated() { resourceOfSemaphore[semaphore.name] = offset + 1 }
         buildNodes()
     }
 

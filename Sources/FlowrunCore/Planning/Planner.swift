@@ -158,6 +158,11 @@ public enum Planner {
             }
             step.stage = stages[index]
             step.joins = joinsOf[node.name] ?? []
+            // A member `--only` selected without its group runs outside it:
+            // no group starts, so no group deadline (its slot limit stays).
+            if let group = node.group, let selected, let groupIndex = graph.indexByName[group], !selected.contains(groupIndex) {
+                step.timers.groupTimeout = nil
+            }
             steps.append(step)
         }
         return steps
