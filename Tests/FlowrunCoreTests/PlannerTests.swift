@@ -84,6 +84,29 @@ import Testing
         #expect(http.finallySteps.map(\.timers.timeout) == [Planner.finallyDefaultTimeout, .seconds(3)])
     }
 
+    /// `--only` a member: its group does not run, so the plan gives it
+    /// neither the group's deadline nor its slot (the engine applies neither).
+    @Test func aMemberSelectedWithoutItsGroupHasNoGroupLimitOrDeadline() throws {
+        let text = """
+            name: only
+            groups:
+              g:
+                concurrency: 1
+                timeout: 1m
+                tasks:
+                  a: { run: "true" }
+                  b: { run: "true" }
+            """
+        var options = PlanOptions()
+        options.only = ["a"]
+        let alone = try #require(try Planner.plan(try workflow(text), options: options).steps.first { $0.name == "a" })
+        #expect(alone.limits?.group == nil)
+        #expect(alone.timers.groupTimeout == nil)
+        let whole = try #require(try Planner.plan(try workflow(text)).steps.first { $0.name == "a" })
+        #expect(whole.limits?.group?.name == "g" && whole.limits?.group?.concurrency == 1)
+        #expect(whole.timers.groupTimeout == .seconds(60))
+    }
+
     @Test func dynamicFanOutIsMarkedAsSuch() throws {
         let plan = try Planner.plan(try workflow("""
             tasks:

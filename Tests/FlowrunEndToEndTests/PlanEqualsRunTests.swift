@@ -78,7 +78,7 @@ extension RunEndToEnd {
             ("limits", limitsWorkflow, [String]()),
             ("http", httpWorkflow, []),
             ("override", overrideWorkflow, ["--max-parallel", "2"]),
-            // A member selected without its group still holds the group's slot, as its plan step says.
+            // A member selected without its group: no group runs, the plan shows neither its deadline nor its slot.
             ("only-member", limitsWorkflow, ["--only", "heavy"]),
         ])
         func generatedWorkflowsRunTheirPlan(_ name: String, _ text: String, _ extra: [String]) throws {

@@ -4,9 +4,7 @@ extension RunEngine {
 
     /// The pool's resources, all from the plan: resource 0 is the run's
     /// `max_parallel`, then each semaphore, then each group whose tasks'
-    /// limits name it (with its concurrency), in step order. By name: a
-    /// member `--only` selected without its group keeps its group's limit,
-    /// as the plan says.
+    /// limits name it (with its concurrency), in step order.
     static func slotPool(for plan: Plan) -> (pool: SlotPool, semaphores: [String: Int], groups: [String: Int]) {
         var names = ["max_parallel"]
         var capacities = [plan.maxParallel]

@@ -159,9 +159,10 @@ public enum Planner {
             step.stage = stages[index]
             step.joins = joinsOf[node.name] ?? []
             // A member `--only` selected without its group runs outside it:
-            // no group starts, so no group deadline (its slot limit stays).
+            // no group starts, so neither its deadline nor its slots apply.
             if let group = node.group, let selected, let groupIndex = graph.indexByName[group], !selected.contains(groupIndex) {
                 step.timers.groupTimeout = nil
+                step.limits?.group = nil
             }
             steps.append(step)
         }
