@@ -64,6 +64,49 @@ import Testing
         #expect(plan.finallySteps.allSatisfy { $0.timers.runTimeout == nil })
     }
 
+    /// The engine takes every deadline from the plan (issue 21): the run's,
+    /// and each default resolved here, http's whole-request limit included.
+    @Test func thePlanResolvesEveryDeadlineTheEngineStarts() throws {
+        let nightly = try Planner.plan(try workflow(Self.nightly))
+        #expect(nightly.runTimeout == .seconds(600))
+        let http = try Planner.plan(try workflow("""
+            name: http
+            tasks:
+              ping: { http: { url: "http://127.0.0.1:9/" } }
+              quick: { http: { url: "http://127.0.0.1:9/" }, timeout: 2s }
+              plain: { run: "true" }
+            finally:
+              bye: { http: { url: "http://127.0.0.1:9/" } }
+              bye-quick: { http: { url: "http://127.0.0.1:9/" }, timeout: 3s }
+            """))
+        #expect(http.runTimeout == nil)
+        #expect(http.steps.map(\.timers.timeout) == [HTTPRequest.defaultTimeout, .seconds(2), nil])
+        #expect(http.finallySteps.map(\.timers.timeout) == [Planner.finallyDefaultTimeout, .seconds(3)])
+    }
+
+    /// `--only` a member: its group does not run, so the plan gives it
+    /// neither the group's deadline nor its slot (the engine applies neither).
+    @Test func aMemberSelectedWithoutItsGroupHasNoGroupLimitOrDeadline() throws {
+        let text = """
+            name: only
+            groups:
+              g:
+                concurrency: 1
+                timeout: 1m
+                tasks:
+                  a: { run: "true" }
+                  b: { run: "true" }
+            """
+        var options = PlanOptions()
+        options.only = ["a"]
+        let alone = try #require(try Planner.plan(try workflow(text), options: options).steps.first { $0.name == "a" })
+        #expect(alone.limits?.group == nil)
+        #expect(alone.timers.groupTimeout == nil)
+        let whole = try #require(try Planner.plan(try workflow(text)).steps.first { $0.name == "a" })
+        #expect(whole.limits?.group?.name == "g" && whole.limits?.group?.concurrency == 1)
+        #expect(whole.timers.groupTimeout == .seconds(60))
+    }
+
     @Test func dynamicFanOutIsMarkedAsSuch() throws {
         let plan = try Planner.plan(try workflow("""
             tasks:

@@ -97,6 +97,22 @@ extension RunEndToEnd {
             #expect(problems.map(\.line) == [1, 2, 3], "\(problems)")
         }
 
+        /// `task_started`'s applied deadlines and `limits` (issue 21): the
+        /// shapes the engine writes pass, anything else is refused.
+        @Test func theSchemaChecksTheAppliedLimitsOfTaskStarted() throws {
+            let start = #"{"event":"task_started","time":"2026-11-22T14:03:07.250Z","elapsed":0.1,"task":"a","attempt":1,"#
+            let problems = try Self.validate([
+                start + #""timeout_seconds":300,"limits":{"run":4}}"#,
+                start + #""group_timeout_seconds":60,"limits":{"run":4,"group":{"name":"g","concurrency":2},"semaphores":[{"name":"db","weight":2,"capacity":3}]}}"#,
+                start + #""limits":{"group":{"name":"g","concurrency":2}}}"#,
+                start + #""limits":{"run":4,"semaphores":[{"name":"db","weight":2}]}}"#,
+                start + #""limits":{"run":4,"queue":1}}"#,
+                start + #""timeout_seconds":"5s"}"#,
+                #"{"event":"run_started","time":"2026-11-22T14:03:07.250Z","elapsed":0,"run_id":"20261122-140307-4f1c09a2b7d3e865","workflow":"w","path":"p","members":1,"timeout_seconds":60}"#,
+            ])
+            #expect(problems.map(\.line) == [3, 4, 5, 6], "\(problems)")
+        }
+
         struct KindAndSubject: Hashable, CustomStringConvertible {
             var kind: String
             var subject: String

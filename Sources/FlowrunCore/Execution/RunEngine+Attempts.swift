@@ -3,6 +3,7 @@ import Dispatch
 /// Making the attempt that runs a task's action once.
 extension RunEngine {
     func makeAttempt(for index: Int, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
+        if let attemptFactory { return attemptFactory(self, index, completion) }
         switch nodes[index].definition!.value.action {
         case .sleep(let duration):
             return SleepAttempt(duration, queue: queue, completion: completion)

@@ -2,9 +2,32 @@
 extension RunEngine {
     static let runSlotOnly = SlotPool.Demand(amounts: [runSlots: 1])
 
+    /// The pool's resources, all from the plan: resource 0 is the run's
+    /// `max_parallel`, then each semaphore, then each group whose tasks'
+    /// limits name it (with its concurrency), in step order.
+    static func slotPool(for plan: Plan) -> (pool: SlotPool, semaphores: [String: Int], groups: [String: Int]) {
+        var names = ["max_parallel"]
+        var capacities = [plan.maxParallel]
+        var semaphores: [String: Int] = [:]
+        var groups: [String: Int] = [:]
+        for semaphore in plan.semaphores where semaphores[semaphore.name] == nil {
+            semaphores[semaphore.name] = names.count
+            names.append("semaphore \(semaphore.name)")
+            capacities.append(semaphore.capacity)
+        }
+        // By index, field by field: a step copied out retains every field it has.
+        for phase in [plan.steps, plan.finallySteps] {
+            for index in phase.indices {
+                guard let group = phase[index].limits?.group, groups[group.name] == nil else { continue }
+                groups[group.name] = names.count
+                names.append("group \(group.name)")
+                capacities.append(group.concurrency)
+            }
+        }
+        return (SlotPool(capacities: capacities, names: names), semaphores, groups)
+    }
+
     func buildNodes() {
-        let workflow = plan.workflow
-        let groupsByName = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         // Room for every node at once: growing the array by doubling would
         // hold two copies at its peak (tens of MB at 20,000 tasks).
         nodes.reserveCapacity(plan.steps.count + plan.finallySteps.count)
@@ -18,14 +41,16 @@ extension RunEngine {
             case .task:
                 var node = RunNode(kind: .task, name: name)
                 node.definition = steps[position].sharedTask
+                node.timeout = steps[position].timers.timeout
                 add(node)
             case .group:
                 var node = RunNode(kind: .group, name: name)
-                node.groupDefinition = groupsByName[name]
+                node.timeout = steps[position].timers.timeout
                 add(node)
             case .join:
                 var node = RunNode(kind: .join, name: name)
                 node.joinDefinition = steps[position].join
+                node.timeout = steps[position].timers.timeout
                 add(node)
             case .fanOut:
                 break
@@ -36,11 +61,8 @@ extension RunEngine {
             var node = RunNode(kind: .task, name: finallySteps[position].name)
             node.definition = finallySteps[position].sharedTask
             node.isFinally = true
+            node.timeout = finallySteps[position].timers.timeout
             add(node)
-        }
-        for (offset, group) in workflow.groups.enumerated() where group.concurrency != nil {
-            guard let index = indexByName[group.name] else { continue }
-            resourceOfGroup[index] = 1 + workflow.semaphores.count + workflow.groups[..<offset].filter { $0.concurrency != nil }.count
         }
 
         // Then the edges.
@@ -63,6 +85,13 @@ extension RunEngine {
 
     /// A step's edges: needs, group membership, join members.
     private func connect(_ step: borrowing PlanStep) {
+        if step.kind == .fanOut {
+            // What every member will hold and its deadline, for when the group starts.
+            if let group = step.group.flatMap({ indexByName[$0] }), let template = step.sharedTask, let source = step.fanOutSource {
+                fanOuts[group] = FanOut(template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout)
+            }
+            return
+        }
         guard let index = indexByName[step.name] else { return }
         switch step.kind {
         case .task:
@@ -76,7 +105,7 @@ extension RunEngine {
             } else {
                 nodes[index].needs = step.needs.compactMap { indexByName[$0] }
             }
-            nodes[index].demand = demand(for: step.sharedTask!.value, group: groupIndex)
+            nodes[index].demand = demand(for: step.limits)
         case .group:
             nodes[index].needs = step.needs.compactMap { indexByName[$0] }
         case .join:
@@ -97,14 +126,46 @@ extension RunEngine {
         return index
     }
 
-    /// The slots a task holds while running: a run slot, its group's, its semaphores'.
-    func demand(for task: TaskDefinition, group: Int?) -> SlotPool.Demand {
-        if task.semaphores.isEmpty && group.flatMap({ resourceOfGroup[$0] }) == nil {
+    /// A demand as the JSON of `task_started`'s `limits`, read back from the
+    /// pool (the capacities it enforces), once per distinct demand.
+    func limitsJSON(_ demand: SlotPool.Demand) -> String {
+        if let known = limitsTexts[demand] { return known }
+        let groupOfResource = Dictionary(resourceOfGroup.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let semaphoreOfResource = Dictionary(resourceOfSemaphore.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        var json = JSONObjectWriter()
+        json.add("run", pool.capacity(of: Self.runSlots))
+        var semaphores: [String] = []
+        for (resource, amount) in demand.pairs {
+            var limit = JSONObjectWriter()
+            if let group = groupOfResource[resource] {
+                limit.add("name", group)
+                limit.add("concurrency", pool.capacity(of: resource))
+                json.addRaw("group", limit.result)
+            } else if let semaphore = semaphoreOfResource[resource] {
+                limit.add("name", semaphore)
+                limit.add("weight", amount)
+                limit.add("capacity", pool.capacity(of: resource))
+                semaphores.append(limit.result)
+            }
+        }
+        if !semaphores.isEmpty { json.addRaw("semaphores", "[" + semaphores.joined(separator: ",") + "]") }
+        let text = json.result
+        limitsTexts[demand] = text
+        return text
+    }
+
+    /// The slots a task holds while running, as the plan gave them: a run
+    /// slot, its group's, its semaphores' (weights of one semaphore named
+    /// twice add up).
+    func demand(for limits: TaskLimits?) -> SlotPool.Demand {
+        guard let limits else { return Self.runSlotOnly }
+        let groupResource = limits.group.flatMap { resourceOfGroup[$0.name] }
+        if limits.semaphores.isEmpty && groupResource == nil {
             return Self.runSlotOnly  // most tasks: one value shared, not built per task
         }
         var amounts = [Self.runSlots: 1]
-        if let group, let resource = resourceOfGroup[group] { amounts[resource] = 1 }
-        for use in task.semaphores {
+        if let groupResource { amounts[groupResource] = 1 }
+        for use in limits.semaphores {
             if let resource = resourceOfSemaphore[use.name] { amounts[resource, default: 0] += use.weight }
         }
         return SlotPool.Demand(amounts: amounts)

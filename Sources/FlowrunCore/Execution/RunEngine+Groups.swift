@@ -2,17 +2,17 @@
 extension RunEngine {
     /// The group's needs succeeded: create fan-out members, start the deadline, release members.
     func activateGroup(_ index: Int) {
-        guard let group = nodes[index].groupDefinition else { return }
+        guard nodes[index].kind == .group else { return }
         nodes[index].status = .running
         nodes[index].startedAt = elapsed
-        if let fanOut = group.fanOut {
+        if let fanOut = fanOuts[index] {
             switch fanOutItems(fanOut.source, group: index) {
             case .success(let items):
-                let template = Shared(fanOut.template)
-                let demand = demand(for: fanOut.template, group: index)
                 var names = MemberNames()
                 for (offset, item) in items.enumerated() {
-                    addFanOutMember(group: index, template: template, demand: demand, item: item, index: offset, names: &names)
+                    addFanOutMember(
+                        group: index, template: fanOut.template, demand: fanOut.demand, timeout: fanOut.timeout, item: item, index: offset,
+                        names: &names)
                 }
             case .failure(let error):
                 // The items could not be read: the group fails without running anything.
@@ -24,7 +24,7 @@ extension RunEngine {
         }
         let members = nodes[index].members
         nodes[index].unsettledMembers = members.count
-        if let timeout = group.timeout?.value {
+        if let timeout = nodes[index].timeout {
             startTimer(.group(index), after: timeout) { $0.groupTimedOut(index) }
         }
         if members.isEmpty {
@@ -38,7 +38,7 @@ extension RunEngine {
     }
 
     private func addFanOutMember(
-        group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, item: String, index: Int,
+        group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, timeout: Duration?, item: String, index: Int,
         names: inout MemberNames
     ) {
         let template = shared.value
@@ -58,6 +58,7 @@ extension RunEngine {
         let own = template.needs.map(\.value).filter { $0 != groupName }
         node.needs = own.compactMap { indexByName[$0] }
         node.demand = demand
+        node.timeout = timeout
         let member = add(node)
         nodes[group].members.append(member)
         var unsettled = 1

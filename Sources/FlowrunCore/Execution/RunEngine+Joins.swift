@@ -6,7 +6,7 @@ extension RunEngine {
         guard nodes[index].kind == .join, nodes[index].startedAt == nil else { return }
         nodes[index].startedAt = elapsed
         nodes[index].status = .running
-        if let timeout = nodes[index].joinDefinition?.timeout?.value {
+        if let timeout = nodes[index].timeout {
             startTimer(.join(index), after: timeout) { $0.joinTimedOut(index) }
         }
         // A join that waits for joins starts their clocks too.

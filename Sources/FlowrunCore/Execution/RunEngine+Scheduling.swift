@@ -107,6 +107,10 @@ extension RunEngine {
         }
         var started = event(.taskStarted, index)
         started.attempt = nodes[index].attempt
+        // What the engine applies, for a reader to check against the plan.
+        started.timeoutSeconds = nodes[index].timeout?.seconds
+        started.groupTimeoutSeconds = nodes[index].group.flatMap { nodes[$0].timeout?.seconds }
+        started.limits = nodes[index].demand.map(limitsJSON)
         emit(started)
 
         let attemptNumber = nodes[index].attempt
@@ -114,9 +118,8 @@ extension RunEngine {
             self?.attemptFinished(index, attempt: attemptNumber, result)
         }
         attempts[index] = attempt
-        // finally tasks have their own budget, 5 minutes unless they say otherwise.
-        // http tasks have a whole-request limit of 5 minutes unless they say otherwise.
-        if let timeout = nodes[index].definition?.value.attemptTimeout ?? (nodes[index].isFinally ? .seconds(300) : nil) {
+        // The plan's deadline, defaults resolved there (finally's budget, http's whole-request limit).
+        if let timeout = nodes[index].timeout {
             let reason = "timed out after \(timeout.text)" + (nodes[index].definition?.value.timeoutNote ?? "")
             startTimer(.timeout(index), after: timeout) { engine in
                 engine.attempts[index]?.stop(as: .timedOut, reason: reason)
@@ -161,7 +164,7 @@ extension RunEngine {
     func retryDelay(for index: Int, after number: Int) -> Duration {
         guard let task = nodes[index].definition?.value else { return .zero }
         var limit = NumericBounds.longestRetryDelay
-        if let runTimeout = plan.workflow.timeout?.value {
+        if let runTimeout = plan.runTimeout {
             // Just past the deadline: the run stops then, and the retry with it.
             let left = Duration.milliseconds(Int64(max(0, (runTimeout.seconds - elapsed) * 1000).rounded()) + 1)
             limit = min(limit, left)

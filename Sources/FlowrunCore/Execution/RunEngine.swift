@@ -28,8 +28,22 @@ public final class RunEngine: @unchecked Sendable {
     var pool: SlotPool
     /// Resource 0 of the pool: the run's `max_parallel` slots.
     static let runSlots = 0
-    var resourceOfGroup: [Int: Int] = [:]
-    var resourceOfSemaphore: [String: Int] = [:]
+    /// Pool resources by group and semaphore name.
+    let resourceOfGroup: [String: Int]
+    let resourceOfSemaphore: [String: Int]
+    /// A group's fan-out as its plan step gives it: what each member runs,
+    /// over which items, holding which slots, under which deadline.
+    struct FanOut {
+        var template: Shared<TaskDefinition>
+        var source: FanOutSource
+        var demand: SlotPool.Demand
+        var timeout: Duration?
+    }
+
+    /// Each group's fan-out, by the group's node index.
+    var fanOuts: [Int: FanOut] = [:]
+    /// `limitsJSON` of each demand met so far.
+    var limitsTexts: [SlotPool.Demand: String] = [:]
 
     var attempts: [Int: any TaskAttempt] = [:]
     /// Reads every task's output on one thread.
@@ -95,23 +109,34 @@ public final class RunEngine: @unchecked Sendable {
     /// `--stream`: task output goes to the reporters line by line as it arrives.
     let streamsOutput: Bool
 
-    public init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false) {
+    /// Makes the attempt that runs task `index` once. The engine's own
+    /// (`makeAttempt`: a process, a request, a sleep) unless a unit test
+    /// injects one (see `init(plan:record:reporters:attemptFactory:)`).
+    typealias AttemptFactory = (_ engine: RunEngine, _ index: Int, _ completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt
+
+    /// The test seam: nil in flowrun itself.
+    let attemptFactory: AttemptFactory?
+    /// Whether this engine owns flowrun's process: it reaps children, takes
+    /// signals, watches the supervisor and sweeps descendants at the end.
+    /// False only with an injected attempt factory, which starts no process:
+    /// a unit test's process (and its other tests' children) stays its own.
+    var ownsProcess: Bool { attemptFactory == nil }
+
+    public convenience init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false) {
+        self.init(plan: plan, record: record, reporters: reporters, streamsOutput: streamsOutput, attemptFactory: nil)
+    }
+
+    /// An engine whose attempts `attemptFactory` makes (a fake that starts no
+    /// process): for unit tests of scheduling. It reaps no children, handles
+    /// no signals and kills nothing at the end.
+    init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false, attemptFactory: AttemptFactory?) {
+        self.attemptFactory = attemptFactory
         self.plan = plan
         self.streamsOutput = streamsOutput
         self.record = record
         self.reporters = [record] + reporters
         startSeconds = Self.monotonicSeconds()
-        var names = ["max_parallel"]
-        var capacities = [plan.maxParallel]
-        for semaphore in plan.workflow.semaphores {
-            names.append("semaphore \(semaphore.name)")
-            capacities.append(semaphore.capacity)
-        }
-        for group in plan.workflow.groups where group.concurrency != nil {
-            names.append("group \(group.name)")
-            capacities.append(group.concurrency!)
-        }
-        pool = SlotPool(capacities: capacities, names: names)
+        (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
@@ -119,13 +144,16 @@ public final class RunEngine: @unchecked Sendable {
         // the reaper blocks SIGCHLD here so every later thread inherits that.
         // The pump's thread, started next, inherits that block too: it reaps.
         var reaper: ChildReaper?
-        do {
-            reaper = try ChildReaper(scope: .allChildren, wakeup: .eventLoop)
-        } catch {
-            reaperProblem = error.description
+        if attemptFactory == nil {
+            do {
+                reaper = try ChildReaper(scope: .allChildren, wakeup: .eventLoop)
+            } catch {
+                reaperProblem = error.description
+            }
         }
         // Before the pump's thread: it must inherit SIGIO blocked too.
-        outputFiles = record.watchOutputFiles()
+        // Fake attempts write no outputs: no SIGIO notices in a test's process.
+        outputFiles = attemptFactory == nil ? record.watchOutputFiles() : nil
         pump = OutputPump(engineQueue: queue)
         record.writesEvents { [queue, pump] write in
             if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
@@ -138,7 +166,6 @@ public final class RunEngine: @unchecked Sendable {
                 reaperProblem = error.description
             }
         }
-        for (offset, semaphore) in plan.workflow.semaphores.enumerated() { resourceOfSemaphore[semaphore.name] = offset + 1 }
         buildNodes()
     }
 
@@ -154,15 +181,15 @@ public final class RunEngine: @unchecked Sendable {
 
     /// Runs to the end and returns how it went. Blocks the calling thread (not a Dispatch worker).
     public func run() -> RunOutcome {
-        installSignalHandlers()
+        if ownsProcess { installSignalHandlers() }
         queue.async { self.begin() }
         // After `begin` is queued: a supervisor found dead kills what began.
-        watchSupervisor()
+        if ownsProcess { watchSupervisor() }
         done.wait()
         // Nothing of the run may outlive flowrun, not even a daemon that left
         // its group, cleared its environment or changed its user: every
         // descendant goes (orphans re-parent to flowrun, a child subreaper).
-        ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true)
+        if ownsProcess { ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true) }
         return RunOutcome(exitCode: queue.sync { finalExitCode ?? exitCode() }, recordDirectory: record.directory)
     }
 
@@ -218,9 +245,10 @@ public final class RunEngine: @unchecked Sendable {
         started.runID = record.runID
         started.workflow = plan.workflow.name
         started.path = record.directory
+        started.timeoutSeconds = plan.runTimeout?.seconds
         started.members = nodes.indices.count { nodes[$0].kind == .task }
         emit(started)
-        if let timeout = plan.workflow.timeout?.value {
+        if let timeout = plan.runTimeout {
             startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }
         }
         let roots = nodes.indices.filter { !nodes[$0].isFinally && nodes[$0].unsettledNeeds == 0 && nodes[$0].kind != .join }

@@ -20,6 +20,9 @@ struct RunNode {
     var joins: [Int] = []
     var isFinally = false
     var cancelReason: CancelReason?
+    /// The deadline the plan gave this node: a task's per attempt, a
+    /// group's or a join's own. Read from the plan step, never recomputed.
+    var timeout: Duration?
     var startedAt: Double?
     var finishedAt: Double?
 
@@ -37,12 +40,7 @@ struct RunNode {
     var holdsSlots = false
     var stash = Stash()
 
-    // Groups.
-    private var sharedGroup: Shared<GroupDefinition>?
-    var groupDefinition: GroupDefinition? {
-        get { sharedGroup?.value }
-        set { sharedGroup = newValue.map(Shared.init) }
-    }
+    // Groups (a fan-out's template and items: `RunEngine.fanOuts`).
     var members: [Int] = []
     var unsettledMembers = 0
     var groupTimedOut = false

@@ -5,6 +5,9 @@ public struct Plan: Sendable {
     public var workflow: Workflow
     /// Running tasks at once for the whole run, resolved (the CPU count by default).
     public var maxParallel: Int
+    /// The whole run's deadline (`timeout:` at the top), nil for none. The
+    /// engine starts its run timer and bounds retry delays with this value.
+    public var runTimeout: Duration?
     /// Main-phase steps (tasks, fan-outs, groups, joins), by stage then by position in the file.
     public var steps: [PlanStep]
     /// `finally` tasks, in the same order rules.
@@ -43,8 +46,11 @@ public struct PlanStep: Sendable {
     /// with the run's nodes, not copied).
     var sharedTask: Shared<TaskDefinition>?
     public var task: TaskDefinition? { sharedTask?.value }
-    /// For tasks and fan-outs: the slots it must hold all at once.
+    /// For tasks and fan-outs: the slots it must hold all at once. The
+    /// engine builds its slot demand from this, nothing else.
     public var limits: TaskLimits?
+    /// The deadlines the engine starts for this step, defaults resolved
+    /// (an http task's 5 minutes, a `finally` task's 5 minutes).
     public var timers: Timers
     /// For fan-outs: the member count, nil until the run computes it.
     public var fanOutCount: Int?

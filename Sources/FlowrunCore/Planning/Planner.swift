@@ -23,6 +23,9 @@ public struct PlanningError: Error, Sendable, CustomStringConvertible {
 /// The planning stage: Workflow → Plan.
 public enum Planner {
     /// The default for `max_parallel`: the number of online CPUs.
+    /// A `finally` task's budget when it sets no `timeout:` (SPEC §5).
+    public static let finallyDefaultTimeout = Duration.seconds(300)
+
     public static var cpuCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     public static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
@@ -42,8 +45,9 @@ public enum Planner {
             var step = taskStep(workflow.finally[task], node: finallyGraph.nodes[index], capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: nil)
             step.stage = finallyStages[index]
             step.timers.runTimeout = nil
-            // finally has its own budget, 5 minutes unless the task says otherwise.
-            step.timers.timeout = workflow.finally[task].timeout?.value ?? .seconds(300)
+            // finally has its own budget, 5 minutes unless the task says otherwise
+            // (an http task's whole-request limit is the same 5 minutes).
+            step.timers.timeout = workflow.finally[task].attemptTimeout ?? finallyDefaultTimeout
             return step
         }
         var users: [String: [String]] = [:]
@@ -58,7 +62,7 @@ public enum Planner {
             PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])
         }
         let secretMasker = SecretMasker(values: try secretValues(of: workflow))
-        return Plan(workflow: workflow, maxParallel: maxParallel, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
+        return Plan(workflow: workflow, maxParallel: maxParallel, runTimeout: workflow.timeout?.value, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
                     only: options.only, secretMasker: secretMasker)
     }
 
@@ -154,6 +158,12 @@ public enum Planner {
             }
             step.stage = stages[index]
             step.joins = joinsOf[node.name] ?? []
+            // A member `--only` selected without its group runs outside it:
+            // no group starts, so neither its deadline nor its slots apply.
+            if let group = node.group, let selected, let groupIndex = graph.indexByName[group], !selected.contains(groupIndex) {
+                step.timers.groupTimeout = nil
+                step.limits?.group = nil
+            }
             steps.append(step)
         }
         return steps

@@ -35,6 +35,13 @@ public struct RunEvent: Sendable {
     public var duration: Double?
     public var progress: Int?
     public var reason: String?
+    /// task_started: the attempt's deadline and its group's, in seconds, as
+    /// the engine started them (nil: none); run_started: the run's deadline.
+    public var timeoutSeconds: Double?
+    public var groupTimeoutSeconds: Double?
+    /// task_started: the slots the task holds, a JSON object shaped like a
+    /// plan step's `limits` (`{"run":4,"group":{…},"semaphores":[…]}`).
+    public var limits: String?
     /// What a waiting task waits on: `["db 1/1"]`.
     public var waitingOn: [String]?
     /// task_retrying: seconds until the next attempt.
@@ -106,6 +113,9 @@ public struct RunEvent: Sendable {
         json.add(subjectKey, subject)
         json.add("status", status?.rawValue)
         json.add("attempt", attempt)
+        json.add("timeout_seconds", timeoutSeconds)
+        json.add("group_timeout_seconds", groupTimeoutSeconds)
+        if let limits { json.addRaw("limits", limits) }
         json.add("exit_code", exitCode)
         json.add("signal", signal)
         json.add("duration", duration)
