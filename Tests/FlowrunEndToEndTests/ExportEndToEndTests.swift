@@ -5,11 +5,12 @@ import Testing
 /// `flowrun export --to argo` through the real binary: every recipe in
 /// `workflows/` exports, validates against Argo's JSON schema (python3's
 /// `jsonschema`; the YAML is read by our own loader, so nothing else is
-/// needed), and passes the checks the schema cannot make.
+/// needed), and passes the checks the schema cannot make. The schema is
+/// vendored in `Tests/Fixtures/argo-schema/` (Apache-2.0, origin in its ORIGIN.md).
 @Suite struct ExportEndToEndTests {
     static let schema: String = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("../shared/argo/workflow-schema.json").standardized.path
+        .appendingPathComponent("Tests/Fixtures/argo-schema/workflow-schema.json").standardized.path
 
     @Test(arguments: WorkflowsTests.files)
     func everyRecipeExportsToASchemaValidManifest(_ file: String) throws {

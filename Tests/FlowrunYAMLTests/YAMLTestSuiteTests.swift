@@ -2,8 +2,9 @@ import Foundation
 import FlowrunYAML
 import Testing
 
-/// Runs the loader over the official YAML test suite (`../shared/yaml-test-suite`,
-/// or the folder in `YAML_TEST_SUITE`): every valid case must load to its
+/// Runs the loader over the official YAML test suite (vendored in
+/// `Tests/Fixtures/yaml-test-suite`, MIT, origin in its ORIGIN.md; or the
+/// folder in `YAML_TEST_SUITE`): every valid case must load to its
 /// `in.json`, every `error` case must be refused with a mark inside the text.
 ///
 /// Where libyaml 0.2.5 (or flowrun's deliberate strictness) disagrees with
@@ -15,8 +16,8 @@ import Testing
         let suitePath = Self.suitePath
         guard FileManager.default.fileExists(atPath: suitePath + "/229Q/in.yaml") else {
             Issue.record("""
-                the YAML test suite is missing at \(suitePath): expected the data release beside the \
-                project (../shared/yaml-test-suite) or a folder in YAML_TEST_SUITE; the conformance test cannot run
+                the YAML test suite is missing at \(suitePath): expected the data release vendored \
+                in Tests/Fixtures/yaml-test-suite or a folder in YAML_TEST_SUITE; the conformance test cannot run
                 """)
             return
         }
@@ -50,11 +51,11 @@ import Testing
         print("yaml-test-suite: \(validPassed)/\(valid) valid equal, \(errorsRejected)/\(errors) errors rejected, \(knownCount) known differences")
     }
 
-    /// The suite beside the project: `Tests/FlowrunYAMLTests/` → `../shared/yaml-test-suite`.
+    /// The vendored suite: `Tests/FlowrunYAMLTests/` → `Tests/Fixtures/yaml-test-suite`.
     static var suitePath: String {
         if let path = ProcessInfo.processInfo.environment["YAML_TEST_SUITE"], !path.isEmpty { return path }
         let projectRoot = testsFolder.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/")
-        return projectRoot + "/../shared/yaml-test-suite"
+        return projectRoot + "/Tests/Fixtures/yaml-test-suite"
     }
 
     static var testsFolder: String {
