@@ -27,9 +27,11 @@ let package = Package(
         // libyaml's event stream → nodes with 1-based line:column marks.
         .target(name: "FlowrunYAML", dependencies: ["CYaml"], swiftSettings: strictSettings),
         // The few POSIX calls Glibc's overlay does not expose (spawn flags, subreaper,
-        // signal forwarding), and http tasks' client on libcurl, loaded with dlopen.
+        // signal forwarding, epoll, pidfd, memmem), the supervisor process, and
+        // http tasks' client on libcurl, loaded with dlopen.
         .target(name: "CFlowrunSystem"),
-        // Model, validation, planning and execution: YAML nodes → Workflow → Plan → run.
+        // Model, validation, planning, execution, reporting and export:
+        // YAML nodes → Workflow → Plan → run → events, console and record.
         .target(name: "FlowrunCore", dependencies: ["FlowrunYAML", "CFlowrunSystem"], swiftSettings: strictSettings),
         // Argument parsing and wiring only.
         .executableTarget(

@@ -5,7 +5,8 @@ import CFlowrunSystem
 /// the OOM killer (SPEC §11).
 ///
 /// The first process, the pid the shell knows, is a small C supervisor (it
-/// allocates nothing and runs no Swift after the split): a child subreaper
+/// runs no Swift after the split, and allocates only for its last sweep of
+/// /proc, once the engine is gone): a child subreaper
 /// that passes stop signals on to its child, the engine, and when the engine
 /// is gone, however it went, kills every descendant left and exits with the
 /// engine's status (128+N when it died of signal N). The engine learns of the
