@@ -8,13 +8,18 @@ struct Flowrun: ParsableCommand {
         commandName: "flowrun",
         abstract: "Run declarative workflows: tasks, groups, limits, semaphores, timeouts and joins.",
         usage: """
-            flowrun FILE [--dry-run] [--var <name=value>]... [--max-parallel <n>]
+            flowrun [FILE] [--dry-run] [--var <name=value>]... [--max-parallel <n>]
                          [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>] [--stream]
-            flowrun validate [--quiet] FILE...
-            flowrun graph FILE [--format dot|mermaid]
+            flowrun validate [--quiet] [FILE...]
+            flowrun graph [FILE] [--format dot|mermaid]
+            flowrun list [FILE] [--output text|json]
             flowrun export FILE --to argo [--image <image>] [--namespace <ns>] [--template] [--strict] [-o <file>]
             """,
         discussion: """
+            With no FILE, flowrun uses ./flowrun.yaml or ./flowrun.yml, else the nearest parent \
+            folder's, and runs as if started in that folder (relative cwd: and the .flowrun/ record \
+            are taken from there).
+
             Running a workflow (the default command; `flowrun run --help` has more):
               --dry-run             validate and print the plan; run nothing at all
               --var <name=value>    override a variable declared under vars:
@@ -31,7 +36,7 @@ struct Flowrun: ParsableCommand {
             stopped the run.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ExportCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import FlowrunCore
 
-/// `flowrun graph FILE [--format dot|mermaid]`
+/// `flowrun graph [FILE] [--format dot|mermaid]`
 struct GraphCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "graph",
@@ -17,14 +17,14 @@ struct GraphCommand: ParsableCommand {
         case dot, mermaid
     }
 
-    @Argument(help: "The workflow file.", completion: .file(extensions: ["yaml", "yml"]))
-    var file: String
+    @Argument(help: "The workflow file (default: ./flowrun.yaml or ./flowrun.yml, else the nearest parent folder's).", completion: .file(extensions: ["yaml", "yml"]))
+    var file: String?
 
     @Option(help: "dot (Graphviz) or mermaid.")
     var format: Format = .dot
 
     func run() throws {
-        let plan = try PlanLoader.load(file).plan
+        let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file)).plan
         Terminal.standardOutput.write(PlanGraph.render(plan, as: format == .dot ? .dot : .mermaid))
     }
 }

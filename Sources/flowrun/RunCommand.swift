@@ -1,7 +1,7 @@
 import ArgumentParser
 import FlowrunCore
 
-/// `flowrun FILE [--dry-run] …` — the default command.
+/// `flowrun [FILE] [--dry-run] …` — the default command.
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
@@ -12,8 +12,8 @@ struct RunCommand: ParsableCommand {
         case auto, tty, plain, json
     }
 
-    @Argument(help: "The workflow file.", completion: .file(extensions: ["yaml", "yml"]))
-    var file: String
+    @Argument(help: "The workflow file (default: ./flowrun.yaml or ./flowrun.yml, else the nearest parent folder's).", completion: .file(extensions: ["yaml", "yml"]))
+    var file: String?
 
     @Flag(help: "Validate and print the plan (order, needs, limits, semaphores, timeouts, groups, joins); run nothing at all.")
     var dryRun = false
@@ -60,7 +60,10 @@ struct RunCommand: ParsableCommand {
         options.maxParallel = maxParallel
         options.failFast = failFast
         options.only = only
-        let plan = try PlanLoader.load(file, options: options).plan
+        // Before lookup moves into the found file's folder: a relative
+        // --log-dir is relative to where the user typed it.
+        let logDir = file == nil ? self.logDir.map(WorkflowFileLookup.absolute) : self.logDir
+        let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options).plan
 
         guard !dryRun else {
             Terminal.standardOutput.write(output == .json ? plan.json : plan.text)

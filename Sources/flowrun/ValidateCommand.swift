@@ -1,7 +1,7 @@
 import ArgumentParser
 import FlowrunCore
 
-/// `flowrun validate FILE...`
+/// `flowrun validate [FILE...]`
 struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
@@ -9,20 +9,16 @@ struct ValidateCommand: ParsableCommand {
         discussion: "Exits 0 when every file is valid (warnings allowed), 2 when any file has an error."
     )
 
-    @Argument(help: "Workflow files to check.", completion: .file(extensions: ["yaml", "yml"]))
-    var files: [String]
+    @Argument(help: "Workflow files to check (default: ./flowrun.yaml or ./flowrun.yml, else the nearest parent folder's).", completion: .file(extensions: ["yaml", "yml"]))
+    var files: [String] = []
 
     @Flag(name: .shortAndLong, help: "Print nothing for valid files.")
     var quiet = false
 
-    func validate() throws {
-        if files.isEmpty { throw ValidationError("name at least one workflow file") }
-    }
-
     func run() throws {
         var errorCount = 0
         var warningCount = 0
-        for file in files {
+        for file in files.isEmpty ? [try WorkflowFileLookup.resolve(nil)] : files {
             let result = WorkflowValidator.validate(path: file)
             Terminal.report(result.diagnostics, source: result.source)
             errorCount += result.diagnostics.filter { $0.severity == .error }.count
