@@ -146,8 +146,8 @@ import Darwin
         ["FILE", "--dry-run", "--var", "novalue"],
         ["validate", "--bogus", "FILE"],
         ["--bogus"],
-        [],
-        ["validate"],
+        // No FILE is no longer a usage error: it looks for flowrun.yaml
+        // (DefaultFileTests covers the exit 2 when there is none).
     ])
     func aBadCommandLineExitsTwo(_ arguments: [String]) throws {
         let directory = try TemporaryDirectory()

@@ -36,7 +36,8 @@ import Testing
         for option in ["--dry-run", "--var", "--max-parallel", "--only", "--fail-fast", "--output", "--log-dir", "--stream"] {
             #expect(run.stdout.components(separatedBy: option).count >= 3, "\(option) in the usage and the option list:\n\(run.stdout)")
         }
-        #expect(run.stdout.contains("flowrun validate [--quiet] FILE..."), "\(run.stdout)")
+        #expect(run.stdout.contains("flowrun validate [--quiet] [FILE...]"), "\(run.stdout)")
+        #expect(run.stdout.contains("flowrun list [FILE]"), "\(run.stdout)")
         #expect(run.stdout.contains("flowrun export FILE --to argo"), "\(run.stdout)")
     }
 }
