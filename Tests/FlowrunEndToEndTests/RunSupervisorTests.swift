@@ -80,10 +80,10 @@ extension RunEndToEnd {
         /// everything at once". The second kill waits until the first was
         /// acted on (the task's trap ran), so the two cannot merge into one
         /// pending signal in the kernel.
-        @Test(arguments: ["supervisor first", "engine first"])
-        func oneSenderSignallingBothProcessesCountsAsOneSignal(_ order: String) throws {
-            let sandbox = try RunSandbox()
-            let flowrun = try sandbox.start("""
+        /// One task that traps SIGTERM, notes each one, and finishes half a
+        /// second later: `one.finished` exists only if it was stopped once,
+        /// gracefully, and not killed at once by a second signal.
+        static let taskThatStopsGracefully = """
                 kill_grace: 10s
                 tasks:
                   one:
@@ -93,7 +93,12 @@ extension RunEndToEnd {
                       while [ -z "$stop" ]; do sleep 0.05; done
                       sleep 0.5
                       echo finished > "$SANDBOX/one.finished"
-                """)
+                """
+
+        @Test(arguments: ["supervisor first", "engine first"])
+        func oneSenderSignallingBothProcessesCountsAsOneSignal(_ order: String) throws {
+            let sandbox = try RunSandbox()
+            let flowrun = try sandbox.start(Self.taskThatStopsGracefully)
             try #require(sandbox.waitFor("one.ready"))
             let engine = try #require(flowrun.engine(), "no engine under the supervisor \(flowrun.pid)")
             let (first, second) = order == "supervisor first" ? (flowrun.pid, engine) : (engine, flowrun.pid)
@@ -116,17 +121,7 @@ extension RunEndToEnd {
             let setsid = try #require(Self.tool("setsid"), "setsid is not installed")
             let terminal = try PseudoTerminal()
             let sandbox = try RunSandbox()
-            let workflow = try sandbox.write(workflow: """
-                kill_grace: 10s
-                tasks:
-                  one:
-                    run: |
-                      trap 'echo TERM >> "$SANDBOX/one.trap"; stop=1' TERM
-                      echo ready > "$SANDBOX/one.ready"
-                      while [ -z "$stop" ]; do sleep 0.05; done
-                      sleep 0.5
-                      echo finished > "$SANDBOX/one.finished"
-                """)
+            let workflow = try sandbox.write(workflow: Self.taskThatStopsGracefully)
             // setsid forks (the test's child leads a process group) and waits: the session's leader is flowrun.
             let flowrun = try LiveFlowrun(
                 sandbox.arguments(workflow, []), environment: sandbox.environment, directory: sandbox.path,
