@@ -7,7 +7,7 @@ import FlowrunCore
 /// subcommand's name is a misspelt subcommand, not a workflow that cannot
 /// be opened.
 enum CommandSuggestion {
-    static let subcommands = ["run", "validate", "graph", "list", "export", "help"]
+    static let subcommands = ["run", "validate", "graph", "list", "export", "runs", "show", "logs", "help"]
 
     /// The message for a misspelt subcommand in `arguments` (the program's
     /// name first), or nil when the first word is a subcommand, an option,

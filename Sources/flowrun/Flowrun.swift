@@ -13,6 +13,9 @@ struct Flowrun: ParsableCommand {
             flowrun validate [--quiet] [FILE...]
             flowrun graph [FILE] [--format dot|mermaid]
             flowrun list [FILE] [--output text|json]
+            flowrun runs [-n <n>] [--output text|json] [--log-dir <dir>]
+            flowrun show [RUN] [--output text|json] [--log-dir <dir>]
+            flowrun logs [RUN] TASK [-f] [--log-dir <dir>]
             flowrun export FILE --to argo [--image <image>] [--namespace <ns>] [--template] [--strict] [-o <file>]
             """,
         discussion: """
@@ -28,6 +31,7 @@ struct Flowrun: ParsableCommand {
               --fail-fast           the first failure cancels everything running
               --output <mode>       auto, tty, plain or json (the plan, with --dry-run)
               --log-dir <dir>       the run record's folder (.flowrun/runs/RUN_ID)
+              --keep <n>            run records to keep, this one included (default 50)
               --stream              print what tasks print as they print it: `task | line`
                                     for stdout, `task ! line` for stderr (json: task_output events)
 
@@ -36,7 +40,7 @@ struct Flowrun: ParsableCommand {
             stopped the run.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self, RunsCommand.self, ShowCommand.self, LogsCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

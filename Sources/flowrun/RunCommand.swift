@@ -39,12 +39,16 @@ struct RunCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The folder to make run folders in: DIR/RUN_ID (default: .flowrun/runs under the current directory). It must be yours (or root's) and not writable by others without the sticky bit.", valueName: "dir"))
     var logDir: String?
 
+    @Option(help: ArgumentHelp("Run records to keep in the record folder, this run's included; older ones are removed as the run starts, never one still running.", valueName: "n"))
+    var keep: Int = RecordPruning.defaultKeep
+
     func validate() throws {
         for variable in variables where !variable.contains("=") || variable.hasPrefix("=") {
             throw ValidationError("--var takes name=value, found '\(variable)'")
         }
         // An empty path would put the record under `/`.
         if logDir?.isEmpty == true { throw ValidationError("--log-dir needs a folder, found an empty value") }
+        if keep < 1 { throw ValidationError("--keep must be at least 1 (this run's record), found \(keep)") }
         if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1, found \(maxParallel)") }
         if let maxParallel, maxParallel > NumericBounds.slots.upperBound {
             throw ValidationError("--max-parallel must be at most 1,000,000 (as max_parallel), found \(maxParallel)")
@@ -76,6 +80,10 @@ struct RunCommand: ParsableCommand {
         } catch {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
+        }
+        record.markLatest()
+        for problem in record.pruneOlderRecords(keeping: keep) {
+            Terminal.standardError.write("flowrun: pruning old run records: \(problem)\n")
         }
         let reporter: any RunReporter
         // The live view's rows show each running task's latest line: it hears every line on a terminal.

@@ -111,6 +111,8 @@ extension RunEngine {
         started.timeoutSeconds = nodes[index].timeout?.seconds
         started.groupTimeoutSeconds = nodes[index].group.flatMap { nodes[$0].timeout?.seconds }
         started.limits = nodes[index].demand.map(limitsJSON)
+        // Where its log goes (made at its first byte): `flowrun logs` of a live run reads it from here.
+        started.path = record.logPath(index: index, name: nodes[index].name)
         emit(started)
 
         let attemptNumber = nodes[index].attempt

@@ -60,6 +60,8 @@ extension RunEngine {
         object.add("exit_code", nodes[index].stash.exitCode)
         object.add("duration", nodes[index].stash.duration)
         if nodes[index].hasLog { object.add("log", record.logPath(index: index, name: nodes[index].name)) }
+        // Its files' name in the record (logs/NAME.log, outputs/NAME.N), for readers of the record (`RecordedRun`).
+        object.add("record_name", RecordFileName.stem(index: index, name: nodes[index].name))
         object.add("stdout", nodes[index].stash.stdout)
         var outputs = JSONObjectWriter()
         for output in nodes[index].stash.outputs { outputs.add(key: output.key, output.value) }

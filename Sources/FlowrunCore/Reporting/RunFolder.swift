@@ -18,8 +18,12 @@ final class RunFolder: Sendable {
     let runID: String
     /// The folder as the user named it: `BASE/RUN_ID`.
     let path: String
-    /// The run folder.
+    /// The run folder. Held with an exclusive `flock` for the whole run:
+    /// how `flowrun show` tells a live run, and why pruning never removes one.
     let descriptor: Int32
+    /// The folder the run folder was made in (`.flowrun/runs`, `--log-dir`),
+    /// held for `latest` and pruning.
+    let base: Int32
     /// `logs/`, opened once: a task that replaces it cannot redirect a log.
     let logs: Int32
     /// How flowrun names the folder it holds: `/proc/self/fd/N` where /proc
@@ -43,7 +47,6 @@ final class RunFolder: Sendable {
     init(base: String?, makeRunID: () -> String) throws(Refusal) {
         let base = base ?? ".flowrun/runs"
         let baseDescriptor = try Self.openBase(base)
-        defer { close(baseDescriptor) }
         var made: (id: String, descriptor: Int32)?
         var umaskNarrowsModes = false
         var lastError: Int32 = 0
@@ -54,18 +57,28 @@ final class RunFolder: Sendable {
                 if lastError == EEXIST { continue }  // taken (or planted): another id
                 break
             }
-            let opened = try Self.openMade(id, in: baseDescriptor, shownAs: base + "/" + id)
+            let opened: (descriptor: Int32, narrowed: Bool)
+            do throws(Refusal) {
+                opened = try Self.openMade(id, in: baseDescriptor, shownAs: base + "/" + id)
+            } catch {
+                close(baseDescriptor)
+                throw error
+            }
+            // Live from here on: the lock goes when this process does, whatever ends it.
+            flock(opened.descriptor, LOCK_EX | LOCK_NB)
             made = (id, opened.descriptor)
             umaskNarrowsModes = opened.narrowed
             break
         }
         guard let made else {
+            close(baseDescriptor)
             throw Refusal(description: "cannot create a run folder in \(base): \(String(cString: strerror(lastError)))")
         }
         runID = made.id
         self.umaskNarrowsModes = umaskNarrowsModes
         path = base + "/" + made.id
         descriptor = made.descriptor
+        self.base = baseDescriptor
         var logs: Int32 = -1
         do throws(Refusal) {
             logs = try Self.makeFolder("logs", in: descriptor, shownAs: path + "/logs")
@@ -73,6 +86,7 @@ final class RunFolder: Sendable {
         } catch {
             if logs >= 0 { close(logs) }
             close(descriptor)
+            close(baseDescriptor)
             throw error
         }
         self.logs = logs
@@ -82,6 +96,7 @@ final class RunFolder: Sendable {
     deinit {
         close(logs)
         close(descriptor)
+        close(base)
     }
 
     // MARK: Files
