@@ -16,9 +16,9 @@ extension RecordedRun {
             guard head.count >= marker.count, head.suffix(marker.count).elementsEqual(marker) else { return false }
             head.removeLast(marker.count)
             head.append(UInt8(ascii: "}"))
-            document = JSONValue.parse(String(decoding: head, as: UTF8.self))
+            document = JSONValue.parse(bytes: head)
         } else {
-            document = JSONValue.parse(String(decoding: bytes, as: UTF8.self))
+            document = JSONValue.parse(bytes: bytes)
         }
         guard let document, document["run_id"] != nil else { return false }
         workflow = document["workflow"]?.string
@@ -92,7 +92,7 @@ extension RecordedRun {
         while let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) {
             let line = bytes[start..<end]
             start = end + 1
-            guard let event = JSONValue.parse(String(decoding: line, as: UTF8.self)), let kind = event["event"]?.string else { continue }
+            guard let event = JSONValue.parse(bytes: Array(line)), let kind = event["event"]?.string else { continue }
             let elapsed = event["elapsed"]?.double
             lastElapsed = elapsed ?? lastElapsed
             let status = event["status"]?.string.flatMap(TaskStatus.init(rawValue:))

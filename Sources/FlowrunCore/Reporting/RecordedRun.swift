@@ -131,7 +131,7 @@ package struct RecordedRun: Sendable {
             guard run.readSummary(summary, headOnly: detail == .head) else {
                 throw RunHistory.Problem(description: "\(run.folder)/summary.json is not a flowrun summary")
             }
-            if let first = RecordFile.firstLine(folder, "events.jsonl"), let event = JSONValue.parse(String(decoding: first, as: UTF8.self)) {
+            if let first = RecordFile.firstLine(folder, "events.jsonl"), let event = JSONValue.parse(bytes: Array(first)) {
                 run.startTime = event["time"]?.string.flatMap(Self.epochSeconds)
                 run.plannedTasks = event["members"]?.int
             }
@@ -203,16 +203,17 @@ enum RecordFile {
         var info = stat()
         guard fstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         let wanted = min(Int(info.st_size), limit ?? .max)
-        var bytes = [UInt8](repeating: 0, count: wanted)
-        var count = 0
-        while count < wanted {
-            let got = bytes.withUnsafeMutableBytes { pread(file, $0.baseAddress! + count, wanted - count, off_t(count)) }
-            if got < 0 && errno == EINTR { continue }
-            if got <= 0 { break }
-            count += got
+        // Not zeroed first: a 20,000-task summary is megabytes, and every page touched costs.
+        return [UInt8](unsafeUninitializedCapacity: wanted) { buffer, initialized in
+            var count = 0
+            while count < wanted {
+                let got = pread(file, buffer.baseAddress! + count, wanted - count, off_t(count))
+                if got < 0 && errno == EINTR { continue }
+                if got <= 0 { break }
+                count += got
+            }
+            initialized = count
         }
-        bytes.removeLast(wanted - count)
-        return bytes
     }
 
     /// The file's first line (without its line break), at most 64 KiB.

@@ -49,7 +49,7 @@ extension RunHistory {
         guard joins >= 0 else { return nil }
         defer { close(joins) }
         guard let bytes = RecordFile.read(joins, join + ".json", limit: 256 * 1024 * 1024),
-              let document = JSONValue.parse(String(decoding: bytes, as: UTF8.self)) else { return nil }
+              let document = JSONValue.parse(bytes: bytes) else { return nil }
         return JoinReport(recorded: document, path: folderPath(id) + "/joins/" + join + ".json")
     }
 }

@@ -90,7 +90,7 @@ package final class RunHistory {
         guard run >= 0 else { return nil }
         defer { close(run) }
         guard let line = RecordFile.firstLine(run, "events.jsonl"),
-              let event = JSONValue.parse(String(decoding: line, as: UTF8.self)) else { return nil }
+              let event = JSONValue.parse(bytes: Array(line)) else { return nil }
         return event["time"]?.string.flatMap(RecordedRun.epochSeconds)
     }
 

@@ -22,7 +22,12 @@ enum JSONValue: Sendable, Equatable {
 
     /// The document in `text`, or nil if `text` is not exactly one JSON value.
     static func parse(_ text: String) -> JSONValue? {
-        var reader = Reader(bytes: Array(text.utf8))
+        parse(bytes: Array(text.utf8))
+    }
+
+    /// The document in `bytes` (UTF-8), or nil if they are not exactly one JSON value.
+    static func parse(bytes: [UInt8]) -> JSONValue? {
+        var reader = Reader(bytes: bytes)
         reader.skipSpace()
         guard let value = reader.value(depth: 0) else { return nil }
         reader.skipSpace()
@@ -222,6 +227,11 @@ extension JSONValue {
             while let byte = current {
                 switch byte {
                 case UInt8(ascii: "\""):
+                    // No escape in it (nearly every string): one copy, not two.
+                    if scalars.isEmpty {
+                        defer { index += 1 }
+                        return String(decoding: bytes[runStart..<index], as: UTF8.self)
+                    }
                     flushRun()
                     index += 1
                     return String(scalars)
