@@ -120,7 +120,7 @@ extension RunEndToEnd {
         }
 
         static func eventsFile(in sandbox: RunSandbox) throws -> [String] {
-            let runs = try FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)
+            let runs = runFolders(in: sandbox.logDirectory)
             let run = try #require(runs.count == 1 ? runs.first : nil, "one run folder expected, found \(runs)")
             let text = try String(contentsOfFile: sandbox.logDirectory + "/" + run + "/events.jsonl", encoding: .utf8)
             return text.split(separator: "\n").map(String.init)

@@ -8,6 +8,14 @@ import Darwin
 
 // MARK: - The run record
 
+/// The run folders in a record folder, by name: `latest` (the link to the
+/// latest run) and anything else not named like a run id left out.
+func runFolders(in directory: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+        $0.wholeMatch(of: #/\d{8}-\d{6}-[0-9a-f]{16}/#) != nil
+    }.sorted()
+}
+
 /// A run's folder as the test reads it: `events.jsonl` parsed line by line,
 /// `summary.json` parsed.
 struct RunRecordFiles {

@@ -52,6 +52,9 @@ extension RunEndToEnd {
                 switch entry.kind {
                 case S_IFDIR: #expect(entry.mode == 0o700, "\(entry.path) is \(String(entry.mode, radix: 8)) under umask \(String(mask, radix: 8))")
                 case S_IFREG: #expect(entry.mode == 0o600, "\(entry.path) is \(String(entry.mode, radix: 8)) under umask \(String(mask, radix: 8))")
+                // `latest`: a link (whose mode means nothing on Linux) to this run's folder, beside it.
+                case S_IFLNK where entry.path.hasSuffix("/runs/latest"):
+                    #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: entry.path)).map(runFolders(in: sandbox.file(".flowrun/runs")).contains) == true, "\(entry.path)")
                 default: Issue.record("\(entry.path) is neither a folder nor a file")
                 }
             }
@@ -257,7 +260,7 @@ extension RunEndToEnd {
                 let ended = run.finish()
                 #expect(ended.exitStatus == 0, "\(ended)")
             }
-            let folders = try FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)
+            let folders = runFolders(in: sandbox.logDirectory)
             #expect(folders.count == 8, "\(folders)")
             let seconds = Set(folders.map { $0.prefix(15) })
             print("run-record: 8 runs started together in \(seconds.count) distinct second(s)")

@@ -95,7 +95,7 @@ final class RunSandbox {
 
     /// The one run record under `--log-dir`.
     func record(sourceLocation: SourceLocation = #_sourceLocation) throws -> RunRecordFiles {
-        let runs = (try? FileManager.default.contentsOfDirectory(atPath: logDirectory)) ?? []
+        let runs = runFolders(in: logDirectory)
         let only = try #require(runs.count == 1 ? runs.first : nil, "expected one run folder in \(logDirectory), found \(runs)", sourceLocation: sourceLocation)
         return try RunRecordFiles(directory: logDirectory + "/" + only, sourceLocation: sourceLocation)
     }

@@ -468,7 +468,7 @@ extension RunEndToEnd {
             let workflow = try sandbox.write(workflow: "tasks:\n  a: {run: echo hi}\n")
             let run = try FlowrunBinary.run([workflow, "--output", "plain"], in: sandbox.path, environment: sandbox.environment)
             #expect(run.exitStatus == 0, "\(run)")
-            let runs = (try? FileManager.default.contentsOfDirectory(atPath: sandbox.file(".flowrun/runs"))) ?? []
+            let runs = runFolders(in: sandbox.file(".flowrun/runs"))
             try #require(runs.count == 1, "\(runs)")
             let record = try RunRecordFiles(directory: sandbox.file(".flowrun/runs/" + runs[0]))
             #expect(record.status("a") == "succeeded")
