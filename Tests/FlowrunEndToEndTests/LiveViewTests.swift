@@ -104,7 +104,7 @@ extension RunEndToEnd {
             #expect(lines[summary + 1] == "  101 succeeded", "\(history)")
             #expect(lines[summary + 2].hasPrefix("  slowest: file-"), "\(history)")
             // The record's path, shortened in the middle if it does not fit 60 columns.
-            let runFolder = try #require(try FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory).first)
+            let runFolder = try #require(runFolders(in: sandbox.logDirectory).first)
             #expect(lines[summary + 3].hasPrefix("  record: /") && lines[summary + 3].hasSuffix("/" + runFolder), "\(history)")
             #expect(lines.last == "flowrun exited: 0", "\(history)")
         }

@@ -276,7 +276,7 @@ extension RunEndToEnd {
                       echo "late line"
                 """)
             let logged = poll(until: .seconds(15)) {
-                guard let run = try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory).first else { return false }
+                guard let run = runFolders(in: sandbox.logDirectory).first else { return false }
                 let logs = sandbox.logDirectory + "/" + run + "/logs"
                 let file = (try? FileManager.default.contentsOfDirectory(atPath: logs))?.first { $0.hasSuffix("-slow.log") }
                 let log = file.flatMap { ProcessProbe.text(logs + "/" + $0) } ?? ""

@@ -303,7 +303,7 @@ extension RunEndToEnd {
                 sandbox.arguments(workflow, [], output: "json"), in: sandbox.path, environment: sandbox.environment)
             run.expectNoCrash()
             #expect(run.exitStatus == 1, "\(run)")
-            let folders = try FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)
+            let folders = runFolders(in: sandbox.logDirectory)
             let directory = sandbox.logDirectory + "/" + (folders.first ?? "none")
             let path = switch limited {
             case .events: directory + "/events.jsonl"

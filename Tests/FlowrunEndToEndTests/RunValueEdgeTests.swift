@@ -28,7 +28,7 @@ extension RunEndToEnd {
             run.expectNoCrash()
             #expect(run.exitStatus == 0, "\(run)")
             #expect(run.wallSeconds < 40, "took \(run.wallSeconds) s")
-            let runs = try FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)
+            let runs = runFolders(in: sandbox.logDirectory)
             let folder = sandbox.logDirectory + "/" + (runs.first ?? "?")
             // Raw text: parsing 300,000 events would dwarf the run itself.
             let events = try String(contentsOfFile: folder + "/events.jsonl", encoding: .utf8)
