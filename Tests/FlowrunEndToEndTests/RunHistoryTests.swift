@@ -234,6 +234,30 @@ extension RunEndToEnd {
             #expect(finished.exitStatus == 0 && finished.stdout == "tick\nbye\n", "\(finished)")
         }
 
+        /// A flowrun killed outright (`kill -9` of its process group) leaves
+        /// no summary and no lock: the run did not finish, and what it got
+        /// to is read from its events.
+        @Test func aRunWhoseFlowrunWasKilledDidNotFinish() throws {
+            let sandbox = try RunSandbox()
+            let live = try sandbox.start("""
+                tasks:
+                  done: {run: "echo done"}
+                  hold: {needs: [done], run: 'echo ready > "$SANDBOX/ready"; exec sleep 30'}
+                """)
+            #expect(sandbox.waitFor("ready"), "hold never started")
+            let running = try Self.flowrun(["runs"], sandbox)
+            #expect(running.stdout.contains(" running "), "\(running)")
+            live.signalGroup(SIGKILL)
+            _ = live.finish()
+            let show = try Self.flowrun(["show"], sandbox)
+            #expect(show.exitStatus == 0, "\(show)")
+            #expect(show.stdout.contains("\noutcome   did not finish: 1 running, 1 succeeded\n"), "\(show)")
+            #expect(show.stdout.contains("no summary.json and no flowrun holds the run"), "\(show)")
+            let runs = try Self.flowrun(["runs", "--output", "json"], sandbox)
+            let first = (Self.json(runs.stdout) as? [[String: Any]])?.first
+            #expect(first?["state"] as? String == "interrupted" && first?["outcome"] as? String == "did not finish", "\(runs)")
+        }
+
         /// `logs -f` of a task that has not started waits for it, and ends
         /// when it does; a run that ends without it ends the wait.
         @Test func followingATaskThatHasNotStartedWaitsForIt() throws {

@@ -120,8 +120,10 @@ package struct RecordedRunView {
         out += word
         out += String(repeating: " ", count: max(1, 11 - word.utf8.count))
         var facts: [String] = []
-        if task.status == .running, let started = task.started, let start = run.startTime {
+        if task.status == .running, run.state == .running, let started = task.started, let start = run.startTime {
             facts.append("for " + PlainReporter.seconds(max(0, now - start - started)))
+        } else if task.status == .running {
+            facts.append("when flowrun was killed")
         } else if let duration = task.duration, task.attempts > 0 {
             facts.append(PlainReporter.seconds(duration))
         }
