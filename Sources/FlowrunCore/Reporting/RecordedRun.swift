@@ -9,7 +9,13 @@ import Glibc
 /// What `flowrun runs`, `show` and `logs` print, and what `resume` needs:
 /// each task's status, its log and `$FLOWRUN_OUTPUT` files, its stash
 /// (stdout and outputs). The record is masked already (secrets as `***`);
-/// nothing here unmasks it.
+/// nothing here unmasks it: the stash read from `summary.json` is the
+/// masked one, while an outputs file (`Task.outputsFile(attempt:)`, read
+/// with `RunHistory.recordFile`) holds what the task wrote.
+///
+///     let history = try RunHistory(path: ".flowrun/runs")
+///     let run = try RecordedRun.read(history.resolve(nil), in: history)
+///     for task in run.tasks where task.status == .succeeded { … }
 package struct RecordedRun: Sendable {
     /// How far the run got.
     package enum State: String, Sendable {

@@ -42,6 +42,25 @@ extension RunHistory {
         return log
     }
 
+    /// The bytes of a file in run `id`'s folder, `relative` to it
+    /// (`outputs/000042-NAME.1`, as `RecordedRun.Task.outputsFile` names
+    /// it): each folder on the way and the file opened without following a
+    /// link; nil when it is not there or not a plain file.
+    package func recordFile(_ id: String, _ relative: String) -> [UInt8]? {
+        let parts = relative.split(separator: "/").map(String.init)
+        guard let name = parts.last, !parts.contains(".."), !parts.contains(".") else { return nil }
+        var folder = openFolder(id)
+        guard folder >= 0 else { return nil }
+        for part in parts.dropLast() {
+            let next = openat(folder, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            close(folder)
+            guard next >= 0 else { return nil }
+            folder = next
+        }
+        defer { close(folder) }
+        return RecordFile.read(folder, name, limit: nil)
+    }
+
     /// The report a join wrote when it completed (`joins/JOIN.json`), nil if there is none.
     package func joinReport(_ id: String, join: String) -> JoinReport? {
         guard !join.contains("/") else { return nil }
