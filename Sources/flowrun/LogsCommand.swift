@@ -13,7 +13,7 @@ struct LogsCommand: ParsableCommand {
             run), never guessed from the name. On a terminal each line is shown with control characters \
             escaped (as --stream does); into a pipe or a file the log's bytes go out as they are. \
             With -f, flowrun prints what the task adds as it adds it (woken by inotify) and exits when \
-            the task ends, or when the run does; a task that has not started yet is waited for.
+            the task ends, or when the run does; a task that has not started yet is waited for (a run that ends without it exits 1).
             """
     )
 
@@ -38,13 +38,14 @@ struct LogsCommand: ParsableCommand {
         let known = recorded.task(named: task)
         if known == nil {
             let hint = recorded.suggestion(for: task)
-            // A live run knows only the tasks that started so far: -f waits for one that is not a typo.
-            guard follow, recorded.state == .running, hint.isEmpty else {
+            // A live run knows only the tasks that started so far: -f waits for the one named
+            // (`fetch[7]` may not have started while `fetch[6]` runs), the hint only noted.
+            guard follow, recorded.state == .running else {
                 let scope = recorded.state == .running ? " (so far)" : ""
                 Terminal.standardError.write("flowrun: no task '\(shown)' in run \(recorded.id)\(scope)\(hint)\n")
                 throw ExitCode(2)
             }
-            Terminal.standardError.write("flowrun: '\(shown)' has not started yet in run \(recorded.id); waiting for it (Ctrl-C to stop)\n")
+            Terminal.standardError.write("flowrun: '\(shown)' has not started yet in run \(recorded.id); waiting for it (Ctrl-C to stop)\(hint)\n")
         }
         let printer = LogPrinter(escapes: Terminal.standardOutput.isTerminal)
         let reader = TaskLogReader(history: history, runID: recorded.id, task: task, logFile: known?.logFile) { printer.print($0) }
