@@ -269,12 +269,17 @@ extension RunEndToEnd {
                 """)
             #expect(sandbox.waitFor("ready"), "gate never started")
             let follower = try LiveFlowrun(["logs", "later", "-f", "--log-dir", sandbox.logDirectory], environment: [:], directory: sandbox.path, hardTimeout: .seconds(30))
+            let never = try LiveFlowrun(["logs", "-f", "nowhere", "--log-dir", sandbox.logDirectory], environment: [:], directory: sandbox.path, hardTimeout: .seconds(30))
             #expect(follower.wait(upTo: .milliseconds(500)) == nil, "logs -f gave up on a task that has not started yet")
             _ = FileManager.default.createFile(atPath: sandbox.file("go"), contents: nil)
             let followed = follower.finish()
             #expect(followed.exitStatus == 0 && followed.stdout == "later ran\n", "\(followed)")
             #expect(followed.stderr.contains("'later' has not started yet"), "\(followed)")
             #expect(live.finish().exitStatus == 0)
+            // A name no task of the run has: the wait ends with the run.
+            let gaveUp = never.finish()
+            #expect(gaveUp.exitStatus == 1 && !gaveUp.hung, "\(gaveUp)")
+            #expect(gaveUp.stderr.hasSuffix("ended before 'nowhere' started\n"), "\(gaveUp)")
         }
 
         // MARK: Pruning
