@@ -1,5 +1,6 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunRecord
+import FlowrunReporting
 
 /// `flowrun logs [RUN] TASK [-f] [--log-dir DIR]`
 struct LogsCommand: ParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunRecord
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunRecord
+import FlowrunReporting
 
 /// `flowrun runs [-n N] [--output text|json] [--log-dir DIR]`
 struct RunsCommand: ParsableCommand {

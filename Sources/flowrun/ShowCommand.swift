@@ -1,5 +1,6 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunRecord
+import FlowrunReporting
 
 /// `flowrun show [RUN] [--output text|json] [--log-dir DIR]`
 struct ShowCommand: ParsableCommand {

@@ -1,0 +1,153 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunValues
+
+/// The run records in one folder (`.flowrun/runs`, or `--log-dir`): which
+/// runs there are, which one is the latest, which one a RUN argument names,
+/// and whether a run is still going.
+///
+/// Everything inside the folder is opened relative to a handle on it and
+/// never through a link (`latest` is read with `readlinkat`, and only a
+/// run id it holds counts), as the record's writer does (SECURITY.md).
+package final class RunHistory {
+    /// The folder as the user named it.
+    package let path: String
+    /// The folder, held for every read below.
+    let descriptor: Int32
+
+    package struct Problem: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// Opens `path`; a folder that is not there is a problem that says where runs are recorded.
+    package init(path: String) throws(Problem) {
+        self.path = path
+        descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT {
+                throw Problem(description: "no runs recorded in \(TerminalText.escaped(path)) yet (every run of a workflow records itself there)")
+            }
+            throw Problem(description: "cannot open \(TerminalText.escaped(path)): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// `20261122-140307-4f1c09a2b7d3e865`: eight digits, a dash, six
+    /// digits, a dash, sixteen lowercase hex digits. Only such names are
+    /// runs: nothing else in the folder is read, listed or pruned.
+    package static func isRunID(_ name: some StringProtocol) -> Bool {
+        let bytes = Array(name.utf8)
+        guard bytes.count == 32, bytes[8] == UInt8(ascii: "-"), bytes[15] == UInt8(ascii: "-") else { return false }
+        for (offset, byte) in bytes.enumerated() where offset != 8 && offset != 15 {
+            let digit = (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            if offset < 15 ? !digit : !(digit || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)) { return false }
+        }
+        return true
+    }
+
+    /// Every run's id, oldest first (ids start with their local start time).
+    package func runIDs() -> [String] {
+        Self.runIDs(in: descriptor)
+    }
+
+    static func runIDs(in folder: Int32) -> [String] {
+        let copy = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard copy >= 0, let directory = fdopendir(copy) else { return [] }
+        defer { closedir(directory) }
+        var ids: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if isRunID(name) { ids.append(name) }
+        }
+        return chronological(ids, in: folder)
+    }
+
+    /// `ids` oldest first: by the start second in the id, and runs started
+    /// in the same second by their `run_started` time (to the millisecond),
+    /// read only for those.
+    static func chronological(_ ids: [String], in folder: Int32) -> [String] {
+        var sorted = ids.sorted()
+        var start = 0
+        while start < sorted.count {
+            let second = sorted[start].prefix(15)
+            var end = start + 1
+            while end < sorted.count, sorted[end].hasPrefix(second) { end += 1 }
+            if end - start > 1 {
+                let times = sorted[start..<end].map { id in (id, startTime(of: id, in: folder) ?? 0) }
+                sorted.replaceSubrange(start..<end, with: times.sorted { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }.map(\.0))
+            }
+            start = end
+        }
+        return sorted
+    }
+
+    /// When run `id` started, from its first event (nil if unreadable).
+    static func startTime(of id: String, in folder: Int32) -> Double? {
+        let run = openat(folder, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard run >= 0 else { return nil }
+        defer { close(run) }
+        guard let line = RecordFile.firstLine(run, "events.jsonl"),
+              let event = JSONValue.parse(bytes: Array(line)) else { return nil }
+        return event["time"]?.string.flatMap(RecordedRun.epochSeconds)
+    }
+
+    /// The run `latest` names when it names one that is there, else the newest by id.
+    package func latestID() -> String? {
+        let ids = runIDs()
+        if let named = Self.readLatest(in: descriptor), ids.contains(named) { return named }
+        return ids.last
+    }
+
+    /// What `latest` holds, if it is a link to a run id (never followed).
+    static func readLatest(in folder: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = readlinkat(folder, "latest", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return isRunID(target) ? target : nil
+    }
+
+    /// The run `argument` names: nil or `latest` for the latest, an id, or
+    /// a prefix of exactly one id. An unknown or ambiguous one is a problem
+    /// that lists what there is.
+    package func resolve(_ argument: String?) throws(Problem) -> String {
+        let ids = runIDs()
+        guard !ids.isEmpty else {
+            throw Problem(description: "no runs recorded in \(TerminalText.escaped(path)) yet (every run of a workflow records itself there)")
+        }
+        guard let argument, argument != "latest" else { return latestID() ?? ids[ids.count - 1] }
+        if ids.contains(argument) { return argument }
+        let matches = argument.isEmpty ? [] : ids.filter { $0.hasPrefix(argument) }
+        if matches.count == 1 { return matches[0] }
+        let shown = TerminalText.escaped(argument)
+        if matches.isEmpty {
+            throw Problem(description: "no run in \(TerminalText.escaped(path)) starts with '\(shown)'; the latest is \(latestID() ?? ids[ids.count - 1]) (flowrun runs lists them)")
+        }
+        let listed = matches.suffix(20).reversed().map { "  " + $0 }.joined(separator: "\n")
+        let more = matches.count > 20 ? "\n  … and \(matches.count - 20) older" : ""
+        throw Problem(description: "'\(shown)' matches \(matches.count) runs in \(TerminalText.escaped(path)); give more of the id:\n\(listed)\(more)")
+    }
+
+    /// Whether a flowrun process still holds run `id`'s folder (its `flock`).
+    package func isLive(_ id: String) -> Bool {
+        Self.isLive(id, in: descriptor)
+    }
+
+    static func isLive(_ id: String, in folder: Int32) -> Bool {
+        let run = openat(folder, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard run >= 0 else { return false }
+        defer { close(run) }
+        // A shared lock taken and dropped at once: it fails only while the run holds its exclusive one.
+        if flock(run, LOCK_SH | LOCK_NB) == 0 { return false }
+        return errno == EWOULDBLOCK
+    }
+
+    /// Run `id`'s folder as shown to the user.
+    package func folderPath(_ id: String) -> String {
+        path + "/" + id
+    }
+}
