@@ -27,6 +27,8 @@ package final class TaskLogReader {
     private(set) package var taskStarted = false
     private(set) package var taskFinished = false
     private(set) package var runEnded = false
+    /// Why the log is there but cannot be read (a link planted in its place), if so.
+    private(set) package var openProblem: String?
 
     package init(history: RunHistory, runID: String, task: String, logFile: String?, output: @escaping ([UInt8]) -> Void) {
         self.history = history
@@ -43,6 +45,10 @@ package final class TaskLogReader {
     package func copyLog() -> Bool {
         if log < 0, let logFile {
             log = history.openLog(runID, file: logFile)
+            // Not there yet is normal (a log is made at its first byte); anything else is not.
+            openProblem = log < 0 && errno != ENOENT
+                ? "cannot read \(history.folderPath(runID))/logs/\(logFile): \(errno == ELOOP || errno == EINVAL ? "not a plain file of the record (a link?)" : String(cString: strerror(errno)))"
+                : nil
         }
         guard log >= 0 else { return false }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)

@@ -61,6 +61,10 @@ struct LogsCommand: ParsableCommand {
         }
         let hadLog = reader.copyLog()
         printer.finish()
+        if let problem = reader.openProblem {
+            Terminal.standardError.write("flowrun: \(problem)\n")
+            throw ExitCode(1)
+        }
         if !hadLog, let known {
             let why = RecordedRun.whyNoLog(known)
             Terminal.standardError.write("flowrun: '\(shown)' \(why) in run \(recorded.id)\n")

@@ -138,6 +138,33 @@ extension RunEndToEnd {
             #expect(unknown.exitStatus == 2 && unknown.stderr.contains("no task '\\e]0;x\\x07'") && !unknown.stderr.contains("\u{1B}"), "\(unknown)")
         }
 
+        /// The record is read as it is written: relative to a handle, never
+        /// through a link. A log replaced by a link to a file of yours is
+        /// refused, not printed; a `latest` pointing elsewhere is ignored.
+        @Test func recordFilesAreNeverReadThroughALink() throws {
+            let sandbox = try RunSandbox()
+            let id = try Self.record(Self.failing, in: sandbox)
+            let secret = sandbox.file("secret")
+            _ = FileManager.default.createFile(atPath: secret, contents: Data("TOP SECRET\n".utf8))
+            let logs = "\(sandbox.logDirectory)/\(id)/logs"
+            let testLog = try #require(try FileManager.default.contentsOfDirectory(atPath: logs).first { $0.hasSuffix("-test.log") })
+            try FileManager.default.removeItem(atPath: logs + "/" + testLog)
+            try FileManager.default.createSymbolicLink(atPath: logs + "/" + testLog, withDestinationPath: secret)
+            let log = try Self.flowrun(["logs", "test"], sandbox)
+            #expect(log.exitStatus == 1, "\(log)")
+            #expect(log.stderr == "flowrun: cannot read \(logs)/\(testLog): not a plain file of the record (a link?)\n", "\(log)")
+            let show = try Self.flowrun(["show", "--output", "json"], sandbox)
+            #expect(show.exitStatus == 0 && !show.stdout.contains("TOP SECRET") && !log.stdout.contains("TOP SECRET"), "\(show)")
+
+            // `latest` → a folder outside named like a run: not followed; the newest run is shown.
+            let outside = sandbox.file("elsewhere/20991231-235959-ffffffffffffffff")
+            try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+            try FileManager.default.removeItem(atPath: sandbox.logDirectory + "/latest")
+            try FileManager.default.createSymbolicLink(atPath: sandbox.logDirectory + "/latest", withDestinationPath: "../elsewhere/20991231-235959-ffffffffffffffff")
+            let latest = try Self.flowrun(["show"], sandbox)
+            #expect(latest.exitStatus == 0 && latest.stdout.hasPrefix("run       \(id)\n"), "\(latest)")
+        }
+
         // MARK: Which run
 
         @Test func latestFollowsTheNewestRunAndPrefixesMustBeUnique() throws {
