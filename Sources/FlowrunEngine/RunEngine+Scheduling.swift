@@ -20,6 +20,9 @@ extension RunEngine {
             if nodes[index].needs.allSatisfy({ nodes[$0].isOK }) {
                 activateGroup(index)
             } else {
+                // Its members will never start: settle them first, so joins
+                // waiting on a member hear of it (else the run never ends).
+                for member in nodes[index].members { settle(member, .skipped, why: "its group was skipped") }
                 settle(index, .skipped, why: "a need did not succeed")
             }
         case .join:
