@@ -72,6 +72,10 @@ public struct RunEvent: Sendable {
     public var workflow: String?
     public var counts: [(status: TaskStatus, count: Int)]?
     public var runExitCode: Int?
+    /// task_finished: `restored` or `up_to_date` when the task succeeded without running.
+    package var reused: String?
+    /// run_started: the run this one resumes.
+    package var resumedFrom: String?
 
     /// join_completed carries this many members, each value cut to this many bytes.
     static let joinMembersInEvent = 200
@@ -141,6 +145,8 @@ public struct RunEvent: Sendable {
         json.add("line", line)
         json.add("allowed", allowed)
         json.add("cancelled_by", cancelledBy)
+        json.add("reused", reused)
+        json.add("resumed_from", resumedFrom)
         if let counts {
             var object = JSONObjectWriter()
             for (status, count) in counts { object.add(key: status.rawValue, count) }
