@@ -13,6 +13,7 @@ struct Flowrun: ParsableCommand {
             flowrun validate [--quiet] [FILE...]
             flowrun graph [FILE] [--format dot|mermaid]
             flowrun list [FILE] [--output text|json]
+            flowrun resume [RUN] [--from <name>]... [--force] [--dry-run]
             flowrun export FILE --to argo [--image <image>] [--namespace <ns>] [--template] [--strict] [-o <file>]
             """,
         discussion: """
@@ -36,7 +37,7 @@ struct Flowrun: ParsableCommand {
             stopped the run.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self, ResumeCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

@@ -16,6 +16,7 @@ extension RunEngine {
         json.add("resumed_from", reuse.resumedFrom)
         json.add("workflow_path", Self.absolutePath(plan.workflow.file))
         json.add("cwd", Self.currentDirectory())
+        if !plan.only.isEmpty { json.add("only", plan.only) }
         json.add("console_lines_dropped", ConsoleWriter.droppedLines)  // so far: the console is not the record
         json.add("counts") { $0 += countsJSON }
         file.bytes += shown(json: json.finish())

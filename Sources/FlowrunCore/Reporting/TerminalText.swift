@@ -1,7 +1,7 @@
 /// Text as a terminal shows it: how many columns it takes, how to cut it to a
 /// width without wrapping, and how to keep a task's bytes from steering the
 /// terminal (a log line may carry colours, `\r` progress or a stray escape).
-enum TerminalText {
+package enum TerminalText {
     /// Columns `text` takes on a terminal: 0 for combining marks and format
     /// characters, 2 for East Asian wide and emoji, 1 otherwise.
     static func width(_ text: some StringProtocol) -> Int {
@@ -60,7 +60,7 @@ enum TerminalText {
     /// `escaped(name)`, and a name that starts with `::` starts with `\x3a:`
     /// instead: names begin console lines (`--stream`'s `name | line`), and a
     /// line starting with `::` is a command to some CI runners (`::error::`).
-    static func escapedName(_ name: String) -> String {
+    package static func escapedName(_ name: String) -> String {
         let escaped = escaped(name)
         guard escaped.hasPrefix("::") else { return escaped }
         return "\\x3a" + escaped.dropFirst()
