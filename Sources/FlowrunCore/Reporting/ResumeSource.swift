@@ -57,7 +57,7 @@ package struct ResumeSource: Sendable {
         closedir(handle)
         ids.sort()
         guard let run else {
-            guard let latest = ids.last else { throw Problem(description: "no run records in \(base)") }
+            guard let latest = latest(of: ids, in: base) else { throw Problem(description: "no run records in \(base)") }
             return base + "/" + latest
         }
         if ids.contains(run) { return base + "/" + run }
@@ -69,6 +69,35 @@ package struct ResumeSource: Sendable {
             throw Problem(description: "'\(run)' is the start of \(matches.count) runs in \(base): \(matches.prefix(10).joined(separator: ", "))\(matches.count > 10 ? ", …" : "")")
         }
         return base + "/" + matches[0]
+    }
+
+    /// The run `BASE/latest` points at, else the greatest id; ids started
+    /// in the same second are told apart by their first event's time (ms).
+    static func latest(of ids: [String], in base: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink(base + "/latest", &buffer, buffer.count - 1)
+        if length > 0 {
+            let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let name = target.split(separator: "/").last.map(String.init), ids.contains(name) { return name }
+        }
+        guard let last = ids.last else { return nil }
+        let second = last.prefix(15)
+        let sameSecond = ids.filter { $0.hasPrefix(second) }
+        guard sameSecond.count > 1 else { return last }
+        return sameSecond.max { startTime(base + "/" + $0) < startTime(base + "/" + $1) }
+    }
+
+    /// The `time` of the first line of the run's events.jsonl ("" if none).
+    static func startTime(_ directory: String) -> String {
+        let descriptor = open(directory + "/events.jsonl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return "" }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 512)
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return "" }
+        let key = Array("\"time\":\"".utf8)
+        guard count > key.count, let start = (0...(count - key.count)).first(where: { bytes[$0..<$0 + key.count].elementsEqual(key) }) else { return "" }
+        return String(decoding: bytes[(start + key.count)..<min(count, start + key.count + 24)], as: UTF8.self)
     }
 
     /// `20261122-025301-4f1c09a2b7d3e865`.
