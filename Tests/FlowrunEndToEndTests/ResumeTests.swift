@@ -82,6 +82,9 @@ extension RunEndToEnd {
             #expect(new.summary["resumed_from"] as? String == old.runID)
             #expect(new.events("run_started").first?["resumed_from"] as? String == old.runID)
             #expect(resumed.stdout.contains("restored first"), "\(resumed)")
+            // Its events, `reused` and `resumed_from` included, match the documented schema.
+            let problems = try EventsSchemaTests.validate(new.eventLines.filter { !$0.isEmpty })
+            #expect(problems.isEmpty, "\(problems)")
         }
 
         @Test func resumeRefusesNamingATaskItWouldRestoreThatChanged() throws {
