@@ -9,8 +9,22 @@ import Glibc
 package enum IncrementalPreview {
     package static func lines(_ plan: Plan, store: IncrementalStore) -> [String] {
         var lines: [String] = []
+        // Steps known to run nothing: a need outside this set may still change a task's sources.
+        var current = Set<String>()
         for step in plan.steps + plan.finallySteps {
+            if step.kind == .group, step.members.allSatisfy(current.contains) { current.insert(step.name) }
             guard let task = step.task, !task.sources.isEmpty, let identity = plan.identities[task.name] else { continue }
+            let waitsOn = step.needs.filter { !current.contains($0) }
+            let before = lines.count
+            defer {
+                if lines.count == before + 1, lines[before].hasSuffix(": up to date") {
+                    if waitsOn.isEmpty {
+                        current.insert(step.name)
+                    } else {
+                        lines[before] += " so far (it runs after \(waitsOn.joined(separator: ", ")), which may change its sources)"
+                    }
+                }
+            }
             if readsRunTimeValues(task) {
                 lines.append("\(step.name): decided when it runs (it reads values of other tasks)")
                 continue
@@ -35,6 +49,7 @@ package enum IncrementalPreview {
                 }
                 lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store))
             }
+            if waitsOn.isEmpty && lines[before...].allSatisfy({ $0.hasSuffix(": up to date") }) { current.insert(step.name) }
         }
         return lines
     }
