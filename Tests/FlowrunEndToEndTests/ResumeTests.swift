@@ -168,6 +168,34 @@ extension RunEndToEnd {
             #expect(results.first?["status"] as? String == "succeeded")
         }
 
+        /// A task with sources is checked, not restored: a file fixed after
+        /// the failure is built again, and what follows sees the new result.
+        @Test func aTaskWithSourcesIsCheckedNotRestoredOnResume() throws {
+            let sandbox = try RunSandbox()
+            try "one".write(toFile: sandbox.file("in.txt"), atomically: true, encoding: .utf8)
+            let failed = try sandbox.run("""
+                tasks:
+                  make:
+                    sources: [in.txt]
+                    generates: [out.txt]
+                    run: cp in.txt out.txt
+                  use:
+                    needs: [make]
+                    run: |
+                      test -f "$SANDBOX/allow" || exit 1
+                      cat out.txt
+
+                """)
+            #expect(failed.exitStatus == 1, "\(failed)")
+            try "two".write(toFile: sandbox.file("in.txt"), atomically: true, encoding: .utf8)
+            try "".write(toFile: sandbox.file("allow"), atomically: true, encoding: .utf8)
+            let resumed = try resume(sandbox)
+            #expect(resumed.exitStatus == 0, "\(resumed)")
+            let new = try #require(try Self.records(sandbox).last)
+            #expect(new.names("task_started").sorted() == ["make", "use"], "\(new.overview)")
+            #expect(new.stdout("use") == "two", "\(new.overview)")
+        }
+
         @Test func anAmbiguousOrUnknownRunIsAnErrorNamingTheCandidates() throws {
             let sandbox = try RunSandbox()
             _ = try sandbox.run(Self.chain)

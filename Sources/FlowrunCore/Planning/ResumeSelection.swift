@@ -6,7 +6,9 @@
 /// as in a fresh run; `finally` tasks always run. A task that would be
 /// restored but whose identity changed is a refusal: the old stash no longer
 /// belongs to the task the file describes. Fan-out members are restored one
-/// by one (by name and item) when their group's needs are restored.
+/// by one (by name and item) when their group's needs are restored. A task
+/// with `sources:` is not restored but checked as up to date, as in any run
+/// (its files may have changed since), and what follows it runs again.
 package struct ResumeSelection: Sendable {
     /// By task name (fan-out members included).
     package var restored: [String: RestoredTask] = [:]
@@ -86,10 +88,12 @@ package struct ResumeSelection: Sendable {
             var result = !rerun.contains(index) && step.needs.allSatisfy { need in stepByName[need].map { isComplete($0) } ?? false }
             switch step.kind {
             case .task:
-                result = result && restore(task: step.name)
+                // A task with sources is never restored blindly: its files may
+                // have changed since; the run checks it as up to date instead.
+                result = result && (step.task?.sources.isEmpty ?? true) && restore(task: step.name)
             case .fanOut:
                 let group = step.group ?? ""
-                if result {
+                if result && (step.task?.sources.isEmpty ?? true) {
                     let members = oldMembers[group] ?? []
                     var all = old.groupStatus[group] == "succeeded"
                     for member in members {
