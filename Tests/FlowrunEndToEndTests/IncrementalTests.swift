@@ -133,6 +133,40 @@ extension RunEndToEnd {
             #expect(sandbox.lines("make.count").count == 4)
         }
 
+        /// Two runs at once write the same tasks' state: each file is whole
+        /// (renamed into place), and a third run finds everything up to date.
+        @Test func twoOverlappingRunsLeaveUsableState() throws {
+            let sandbox = try RunSandbox()
+            for index in 0..<8 { try "input \(index)".write(toFile: sandbox.file("in\(index).txt"), atomically: true, encoding: .utf8) }
+            let workflow = try sandbox.write(workflow: """
+                max_parallel: 8
+                groups:
+                  copy:
+                    foreach: {range: [0, 7]}
+                    task:
+                      sources: ["in${{ item }}.txt"]
+                      generates: ["out${{ item }}.txt"]
+                      run: |
+                        echo started >> "$SANDBOX/starts"
+                        while [ ! -f "$SANDBOX/go" ]; do sleep 0.02; done
+                        cp in$FLOWRUN_ITEM.txt out$FLOWRUN_ITEM.txt
+
+                """)
+            let arguments = [workflow, "--log-dir", sandbox.logDirectory, "--output", "plain"]
+            let first = try LiveFlowrun(arguments, environment: sandbox.environment, directory: sandbox.path, hardTimeout: .seconds(60))
+            let second = try LiveFlowrun(arguments, environment: sandbox.environment, directory: sandbox.path, hardTimeout: .seconds(60))
+            // Both runs are inside their tasks before either writes any state.
+            try #require(sandbox.waitFor("starts", lines: 16), "the two runs never both started their tasks")
+            try "".write(toFile: sandbox.file("go"), atomically: true, encoding: .utf8)
+            #expect(first.finish().exitStatus == 0)
+            #expect(second.finish().exitStatus == 0)
+            let files = try FileManager.default.contentsOfDirectory(atPath: sandbox.file(".flowrun/state"))
+            #expect(files.count == 8 && files.allSatisfy { $0.hasSuffix(".json") }, "\(files)")
+            let third = try FlowrunBinary.run(arguments, in: sandbox.path, environment: sandbox.environment)
+            #expect(third.exitStatus == 0, "\(third)")
+            #expect(sandbox.lines("starts").count == 16, "a task ran again after two overlapping runs\n\(third)")
+        }
+
         @Test func aBadGlobIsAnErrorAtItsColumn() throws {
             let sandbox = try RunSandbox()
             let file = try sandbox.write(workflow: """
