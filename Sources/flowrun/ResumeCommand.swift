@@ -85,9 +85,10 @@ struct ResumeCommand: ParsableCommand {
         options.only = old.only
         let plan = try PlanLoader.load(old.workflowPath ?? old.file, options: options).plan
 
+        let identities = TaskIdentities.compute(for: plan)
         let selection: ResumeSelection
         do {
-            selection = try ResumeSelection.select(plan: plan, old: old, from: from)
+            selection = try ResumeSelection.select(plan: plan, identities: identities, old: old, from: from)
         } catch {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
@@ -111,7 +112,7 @@ struct ResumeCommand: ParsableCommand {
         reuse.restored = selection.restored
         reuse.resumedFrom = old.runID
         reuse.store = IncrementalSetup.store(for: plan, force: force)
-        try RunLauncher.run(plan, logDirectory: base, output: output, stream: stream, reuse: reuse)
+        try RunLauncher.run(plan, logDirectory: base, output: output, stream: stream, reuse: reuse, identities: identities)
     }
 
     /// `.flowrun/runs` here, else in the nearest parent folder that has one.

@@ -4,7 +4,7 @@ import FlowrunCore
 /// Runs a plan with the console reporter `--output` asks for and exits with
 /// the run's code: what `resume` shares with a run.
 enum RunLauncher {
-    static func run(_ plan: Plan, logDirectory: String?, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse) throws {
+    static func run(_ plan: Plan, logDirectory: String?, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse, identities: [String: TaskIdentity]) throws {
         let record: RunRecord
         do {
             record = try RunRecord(baseDirectory: logDirectory)
@@ -28,6 +28,7 @@ enum RunLauncher {
         }
         let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: hearsLines)
         engine.reuse = reuse
+        engine.identities = identities
         let outcome = engine.run()
         ConsoleWriter.settle()
         withExtendedLifetime(engine) { Terminal.exit(outcome.exitCode) }

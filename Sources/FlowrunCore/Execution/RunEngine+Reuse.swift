@@ -36,7 +36,7 @@ extension RunEngine {
 
     /// The task's identity from the plan (a member's with its item).
     func identity(of index: Int) -> TaskIdentity? {
-        guard let definition = nodes[index].definition, let identity = plan.identities[definition.value.name] else { return nil }
+        guard let definition = nodes[index].definition, let identity = identities[definition.value.name] else { return nil }
         return nodes[index].group != nil && nodes[index].item != nil ? identity.member(item: nodes[index].item) : identity
     }
 

@@ -108,6 +108,9 @@ public final class RunEngine: @unchecked Sendable {
 
     /// Stashes to restore (`resume`) and the incremental state: set before `run()`.
     package var reuse = TaskReuse()
+    /// Each step's identity (`TaskIdentity`), worked out when first needed
+    /// (an incremental task, the summary); `resume` hands in the ones it has.
+    package lazy var identities: [String: TaskIdentity] = TaskIdentities.compute(for: plan)
 
     /// `--stream`: task output goes to the reporters line by line as it arrives.
     let streamsOutput: Bool

@@ -18,9 +18,6 @@ public struct Plan: Sendable {
     /// Hides the values `secrets:` names in everything flowrun shows and
     /// stores; nil when the workflow has none (or all are unset).
     public var secretMasker: SecretMasker?
-    /// Each task's, group's and join's identity by step name (a fan-out's
-    /// by its template's, `GROUP[*]`): see `TaskIdentity`.
-    package var identities: [String: TaskIdentity] = [:]
 
     /// Steps grouped by stage: everything in stage N can start once what it
     /// waits for in earlier stages has settled.

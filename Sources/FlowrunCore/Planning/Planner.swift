@@ -62,10 +62,8 @@ public enum Planner {
             PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])
         }
         let secretMasker = SecretMasker(values: try secretValues(of: workflow))
-        var plan = Plan(workflow: workflow, maxParallel: maxParallel, runTimeout: workflow.timeout?.value, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
+        return Plan(workflow: workflow, maxParallel: maxParallel, runTimeout: workflow.timeout?.value, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
                     only: options.only, secretMasker: secretMasker)
-        plan.identities = TaskIdentities.compute(steps: steps, finallySteps: finallySteps, workflow: workflow)
-        return plan
     }
 
     private static func apply(_ options: PlanOptions, to workflow: inout Workflow) throws(PlanningError) {

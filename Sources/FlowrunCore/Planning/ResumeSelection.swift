@@ -19,8 +19,8 @@ package struct ResumeSelection: Sendable {
         package var description: String
     }
 
-    package static func select(plan: Plan, old: ResumeSource, from: [String]) throws(Problem) -> ResumeSelection {
-        var selector = Selector(plan: plan, old: old)
+    package static func select(plan: Plan, identities: [String: TaskIdentity], old: ResumeSource, from: [String]) throws(Problem) -> ResumeSelection {
+        var selector = Selector(plan: plan, identities: identities, old: old)
         for name in from {
             guard let index = selector.stepByName[name] else {
                 let names = plan.steps.filter { $0.kind != .fanOut }.map(\.name)
@@ -37,6 +37,7 @@ package struct ResumeSelection: Sendable {
 
     private struct Selector {
         let plan: Plan
+        let identities: [String: TaskIdentity]
         var stepByName: [String: Int] = [:]
         var oldTasks: [String: ResumeSource.Task] = [:]
         var oldMembers: [String: [ResumeSource.Task]] = [:]
@@ -49,8 +50,9 @@ package struct ResumeSelection: Sendable {
         /// Dependents of each step, and members of each group.
         var dependents: [[Int]]
 
-        init(plan: Plan, old: ResumeSource) {
+        init(plan: Plan, identities: [String: TaskIdentity], old: ResumeSource) {
             self.plan = plan
+            self.identities = identities
             self.old = old
             for index in plan.steps.indices { stepByName[plan.steps[index].name] = index }
             for task in old.tasks where task.phase == "main" {
@@ -116,7 +118,7 @@ package struct ResumeSelection: Sendable {
         /// Restores a task that succeeded, if its identity is unchanged.
         private mutating func restore(task name: String) -> Bool {
             guard let task = oldTasks[name], task.status == "succeeded", task.item == nil else { return false }
-            guard let identity = plan.identities[name] else { return false }
+            guard let identity = identities[name] else { return false }
             guard task.identity == identity.hash else {
                 changed.append((name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
                 return false
@@ -126,7 +128,7 @@ package struct ResumeSelection: Sendable {
         }
 
         private mutating func restore(member task: ResumeSource.Task, template: String) -> Bool {
-            guard let identity = plan.identities[template]?.member(item: task.item) else { return false }
+            guard let identity = identities[template]?.member(item: task.item) else { return false }
             guard task.identity == identity.hash else {
                 changed.append((task.name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
                 return false

@@ -16,7 +16,7 @@ import Testing
     func identities(_ yaml: String, variables: [(String, String)] = []) throws -> [String: TaskIdentity] {
         var options = PlanOptions()
         options.variables = variables
-        return try Planner.plan(try workflow(yaml), options: options).identities
+        return TaskIdentities.compute(for: try Planner.plan(try workflow(yaml), options: options))
     }
 
     @Test func aChangedScriptChangesTheTaskAndWhatNeedsItButNothingElse() throws {

@@ -9,11 +9,12 @@ import Glibc
 package enum IncrementalPreview {
     package static func lines(_ plan: Plan, store: IncrementalStore) -> [String] {
         var lines: [String] = []
+        let identities = TaskIdentities.compute(for: plan)
         // Steps known to run nothing: a need outside this set may still change a task's sources.
         var current = Set<String>()
         for step in plan.steps + plan.finallySteps {
             if step.kind == .group, step.members.allSatisfy(current.contains) { current.insert(step.name) }
-            guard let task = step.task, !task.sources.isEmpty, let identity = plan.identities[task.name] else { continue }
+            guard let task = step.task, !task.sources.isEmpty, let identity = identities[task.name] else { continue }
             let waitsOn = step.needs.filter { !current.contains($0) }
             let before = lines.count
             defer {
