@@ -167,6 +167,40 @@ extension RunEndToEnd {
             #expect(sandbox.lines("starts").count == 16, "a task ran again after two overlapping runs\n\(third)")
         }
 
+        /// `**` reaches every folder level but hidden ones; a folder named
+        /// as a source changes with its list of names.
+        @Test func doubleStarGlobsAndFolderSources() throws {
+            let sandbox = try RunSandbox()
+            let fileManager = FileManager.default
+            for folder in ["src/a/b", "src/.hidden", "list"] { try fileManager.createDirectory(atPath: sandbox.file(folder), withIntermediateDirectories: true) }
+            for file in ["src/top.txt", "src/a/b/deep.txt", "src/.hidden/x.txt", "list/one"] {
+                try "v1".write(toFile: sandbox.file(file), atomically: true, encoding: .utf8)
+            }
+            let workflow = """
+                tasks:
+                  deep:
+                    sources: ["src/**/*.txt"]
+                    run: echo ran >> "$SANDBOX/deep.count"
+                  listing:
+                    sources: [list]
+                    run: echo ran >> "$SANDBOX/listing.count"
+
+                """
+            #expect(try sandbox.run(workflow).exitStatus == 0)
+            #expect(try sandbox.run(workflow).exitStatus == 0)
+            #expect(sandbox.lines("deep.count").count == 1 && sandbox.lines("listing.count").count == 1)
+            // A hidden folder is not swept in; an edit inside the listed folder is not a new name.
+            try "v2".write(toFile: sandbox.file("src/.hidden/x.txt"), atomically: true, encoding: .utf8)
+            try "v2".write(toFile: sandbox.file("list/one"), atomically: true, encoding: .utf8)
+            #expect(try sandbox.run(workflow).exitStatus == 0)
+            #expect(sandbox.lines("deep.count").count == 1 && sandbox.lines("listing.count").count == 1)
+            // Two levels down counts; a new name in the folder counts.
+            try "v2".write(toFile: sandbox.file("src/a/b/deep.txt"), atomically: true, encoding: .utf8)
+            try "v1".write(toFile: sandbox.file("list/two"), atomically: true, encoding: .utf8)
+            #expect(try sandbox.run(workflow).exitStatus == 0)
+            #expect(sandbox.lines("deep.count").count == 2 && sandbox.lines("listing.count").count == 2)
+        }
+
         @Test func aBadGlobIsAnErrorAtItsColumn() throws {
             let sandbox = try RunSandbox()
             let file = try sandbox.write(workflow: """

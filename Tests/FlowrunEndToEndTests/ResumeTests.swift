@@ -123,15 +123,16 @@ extension RunEndToEnd {
             #expect(unknown.stderr.contains("--from secnd: no task, group or join has that name (did you mean 'second'?)"), "\(unknown)")
         }
 
-        /// SIGINT while a fan-out runs: members that succeeded are restored,
-        /// the interrupted one and those never started run.
+        /// SIGINT while a fan-out over a run-time list runs: members that
+        /// succeeded are restored, the interrupted one and those never started run.
         @Test func anInterruptedFanOutResumesOnlyTheMembersThatDidNotSucceed() throws {
             let sandbox = try RunSandbox()
             let flowrun = try sandbox.start("""
                 groups:
                   batch:
+                    needs: [items]
                     concurrency: 1
-                    foreach: [a, b, c, d, e]
+                    foreach: ${{ tasks.items.stdout }}
                     task:
                       run: |
                         echo ran >> "$SANDBOX/$FLOWRUN_ITEM.count"
@@ -142,6 +143,8 @@ extension RunEndToEnd {
                         fi
                         echo done-$FLOWRUN_ITEM
                 tasks:
+                  items:
+                    run: printf 'a\\nb\\nc\\nd\\ne\\n'
                   after:
                     needs: [batch]
                     run: echo ran >> "$SANDBOX/after.count"
