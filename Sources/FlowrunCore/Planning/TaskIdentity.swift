@@ -43,7 +43,7 @@ package struct TaskIdentity: Sendable, Equatable {
     }
 
     /// What differs from `old`, in words: `run`, `env`, `needs`, …
-    package func changes(from oldParts: [Part]) -> [String] {
+    package func changes(from oldParts: [(name: String, hash: String)]) -> [String] {
         let old = Dictionary(oldParts.map { ($0.name, $0.hash) }, uniquingKeysWith: { first, _ in first })
         var changed = parts.filter { old[$0.name] != $0.hash }.map(\.name)
         let known = Set(parts.map(\.name))

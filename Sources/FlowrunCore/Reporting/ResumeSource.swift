@@ -35,7 +35,8 @@ package struct ResumeSource: Sendable {
         package var duration: Double?
         package var outputs: [(key: String, value: String)]
         package var identity: String?
-        package var identityParts: [TaskIdentity.Part]
+        /// Part name → 8 hex digits (see `TaskIdentity`).
+        package var identityParts: [(name: String, hash: String)]
     }
 
     package struct Problem: Error, Sendable, CustomStringConvertible {
@@ -143,9 +144,9 @@ package struct ResumeSource: Sendable {
             if case .object(let pairs)? = fields.value("outputs") {
                 for pair in pairs { if case .string(let value) = pair.value { outputs.append((pair.key, value)) } }
             }
-            var parts: [TaskIdentity.Part] = []
+            var parts: [(name: String, hash: String)] = []
             if case .object(let pairs)? = fields.value("identity_parts") {
-                for pair in pairs { if case .string(let value) = pair.value { parts.append(TaskIdentity.Part(name: pair.key, hash: value)) } }
+                for pair in pairs { if case .string(let value) = pair.value { parts.append((pair.key, value)) } }
             }
             source.tasks.append(Task(
                 name: name, status: status, phase: fields.string("phase") ?? "main", group: fields.string("group"), item: fields.string("item"),

@@ -91,7 +91,16 @@ package final class IncrementalStore: Sendable {
         let file = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard file >= 0 else { return }
         var text = record.json(task: task)
-        let written = text.withUTF8 { writeAll(file, UnsafeRawBufferPointer($0)) }
+        let written = text.withUTF8 { bytes -> Bool in
+            var offset = 0
+            while offset < bytes.count {
+                let count = Glibc.write(file, bytes.baseAddress! + offset, bytes.count - offset)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return false }
+                offset += count
+            }
+            return true
+        }
         close(file)
         if !written || renameat(descriptor, temporary, descriptor, name) != 0 {
             unlinkat(descriptor, temporary, 0)
