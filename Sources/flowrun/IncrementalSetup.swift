@@ -1,4 +1,10 @@
-import FlowrunCore
+import FlowrunModel
+import FlowrunValues
+import FlowrunPlanning
+import FlowrunEvents
+import FlowrunRecord
+import FlowrunEngine
+import FlowrunReporting
 
 /// `.flowrun/state` for a run: opened only when some task has `sources:`,
 /// and not with `--force`.

@@ -1,5 +1,11 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunModel
+import FlowrunValues
+import FlowrunPlanning
+import FlowrunEvents
+import FlowrunRecord
+import FlowrunEngine
+import FlowrunReporting
 #if canImport(Glibc)
 import Glibc
 #endif

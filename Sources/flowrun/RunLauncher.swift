@@ -1,5 +1,11 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunModel
+import FlowrunValues
+import FlowrunPlanning
+import FlowrunEvents
+import FlowrunRecord
+import FlowrunEngine
+import FlowrunReporting
 
 /// Runs a plan with the console reporter `--output` asks for and exits with
 /// the run's code: what `resume` shares with a run.
