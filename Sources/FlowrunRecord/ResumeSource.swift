@@ -74,7 +74,7 @@ package struct ResumeSource: Sendable {
         return base + "/" + matches[0]
     }
 
-    /// The run `BASE/latest` points at, else the greatest id; ids started
+    /// The run `BASE/latest` points at (a link, or a file holding the id), else the greatest id; ids started
     /// in the same second are told apart by their first event's time (ms).
     static func latest(of ids: [String], in base: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -82,6 +82,18 @@ package struct ResumeSource: Sendable {
         if length > 0 {
             let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if let name = target.split(separator: "/").last.map(String.init), ids.contains(name) { return name }
+        } else {
+            // `latest` as a small file holding the id.
+            let descriptor = open(base + "/latest", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            if descriptor >= 0 {
+                var bytes = [UInt8](repeating: 0, count: 128)
+                let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+                close(descriptor)
+                if count > 0 {
+                    let name = String(decoding: bytes[0..<count].filter { $0 > 0x20 }, as: UTF8.self)
+                    if ids.contains(name) { return name }
+                }
+            }
         }
         guard let last = ids.last else { return nil }
         let second = last.prefix(15)

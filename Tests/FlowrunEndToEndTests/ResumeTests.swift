@@ -199,7 +199,7 @@ extension RunEndToEnd {
             #expect(new.stdout("use") == "two", "\(new.overview)")
         }
 
-        @Test func anAmbiguousOrUnknownRunIsAnErrorNamingTheCandidates() throws {
+        @Test func anAmbiguousOrUnknownRunIsAnErrorNamingTheCandidatesAndNoRunMeansTheLatest() throws {
             let sandbox = try RunSandbox()
             _ = try sandbox.run(Self.chain)
             _ = try sandbox.run(Self.chain)
@@ -211,6 +211,12 @@ extension RunEndToEnd {
             #expect(ambiguous.stderr.contains(runs[0]) && ambiguous.stderr.contains(runs[1]), "\(ambiguous)")
             let unknown = try resume(sandbox, ["19990101"])
             #expect(unknown.exitStatus == 2 && unknown.stderr.contains("no run '19990101'"), "\(unknown)")
+            // No RUN: the run `latest` points at, else the one that started last.
+            let latestByTime = try resume(sandbox, ["--dry-run"])
+            #expect(latestByTime.stdout.hasPrefix("run \(runs[1]) (workflow) succeeded: nothing to resume"), "\(latestByTime)")
+            try FileManager.default.createSymbolicLink(atPath: sandbox.logDirectory + "/latest", withDestinationPath: runs[0])
+            let latestByLink = try resume(sandbox, ["--dry-run"])
+            #expect(latestByLink.stdout.hasPrefix("resume \(runs[0]):"), "\(latestByLink)")
         }
     }
 }
