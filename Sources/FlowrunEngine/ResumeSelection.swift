@@ -127,7 +127,7 @@ package struct ResumeSelection: Sendable {
                 changed.append((name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
                 return false
             }
-            restored[name] = RestoredTask(item: nil, stdout: task.stdout, exitCode: task.exitCode, outputs: task.outputs, duration: task.duration)
+            restored[name] = RestoredTask(item: nil, stdout: task.stdout, exitCode: task.exitCode, outputs: task.outputs, duration: task.duration, wholeStdout: task.wholeStdout)
             return true
         }
 
@@ -137,7 +137,7 @@ package struct ResumeSelection: Sendable {
                 changed.append((task.name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
                 return false
             }
-            restored[task.name] = RestoredTask(item: task.item, stdout: task.stdout, exitCode: task.exitCode, outputs: task.outputs, duration: task.duration)
+            restored[task.name] = RestoredTask(item: task.item, stdout: task.stdout, exitCode: task.exitCode, outputs: task.outputs, duration: task.duration, wholeStdout: task.wholeStdout)
             return true
         }
     }

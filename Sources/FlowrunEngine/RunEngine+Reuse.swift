@@ -14,6 +14,10 @@ extension RunEngine {
             nodes[index].stash.exitCode = restored.exitCode
             nodes[index].stash.outputs = restored.outputs
             nodes[index].stash.duration = restored.duration
+            // Whole from the old record, as a `foreach` over it needs (the summary kept only its end).
+            if let whole = restored.wholeStdout, whole.byteCount > restored.stdout.utf8.count {
+                nodes[index].stash.oversizedStdout = Shared(OversizedStdout(byteCount: whole.byteCount, file: whole.file))
+            }
             nodes[index].reused = .restored
             settle(index, .succeeded)
             return true

@@ -20,8 +20,14 @@ package struct RestoredTask: Sendable {
     package var exitCode: Int?
     package var outputs: [(key: String, value: String)]
     package var duration: Double?
+    /// A stdout over 1 MiB: the old record's file holding it whole.
+    package var wholeStdout: (file: String, byteCount: Int)?
 
-    package init(item: String?, stdout: String, exitCode: Int?, outputs: [(key: String, value: String)], duration: Double?) {
+    package init(
+        item: String?, stdout: String, exitCode: Int?, outputs: [(key: String, value: String)], duration: Double?,
+        wholeStdout: (file: String, byteCount: Int)? = nil
+    ) {
+        self.wholeStdout = wholeStdout
         self.item = item
         self.stdout = stdout
         self.exitCode = exitCode

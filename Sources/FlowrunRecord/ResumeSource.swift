@@ -39,6 +39,9 @@ package struct ResumeSource: Sendable {
         package var identity: String?
         /// Part name → 8 hex digits (see `TaskIdentity`).
         package var identityParts: [(name: String, hash: String)]
+        /// A stdout over 1 MiB: the record's file holding it whole (the
+        /// summary keeps only its end), and its size.
+        package var wholeStdout: (file: String, byteCount: Int)?
     }
 
     package struct Problem: Error, Sendable, CustomStringConvertible {
@@ -165,7 +168,8 @@ package struct ResumeSource: Sendable {
             source.tasks.append(Task(
                 name: name, status: status, phase: fields.string("phase") ?? "main", group: fields.string("group"), item: fields.string("item"),
                 stdout: fields.string("stdout") ?? "", exitCode: fields.int("exit_code"), duration: fields.double("duration"),
-                outputs: outputs, identity: fields.string("identity"), identityParts: parts))
+                outputs: outputs, identity: fields.string("identity"), identityParts: parts,
+                wholeStdout: wholeStdout(log: fields.string("log"), attempts: fields.int("attempts"), in: directory)))
         }
         for case .object(let group) in summary.array("groups") {
             let fields = Fields(group)
@@ -176,6 +180,16 @@ package struct ResumeSource: Sendable {
             if let name = fields.string("name") { source.joinStatus[name] = fields.string("status") ?? "" }
         }
         return source
+    }
+
+    /// `logs/NAME.log.N.stdout` of the last attempt, when the stdout was
+    /// long enough to be kept whole beside the log.
+    private static func wholeStdout(log: String?, attempts: Int?, in directory: String) -> (file: String, byteCount: Int)? {
+        guard let log, let attempts, attempts > 0, let name = log.split(separator: "/").last else { return nil }
+        let file = directory + "/logs/" + name + ".\(attempts).stdout"
+        var info = stat()
+        guard lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return (file, Int(info.st_size))
     }
 
     /// An object's members by key.

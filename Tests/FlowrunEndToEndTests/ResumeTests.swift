@@ -199,6 +199,39 @@ extension RunEndToEnd {
             #expect(new.stdout("use") == "two", "\(new.overview)")
         }
 
+        /// A stdout past 1 MiB is restored whole (from the old record's file),
+        /// not as the end the summary keeps: a fan-out over it has every item.
+        @Test func aRestoredStdoutPastOneMiBFeedsAFanOutWhole() throws {
+            let sandbox = try RunSandbox()
+            let failed = try sandbox.run("""
+                tasks:
+                  big:
+                    run: |
+                      line=$(printf '%0600d' 0)
+                      i=0
+                      while [ $i -lt 2000 ]; do echo "$i-$line"; i=$((i + 1)); done
+                  check:
+                    needs: [each]
+                    run: test -f "$SANDBOX/allow"
+                groups:
+                  each:
+                    needs: [big]
+                    foreach: ${{ tasks.big.stdout }}
+                    task: { sleep: 0s }
+
+                """, timeout: .seconds(60))
+            #expect(failed.exitStatus == 1, "\(failed)")
+            try "".write(toFile: sandbox.file("allow"), atomically: true, encoding: .utf8)
+            let resumed = try FlowrunBinary.run(
+                ["resume", "--log-dir", sandbox.logDirectory, "--output", "json"], in: sandbox.path, environment: sandbox.environment, timeout: .seconds(60))
+            #expect(resumed.exitStatus == 0, "\(resumed.stderr)")
+            let new = try #require(try Self.records(sandbox).last)
+            #expect(new.finished("big")?["reused"] as? String == "restored")
+            let group = try #require((new.summary["groups"] as? [[String: Any]])?.first)
+            #expect((group["members"] as? [Any])?.count == 2000, "a restored stdout past 1 MiB was cut")
+            #expect(new.names("task_started") == ["check"])
+        }
+
         @Test func anAmbiguousOrUnknownRunIsAnErrorNamingTheCandidatesAndNoRunMeansTheLatest() throws {
             let sandbox = try RunSandbox()
             _ = try sandbox.run(Self.chain)
