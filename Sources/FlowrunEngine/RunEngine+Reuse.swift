@@ -78,6 +78,9 @@ extension RunEngine {
     func recordIncrementalSuccess(_ index: Int) {
         guard let store = reuse.store, let check = nodes[index].incremental?.value else { return }
         nodes[index].incremental = nil
+        // The state keeps a stash whole or not at all: a stdout past 1 MiB
+        // (kept whole only in this run's record) makes the task run every time.
+        guard nodes[index].stash.oversizedStdout == nil else { return }
         // Generated files that are missing: recorded as none, so the next run runs it again.
         let generated = Self.hashes(of: check.generates, base: check.base) ?? [IncrementalRecord.PathHash(path: "", hash: "missing")]
         let mask: (String) -> String = { [secretMasker] in secretMasker?.mask($0) ?? $0 }
