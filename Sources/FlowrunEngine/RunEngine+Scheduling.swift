@@ -53,6 +53,7 @@ extension RunEngine {
                     return
                 }
             }
+            if settlesWithoutRunning(index) { return }
             enqueue(index)
         }
     }
@@ -187,6 +188,7 @@ extension RunEngine {
         nodes[index].stash.exitCode = result.exitCode
         nodes[index].stash.outputs = result.outputs
         nodes[index].stash.duration = nodes[index].startedAt.map { elapsed - $0 }
+        if result.status == .succeeded && nodes[index].incremental != nil { recordIncrementalSuccess(index) }
         settle(index, result.status, why: result.reason, exitCode: result.exitCode, signal: result.signal)
     }
 
@@ -216,6 +218,7 @@ extension RunEngine {
             finished.duration = nodes[index].stash.duration
             finished.reason = why
             if nodes[index].cancelReason == .joinSettled { finished.cancelledBy = cancellingJoin(of: index) }
+            finished.reused = nodes[index].reused?.rawValue
             if status.isFailure && nodes[index].definition?.value.continueOnError == true { finished.allowed = true }
             if nodes[index].hasLog {
                 finished.path = record.logPath(index: index, name: nodes[index].name)

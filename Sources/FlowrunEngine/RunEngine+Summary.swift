@@ -17,6 +17,10 @@ extension RunEngine {
         json.add("exit_code", Int(finalExitCode ?? exitCode()))
         json.add("duration", elapsed)
         json.add("stopped_by", stopping?.rawValue)
+        json.add("resumed_from", reuse.resumedFrom)
+        json.add("workflow_path", Self.absolutePath(plan.workflow.file))
+        json.add("cwd", Self.currentDirectory())
+        if !plan.only.isEmpty { json.add("only", plan.only) }
         json.add("console_lines_dropped", ConsoleWriter.droppedLines)  // so far: the console is not the record
         json.add("counts") { $0 += countsJSON }
         file.bytes += shown(json: json.finish())
@@ -71,6 +75,14 @@ extension RunEngine {
         for output in nodes[index].stash.outputs { outputs.add(key: output.key, output.value) }
         let outputsJSON = outputs.finish()
         object.add("outputs") { $0 += outputsJSON }
+        object.add("reused", nodes[index].reused?.rawValue)
+        if let identity = identity(of: index) {
+            object.add("identity", identity.hash)
+            var parts = JSONObjectWriter()
+            for part in identity.parts { parts.add(key: part.name, String(part.hash.prefix(8))) }
+            let partsJSON = parts.finish()
+            object.add("identity_parts") { $0 += partsJSON }
+        }
         return object.finish()
     }
 
@@ -85,5 +97,25 @@ extension RunEngine {
         object.add("started", nodes[index].startedAt)
         object.add("finished", nodes[index].finishedAt)
         return object
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension RunEngine {
+    /// flowrun's working directory, for `resume` to run where the run ran.
+    static func currentDirectory() -> String? {
+        guard let path = getcwd(nil, 0) else { return nil }
+        defer { free(path) }
+        return String(cString: path)
+    }
+
+    /// `file` made absolute (resolving links), for `resume` to find it from anywhere.
+    static func absolutePath(_ file: String) -> String {
+        guard let resolved = realpath(file, nil) else { return file }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 }

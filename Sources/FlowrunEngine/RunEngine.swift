@@ -110,6 +110,12 @@ package final class RunEngine: @unchecked Sendable {
     var finalExitCode: Int32?
     private let done = DispatchSemaphore(value: 0)
 
+    /// Stashes to restore (`resume`) and the incremental state: set before `run()`.
+    package var reuse = TaskReuse()
+    /// Each step's identity (`TaskIdentity`), worked out when first needed
+    /// (an incremental task, the summary); `resume` hands in the ones it has.
+    package lazy var identities: [String: TaskIdentity] = TaskIdentities.compute(for: plan)
+
     /// `--stream`: task output goes to the reporters line by line as it arrives.
     let streamsOutput: Bool
 
@@ -251,6 +257,7 @@ package final class RunEngine: @unchecked Sendable {
         started.path = record.directory
         started.timeoutSeconds = plan.runTimeout?.seconds
         started.members = nodes.indices.count { nodes[$0].kind == .task }
+        started.resumedFrom = reuse.resumedFrom
         emit(started)
         if let timeout = plan.runTimeout {
             startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }

@@ -42,6 +42,10 @@ struct RunNode {
     var demand: SlotPool.Demand?
     var holdsSlots = false
     var stash = Stash()
+    /// Settled `succeeded` without running: restored by `resume`, or up to date.
+    var reused: ReuseKind?
+    /// An incremental task about to run: what its state will record if it succeeds.
+    var incremental: Shared<IncrementalCheck>?
 
     // Groups (a fan-out's template and items: `RunEngine.fanOuts`).
     var members: [Int] = []

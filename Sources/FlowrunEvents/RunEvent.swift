@@ -73,6 +73,10 @@ package struct RunEvent: Sendable {
     package var workflow: String?
     package var counts: [(status: TaskStatus, count: Int)]?
     package var runExitCode: Int?
+    /// task_finished: `restored` or `up_to_date` when the task succeeded without running.
+    package var reused: String?
+    /// run_started: the run this one resumes.
+    package var resumedFrom: String?
 
     /// join_completed carries this many members, each value cut to this many bytes.
     static let joinMembersInEvent = 200
@@ -142,6 +146,8 @@ package struct RunEvent: Sendable {
         json.add("line", line)
         json.add("allowed", allowed)
         json.add("cancelled_by", cancelledBy)
+        json.add("reused", reused)
+        json.add("resumed_from", resumedFrom)
         if let counts {
             var object = JSONObjectWriter()
             for (status, count) in counts { object.add(key: status.rawValue, count) }

@@ -277,6 +277,7 @@ struct WorkflowChecker {
     /// Every operand a task's templates and condition read.
     private static func operands(of task: TaskDefinition) -> [Operand] {
         var templates = task.env.map(\.value) + [task.cwd, task.nameTemplate].compactMap { $0 }
+        templates += task.sources + task.generates
         switch task.action {
         case .run(let script): templates.append(script)
         case .sleep: break

@@ -11,7 +11,7 @@ extension WorkflowDecoder {
     static let taskKeys = actionKeys + [
         "needs", "when", "if", "timeout", "retries", "retry_delay", "backoff", "semaphores",
         "continue_on_error", "env", "cwd", "description",
-    ]
+    ] + incrementalKeys
 
     mutating func task(_ name: Located<String>, _ node: YAMLNode, context: TaskContext) -> TaskDefinition? {
         let allowed = context == .fanOutTemplate ? Self.taskKeys + ["name"] : Self.taskKeys
@@ -47,6 +47,8 @@ extension WorkflowDecoder {
         if let node = fields["env"]?.value { task.env = environment(node, context: .task) }
         if let node = fields["cwd"]?.value, let text = string(node, what: "cwd") { task.cwd = template(text, node: node) }
         if let node = fields["description"]?.value { task.description = string(node, what: "description") }
+        if let node = fields["sources"]?.value { task.sources = globs(node, what: "sources") }
+        if let node = fields["generates"]?.value { task.generates = globs(node, what: "generates") }
         if let node = fields["name"]?.value, let text = string(node, what: "name") {
             task.nameTemplate = template(text, node: node)
             if task.nameTemplate?.isLiteral == true {

@@ -20,6 +20,11 @@ public struct TaskDefinition: Sendable {
     public var description: String?
     /// Only in a fan-out template: the member's name, e.g. `fetch-${{ item }}`.
     public var nameTemplate: Template?
+    /// `sources:` — globs (templates) whose contents decide, with the task's
+    /// identity and its `generates`, whether it is up to date.
+    package var sources: [Template] = []
+    /// `generates:` — globs of the files the task makes.
+    package var generates: [Template] = []
 
     public init(name: String, location: SourceLocation, action: TaskAction) {
         self.name = name

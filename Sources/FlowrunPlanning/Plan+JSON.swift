@@ -53,6 +53,7 @@ private struct PlanDocument: Encodable {
         var action: Action?, when: String?, `if`: String?, timeout_seconds: Double?, group_timeout_seconds: Double?
         var retries: Int?, retry_delay_seconds: Double?, backoff: Double?, continue_on_error: Bool?
         var env: [String: String]?, cwd: String?, limits: Limits?, fan_out: FanOutInfo?
+        var sources: [String]?, generates: [String]?
         // Groups.
         var members: [String]?, concurrency: Int?
         // Joins.
@@ -101,6 +102,8 @@ private struct PlanDocument: Encodable {
             result.continue_on_error = task.continueOnError
             result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
             result.cwd = task.cwd?.source
+            if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
+            if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
             if let limits = step.limits {
                 result.limits = Limits(
                     run: limits.runSlots,

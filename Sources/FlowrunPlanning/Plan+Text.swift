@@ -86,6 +86,8 @@ extension Plan {
             if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
             if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" }.joined(separator: ", ")) }
             if let cwd = task.cwd { row("cwd", cwd.source) }
+            if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
+            if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
             let count = step.fanOutSource == nil ? "\(step.members.count) members" : describeGroupSize(step)
             lines.append("  \(step.name)  [group, \(count)]")

@@ -84,6 +84,8 @@ struct LiveState {
     private var cancelledUnstarted: [String] = []
     /// The three slowest finished tasks, slowest first.
     private var slowest: [(name: String, duration: Double)] = []
+    /// Tasks that succeeded without running: restored, up to date.
+    private var reused = ReusedTally()
 
     /// Every task the view has seen so far or was told of at the start.
     var totalTasks: Int { max(knownTasks, finishedTasks + running.count + waiting.count + retrying.count) }
@@ -245,6 +247,8 @@ struct LiveState {
             noteDuration(name, duration)
         }
         if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
+        reused.note(event)
+        if let kind = event.reused { details.append(kind == ReuseKind.upToDate.rawValue ? "up to date" : kind) }
         var text = details.joined(separator: ", ")
         if status != .succeeded {
             if allowed { details.insert("allowed", at: 0) }
@@ -299,6 +303,7 @@ struct LiveState {
             counts.append("\(entry.count) \(entry.word)", entry.word == "failed (allowed)" ? .warning : Self.role(of: entry.status))
         }
         if counts.spans.count == 1 { counts.append("nothing ran", .dim) }
+        if !reused.text.isEmpty { counts.append(reused.text, .dim) }
         lines += JoinBlock.wrapped(counts, width: max(20, columns - 1), indent: "  ")
         if !slowest.isEmpty {
             var line = StyledLine("  slowest: ", .dim)

@@ -20,6 +20,8 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     /// Joins that failed: the members they cancelled were not "not needed".
     private var joinEnds: [String: ReasonText.JoinEnd] = [:]
     private var slowest: [(name: String, duration: Double)] = []
+    /// Tasks that succeeded without running: restored, up to date.
+    private var reused = ReusedTally()
 
     package init(descriptor: Int32 = 1) {
         output = LineWriter(descriptor: descriptor)
@@ -145,13 +147,14 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         // Every word 8 columns wide, so names line up whatever the status.
         let word: String
         switch status {
-        case .succeeded: word = "ok      "
+        case .succeeded: word = event.reused == ReuseKind.upToDate.rawValue ? "uptodate" : event.reused == ReuseKind.restored.rawValue ? "restored" : "ok      "
         case .failed: word = allowed ? "failed  " : "FAILED  "
         case .timedOut: word = "TIMEOUT "
         case .cancelled: word = "cancel  "
         default: word = status.rawValue.padding(to: 8)
         }
         var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
+        reused.note(event)
         if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(name, duration) }
         if ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
             notNeeded.add(name)
@@ -186,7 +189,7 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     private func summary(_ event: RunEvent, stamp: String) -> [String] {
         let counts = FailedTask.counts(event.counts ?? [], allowed: failures.count { $0.allowed }, notNeeded: notNeeded.count)
             .map { "\($0.count) \($0.word)" }.joined(separator: ", ")
-        var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts) — exit \(event.runExitCode ?? 0)"]
+        var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts)\(reused.text) — exit \(event.runExitCode ?? 0)"]
         if !slowest.isEmpty { lines.append("    slowest: " + slowest.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
         for failure in failures {
             lines.append("    \(failure.allowed ? "failed (allowed)" : "failed"): \(failure.name)" + (failure.path.map { " — \($0)" } ?? ""))

@@ -16,6 +16,7 @@ struct Flowrun: ParsableCommand {
             flowrun runs [-n <n>] [--output text|json] [--log-dir <dir>]
             flowrun show [RUN] [--output text|json] [--log-dir <dir>]
             flowrun logs [RUN] TASK [-f] [--log-dir <dir>]
+            flowrun resume [RUN] [--from <name>]... [--force] [--dry-run]
             flowrun export FILE --to argo [--image <image>] [--namespace <ns>] [--template] [--strict] [-o <file>]
             """,
         discussion: """
@@ -40,7 +41,7 @@ struct Flowrun: ParsableCommand {
             stopped the run.
             """,
         version: "0.1.0",
-        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self, RunsCommand.self, ShowCommand.self, LogsCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self, RunsCommand.self, ShowCommand.self, LogsCommand.self, ResumeCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

@@ -41,6 +41,9 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "Show what tasks print as they print it: `task | line` for stdout, `task ! line` for stderr (plain and tty); with --output json, task_output events.")
     var stream = false
 
+    @Flag(help: "Run every task, even those whose sources and generated files are up to date (ignores .flowrun/state).")
+    var force = false
+
     @Option(help: ArgumentHelp("The folder to make run folders in: DIR/RUN_ID (default: .flowrun/runs under the current directory). It must be yours (or root's) and not writable by others without the sticky bit.", valueName: "dir"))
     var logDir: String?
 
@@ -76,6 +79,7 @@ struct RunCommand: ParsableCommand {
 
         guard !dryRun else {
             Terminal.standardOutput.write(output == .json ? plan.json : plan.text)
+            if output != .json { Terminal.standardOutput.write(IncrementalSetup.dryRunText(plan, force: force)) }
             return
         }
         let runOptions = RunOptions(logDirectory: logDir)
@@ -108,6 +112,7 @@ struct RunCommand: ParsableCommand {
             }
         }
         let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: hearsLines)
+        engine.reuse.store = IncrementalSetup.store(for: plan, force: force)
         let outcome = engine.run()
         // The console's last lines, waited for a bounded time only (a reader
         // that stalls must not hold the exit), and the count of lines dropped.

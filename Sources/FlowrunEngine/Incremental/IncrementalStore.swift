@@ -1,0 +1,180 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunValues
+import FlowrunPlanning
+
+/// `.flowrun/state/`: what each incremental task's last successful run
+/// saw, one file per task (named by a hash of the workflow's path and the
+/// task's name, so any name is safe), private (`0700`/`0600`).
+///
+/// A file is written only after the task succeeded, to a fresh temporary
+/// name and renamed into place: two overlapping runs each write a whole
+/// file, the last rename wins, and a reader never sees half of one.
+package final class IncrementalStore: Sendable {
+    /// `.flowrun/state` as shown to the user.
+    package let path: String
+    private let descriptor: Int32
+    private let workflowKey: String
+
+    /// Why the store cannot be used (every task then runs), or the store.
+    package static func open(base: String = ".flowrun", workflowFile: String) -> Result<IncrementalStore, Refusal> {
+        let statePath = base + "/state"
+        for folder in [base, statePath] where mkdir(folder, 0o700) != 0 && errno != EEXIST {
+            return .failure(Refusal(description: "cannot create \(folder): \(String(cString: strerror(errno)))"))
+        }
+        let descriptor = Glibc.open(statePath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return .failure(Refusal(description: "cannot open \(statePath): \(String(cString: strerror(errno)))")) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            close(descriptor)
+            return .failure(Refusal(description: "cannot check \(statePath)"))
+        }
+        if info.st_uid != geteuid() && info.st_uid != 0 {
+            close(descriptor)
+            return .failure(Refusal(description: "\(statePath) belongs to uid \(info.st_uid), not to you"))
+        }
+        if info.st_mode & 0o077 != 0 {
+            // Made by flowrun 0700; anything looser is fixed if ours.
+            if info.st_uid != geteuid() || fchmod(descriptor, 0o700) != 0 {
+                close(descriptor)
+                return .failure(Refusal(description: "\(statePath) is open to other users (mode 0\(String(info.st_mode & 0o7777, radix: 8)))"))
+            }
+        }
+        var key = workflowFile
+        if let resolved = realpath(workflowFile, nil) {
+            key = String(cString: resolved)
+            free(resolved)
+        }
+        return .success(IncrementalStore(path: statePath, descriptor: descriptor, workflowKey: key))
+    }
+
+    package struct Refusal: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    private init(path: String, descriptor: Int32, workflowKey: String) {
+        self.path = path
+        self.descriptor = descriptor
+        self.workflowKey = workflowKey
+    }
+
+    deinit { close(descriptor) }
+
+    private func fileName(task: String) -> String {
+        var sha = SHA256()
+        sha.field(workflowKey)
+        sha.field(task)
+        return sha.finalize() + ".json"
+    }
+
+    /// The task's last successful run, if any and readable.
+    package func read(task: String) -> IncrementalRecord? {
+        let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[0..<count]
+            guard bytes.count <= 64 << 20 else { return nil }
+        }
+        return IncrementalRecord(json: String(decoding: bytes, as: UTF8.self), task: task)
+    }
+
+    /// Writes the record under a fresh name, then renames it into place.
+    package func write(_ record: IncrementalRecord, task: String) {
+        let name = fileName(task: task)
+        var generator = SystemRandomNumberGenerator()
+        let temporary = name + ".tmp-" + String(generator.next() as UInt64, radix: 16)
+        let file = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard file >= 0 else { return }
+        var text = record.json(task: task)
+        let written = text.withUTF8 { bytes -> Bool in
+            var offset = 0
+            while offset < bytes.count {
+                let count = Glibc.write(file, bytes.baseAddress! + offset, bytes.count - offset)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return false }
+                offset += count
+            }
+            return true
+        }
+        close(file)
+        if !written || renameat(descriptor, temporary, descriptor, name) != 0 {
+            unlinkat(descriptor, temporary, 0)
+        }
+    }
+}
+
+/// One incremental task's last successful run: its identity, the content
+/// hashes of its sources before it ran and of what it generated after,
+/// and its stash (secrets shown as `***`, as in the run record).
+package struct IncrementalRecord: Sendable, Equatable {
+    package var identity: String
+    package var sources: [PathHash]
+    package var generates: [PathHash]
+    package var stdout: String
+    package var exitCode: Int?
+    package var outputs: [KeyValue]
+
+    package struct PathHash: Sendable, Equatable {
+        package var path: String
+        package var hash: String
+    }
+
+    package struct KeyValue: Sendable, Equatable {
+        package var key: String
+        package var value: String
+    }
+
+    package init(identity: String, sources: [PathHash], generates: [PathHash], stdout: String, exitCode: Int?, outputs: [KeyValue]) {
+        self.identity = identity
+        self.sources = sources
+        self.generates = generates
+        self.stdout = stdout
+        self.exitCode = exitCode
+        self.outputs = outputs
+    }
+
+    func json(task: String) -> String {
+        func pairs(_ list: [PathHash]) -> String {
+            "[" + list.map { "[" + JSONText.quoted($0.path) + "," + JSONText.quoted($0.hash) + "]" }.joined(separator: ",") + "]"
+        }
+        var text = "{\"version\":1,\"task\":" + JSONText.quoted(task) + ",\"identity\":" + JSONText.quoted(identity)
+        text += ",\"sources\":" + pairs(sources) + ",\"generates\":" + pairs(generates)
+        text += ",\"stdout\":" + JSONText.quoted(stdout) + ",\"exit_code\":" + (exitCode.map(String.init) ?? "null")
+        text += ",\"outputs\":[" + outputs.map { "[" + JSONText.quoted($0.key) + "," + JSONText.quoted($0.value) + "]" }.joined(separator: ",") + "]}\n"
+        return text
+    }
+
+    init?(json: String, task: String) {
+        guard case .object(let members)? = JSONValue.parse(json) else { return nil }
+        var fields: [String: JSONValue] = [:]
+        for member in members { fields[member.key] = member.value }
+        guard fields["version"] == .number("1"), fields["task"] == .string(task),
+              case .string(let identity)? = fields["identity"], case .string(let stdout)? = fields["stdout"],
+              let sources = Self.pairs(fields["sources"]), let generates = Self.pairs(fields["generates"]),
+              let outputs = Self.pairs(fields["outputs"])
+        else { return nil }
+        self.identity = identity
+        self.sources = sources.map { PathHash(path: $0.0, hash: $0.1) }
+        self.generates = generates.map { PathHash(path: $0.0, hash: $0.1) }
+        self.stdout = stdout
+        if case .number(let code)? = fields["exit_code"] { exitCode = Int(code) } else { exitCode = nil }
+        self.outputs = outputs.map { KeyValue(key: $0.0, value: $0.1) }
+    }
+
+    private static func pairs(_ value: JSONValue?) -> [(String, String)]? {
+        guard case .array(let items)? = value else { return nil }
+        var result: [(String, String)] = []
+        for item in items {
+            guard case .array(let pair) = item, pair.count == 2, case .string(let first) = pair[0], case .string(let second) = pair[1] else { return nil }
+            result.append((first, second))
+        }
+        return result
+    }
+}

@@ -1,0 +1,144 @@
+import FlowrunModel
+package import FlowrunPlanning
+package import FlowrunRecord
+
+/// What `flowrun resume` restores from the old run and what it runs again.
+///
+/// A task is restored when it succeeded in the old run, everything it needs
+/// is restored too (a group: all its members; a join: all its members), and
+/// `--from` does not name it or anything upstream of it. Everything else runs
+/// as in a fresh run; `finally` tasks always run. A task that would be
+/// restored but whose identity changed is a refusal: the old stash no longer
+/// belongs to the task the file describes. Fan-out members are restored one
+/// by one (by name and item) when their group's needs are restored. A task
+/// with `sources:` is not restored but checked as up to date, as in any run
+/// (its files may have changed since), and what follows it runs again.
+package struct ResumeSelection: Sendable {
+    /// By task name (fan-out members included).
+    package var restored: [String: RestoredTask] = [:]
+    /// Tasks that would be restored but changed: `name: what changed`.
+    package var changed: [(name: String, changes: [String])] = []
+
+    package struct Problem: Error, Sendable, CustomStringConvertible {
+        package var description: String
+    }
+
+    package static func select(plan: Plan, identities: [String: TaskIdentity], old: ResumeSource, from: [String]) throws(Problem) -> ResumeSelection {
+        var selector = Selector(plan: plan, identities: identities, old: old)
+        for name in from {
+            guard let index = selector.stepByName[name] else {
+                let names = plan.steps.filter { $0.kind != .fanOut }.map(\.name)
+                throw Problem(description: "--from \(name): no task, group or join has that name\(Suggestion.hint(for: name, in: names))")
+            }
+            selector.markDownstream(of: index)
+        }
+        for index in plan.steps.indices { _ = selector.isComplete(index) }
+        var selection = ResumeSelection()
+        selection.restored = selector.restored
+        selection.changed = selector.changed
+        return selection
+    }
+
+    private struct Selector {
+        let plan: Plan
+        let identities: [String: TaskIdentity]
+        var stepByName: [String: Int] = [:]
+        var oldTasks: [String: ResumeSource.Task] = [:]
+        var oldMembers: [String: [ResumeSource.Task]] = [:]
+        let old: ResumeSource
+        /// Steps `--from` runs again.
+        var rerun = Set<Int>()
+        var complete: [Int: Bool] = [:]
+        var restored: [String: RestoredTask] = [:]
+        var changed: [(name: String, changes: [String])] = []
+        /// Dependents of each step, and members of each group.
+        var dependents: [[Int]]
+
+        init(plan: Plan, identities: [String: TaskIdentity], old: ResumeSource) {
+            self.plan = plan
+            self.identities = identities
+            self.old = old
+            for index in plan.steps.indices { stepByName[plan.steps[index].name] = index }
+            for task in old.tasks where task.phase == "main" {
+                oldTasks[task.name] = task
+                if let group = task.group, task.item != nil { oldMembers[group, default: []].append(task) }
+            }
+            dependents = Array(repeating: [], count: plan.steps.count)
+            for index in plan.steps.indices {
+                let step = plan.steps[index]
+                for need in step.needs { if let target = stepByName[need] { dependents[target].append(index) } }
+                if let group = step.group, let target = stepByName[group] { dependents[index].append(target) }
+                if step.kind == .join {
+                    for member in step.members { if let target = stepByName[member] { dependents[target].append(index) } }
+                }
+            }
+        }
+
+        /// The step and everything downstream of it; for a group, its members too.
+        mutating func markDownstream(of start: Int) {
+            var queue = [start]
+            if plan.steps[start].kind == .group {
+                queue += plan.steps[start].members.compactMap { stepByName[$0] }
+            }
+            while let next = queue.popLast() {
+                guard rerun.insert(next).inserted else { continue }
+                queue += dependents[next]
+            }
+        }
+
+        /// Whether the step's outcome is the old run's, restored whole.
+        mutating func isComplete(_ index: Int) -> Bool {
+            if let known = complete[index] { return known }
+            complete[index] = false  // cycles cannot pass validation; this keeps recursion finite
+            let step = plan.steps[index]
+            var result = !rerun.contains(index) && step.needs.allSatisfy { need in stepByName[need].map { isComplete($0) } ?? false }
+            switch step.kind {
+            case .task:
+                // A task with sources is never restored blindly: its files may
+                // have changed since; the run checks it as up to date instead.
+                result = result && (step.task?.sources.isEmpty ?? true) && restore(task: step.name)
+            case .fanOut:
+                let group = step.group ?? ""
+                if result && (step.task?.sources.isEmpty ?? true) {
+                    let members = oldMembers[group] ?? []
+                    var all = old.groupStatus[group] == "succeeded"
+                    for member in members {
+                        if member.status == "succeeded" { all = restore(member: member, template: step.name) && all } else { all = false }
+                    }
+                    result = all
+                } else {
+                    result = false
+                }
+            case .group:
+                result = result && old.groupStatus[step.name] == "succeeded"
+                    && step.members.allSatisfy { member in stepByName[member].map { isComplete($0) } ?? false }
+            case .join:
+                result = result && old.joinStatus[step.name] == "succeeded"
+            }
+            complete[index] = result
+            return result
+        }
+
+        /// Restores a task that succeeded, if its identity is unchanged.
+        private mutating func restore(task name: String) -> Bool {
+            guard let task = oldTasks[name], task.status == "succeeded", task.item == nil else { return false }
+            guard let identity = identities[name] else { return false }
+            guard task.identity == identity.hash else {
+                changed.append((name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
+                return false
+            }
+            restored[name] = RestoredTask(item: nil, stdout: task.stdout, exitCode: task.exitCode, outputs: task.outputs, duration: task.duration, wholeStdout: task.wholeStdout)
+            return true
+        }
+
+        private mutating func restore(member task: ResumeSource.Task, template: String) -> Bool {
+            guard let identity = identities[template]?.member(item: task.item) else { return false }
+            guard task.identity == identity.hash else {
+                changed.append((task.name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
+                return false
+            }
+            restored[task.name] = RestoredTask(item: task.item, stdout: task.stdout, exitCode: task.exitCode, outputs: task.outputs, duration: task.duration, wholeStdout: task.wholeStdout)
+            return true
+        }
+    }
+}

@@ -1,0 +1,155 @@
+package import FlowrunModel
+package import FlowrunValues
+import FlowrunPlanning
+
+/// Settling a ready task without running it: restored from the run being
+/// resumed, or up to date with its last successful run (`sources:`).
+extension RunEngine {
+    /// True when task `index` was settled `succeeded` without running (or
+    /// failed because its globs could not be filled in).
+    func settlesWithoutRunning(_ index: Int) -> Bool {
+        let name = nodes[index].name
+        if !nodes[index].isFinally, let restored = reuse.restored[name], restored.item == nodes[index].item {
+            nodes[index].stash.stdout = restored.stdout
+            nodes[index].stash.exitCode = restored.exitCode
+            nodes[index].stash.outputs = restored.outputs
+            nodes[index].stash.duration = restored.duration
+            // Whole from the old record, as a `foreach` over it needs (the summary kept only its end).
+            if let whole = restored.wholeStdout, whole.byteCount > restored.stdout.utf8.count {
+                nodes[index].stash.oversizedStdout = Shared(OversizedStdout(byteCount: whole.byteCount, file: whole.file))
+            }
+            nodes[index].reused = .restored
+            settle(index, .succeeded)
+            return true
+        }
+        guard let store = reuse.store, let task = nodes[index].definition, !task.value.sources.isEmpty else { return false }
+        let check: IncrementalCheck
+        do throws(TemplateRenderError) {
+            check = try incrementalCheck(index, task.value)
+        } catch {
+            settle(index, .failed, why: error.description)
+            return true
+        }
+        if let record = store.read(task: name), check.isUpToDate(with: record) {
+            nodes[index].stash.stdout = record.stdout
+            nodes[index].stash.exitCode = record.exitCode
+            nodes[index].stash.outputs = record.outputs.map { ($0.key, $0.value) }
+            nodes[index].reused = .upToDate
+            settle(index, .succeeded)
+            return true
+        }
+        nodes[index].incremental = Shared(check)
+        return false
+    }
+
+    /// The task's identity from the plan (a member's with its item).
+    func identity(of index: Int) -> TaskIdentity? {
+        guard let definition = nodes[index].definition, let identity = identities[definition.value.name] else { return nil }
+        return nodes[index].group != nil && nodes[index].item != nil ? identity.member(item: nodes[index].item) : identity
+    }
+
+    /// Fills in what the task will run and its globs, and hashes its sources.
+    private func incrementalCheck(_ index: Int, _ task: TaskDefinition) throws(TemplateRenderError) -> IncrementalCheck {
+        try IncrementalCheck.make(
+            task: task, identity: identity(of: index)?.hash ?? "", workflowEnvironment: plan.workflow.env,
+            renderShell: { (template: Template) throws(TemplateRenderError) -> String in try renderShell(template, for: index) },
+            renderText: { (template: Template) throws(TemplateRenderError) -> String in try renderText(template, for: index) })
+    }
+
+    /// Path and content hash of everything the patterns match, in order;
+    /// nil when something cannot be read, or (`requireMatches`) a pattern
+    /// matches nothing — a generated file that is missing.
+    package static func hashes(of patterns: [GlobPattern], base: String, requireMatches: Bool = true) -> [IncrementalRecord.PathHash]? {
+        var result: [IncrementalRecord.PathHash] = []
+        for pattern in patterns {
+            let paths = GlobExpansion.expand(pattern, base: base)
+            if paths.isEmpty && requireMatches { return nil }
+            for path in paths {
+                let full = path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
+                guard let hash = ContentHash.of(full) else { return nil }
+                result.append(IncrementalRecord.PathHash(path: path, hash: hash))
+            }
+        }
+        return result
+    }
+
+    /// After success: the sources as they were before the task ran, what it
+    /// generated now, and its stash, into `.flowrun/state`.
+    func recordIncrementalSuccess(_ index: Int) {
+        guard let store = reuse.store, let check = nodes[index].incremental?.value else { return }
+        nodes[index].incremental = nil
+        // The state keeps a stash whole or not at all: a stdout past 1 MiB
+        // (kept whole only in this run's record) makes the task run every time.
+        guard nodes[index].stash.oversizedStdout == nil else { return }
+        // Generated files that are missing: recorded as none, so the next run runs it again.
+        let generated = Self.hashes(of: check.generates, base: check.base) ?? [IncrementalRecord.PathHash(path: "", hash: "missing")]
+        let mask: (String) -> String = { [secretMasker] in secretMasker?.mask($0) ?? $0 }
+        let record = IncrementalRecord(
+            identity: check.identity, sources: check.sources, generates: generated,
+            stdout: mask(nodes[index].stash.stdout), exitCode: nodes[index].stash.exitCode,
+            outputs: nodes[index].stash.outputs.map { IncrementalRecord.KeyValue(key: $0.key, value: mask($0.value)) })
+        store.write(record, task: nodes[index].name)
+    }
+}
+
+/// An incremental task's inputs, worked out when it became ready.
+package struct IncrementalCheck: Sendable {
+    /// Its identity with everything filled in (script, env, cwd, globs).
+    var identity: String
+    /// The folder its globs are relative to ("" for flowrun's).
+    var base: String
+    /// Each source's path and content hash before it ran.
+    var sources: [IncrementalRecord.PathHash]
+    var generates: [GlobPattern]
+}
+
+extension IncrementalCheck {
+    /// Fills in the task's script, environment, `cwd` and globs with
+    /// `renderShell`/`renderText` (the engine's values, or a dry run's
+    /// static ones), hashes them with the task's identity, and hashes the
+    /// sources as they are now.
+    package static func make(
+        task: TaskDefinition, identity: String, workflowEnvironment: [EnvironmentEntry],
+        renderShell: (Template) throws(TemplateRenderError) -> String,
+        renderText: (Template) throws(TemplateRenderError) -> String
+    ) throws(TemplateRenderError) -> IncrementalCheck {
+        var sha = SHA256()
+        sha.field(identity)
+        switch task.action {
+        case .run(let script): sha.field(try renderShell(script))
+        case .sleep, .http: break  // their identity holds them as written
+        }
+        for entry in workflowEnvironment + task.env {
+            sha.field(entry.name)
+            sha.field(try renderText(entry.value))
+        }
+        let base = try task.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd) } ?? ""
+        sha.field(base)
+        var sources: [GlobPattern] = []
+        var generates: [GlobPattern] = []
+        for (templates, isSource) in [(task.sources, true), (task.generates, false)] {
+            sha.field(isSource ? "sources" : "generates")
+            for template in templates {
+                let text = try renderText(template)
+                sha.field(text)
+                do throws(GlobPattern.Problem) {
+                    let pattern = try GlobPattern.parse(text)
+                    if isSource { sources.append(pattern) } else { generates.append(pattern) }
+                } catch {
+                    throw TemplateRenderError(location: template.location, message: "bad glob '\(text)': \(error.message)")
+                }
+            }
+        }
+        // Every source that matches, hashed; one that cannot be read makes the task run.
+        let sourceHashes = RunEngine.hashes(of: sources, base: base, requireMatches: false)
+            ?? [IncrementalRecord.PathHash(path: "", hash: "unreadable")]
+        return IncrementalCheck(identity: sha.finalize(), base: base, sources: sourceHashes, generates: generates)
+    }
+
+    /// Whether `record` (the last successful run) still holds: same identity,
+    /// same sources, and the generated files as it left them.
+    package func isUpToDate(with record: IncrementalRecord) -> Bool {
+        guard record.identity == identity, record.sources == sources else { return false }
+        return RunEngine.hashes(of: generates, base: base) == record.generates
+    }
+}

@@ -1,0 +1,245 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+package import FlowrunModel
+
+/// A task's identity: a SHA-256 of its resolved definition, so that
+/// `flowrun resume` can tell whether a task it would skip is still the task
+/// that ran, and an incremental task whether it is still the task that made
+/// its `generates`.
+///
+/// What goes in: the action (the `run` script as written with the values of
+/// the `vars.*` and `env.*` it reads filled in — a script that reads other
+/// tasks' values at run time is hashed as its template, since those tasks'
+/// identities are in `needs`), the environment (the workflow's and the
+/// task's), `cwd`, the shell, `when` and `if`, `sources` and `generates`, and
+/// the identities of its needs. Left out, as they do not change what a task
+/// that succeeded produced: timeouts, retries, limits, semaphores,
+/// `continue_on_error`, descriptions. A secret's value is never hashed (only
+/// that it is a secret), so the record cannot be used to guess it.
+///
+/// `parts` hash each of those on their own, to say what changed.
+package struct TaskIdentity: Sendable, Equatable {
+    /// 64 hex digits.
+    package var hash: String
+    /// `run`, `env`, `cwd`, … → 8 hex digits each (enough to say what changed).
+    package var parts: [Part]
+
+    package struct Part: Sendable, Equatable {
+        package var name: String
+        package var hash: String
+    }
+
+    package init(hash: String, parts: [Part]) {
+        self.hash = hash
+        self.parts = parts
+    }
+
+    /// A fan-out member's: its template's identity and its item.
+    package func member(item: String?) -> TaskIdentity {
+        var sha = SHA256()
+        sha.field(hash)
+        sha.field(item ?? "")
+        return TaskIdentity(hash: sha.finalize(), parts: parts + [Part(name: "item", hash: String(SHA256.hex(item ?? "").prefix(8)))])
+    }
+
+    /// What differs from `old`, in words: `run`, `env`, `needs`, …
+    package func changes(from oldParts: [(name: String, hash: String)]) -> [String] {
+        let old = Dictionary(oldParts.map { ($0.name, $0.hash) }, uniquingKeysWith: { first, _ in first })
+        var changed = parts.filter { old[$0.name] != $0.hash }.map(\.name)
+        let known = Set(parts.map(\.name))
+        changed += oldParts.filter { !known.contains($0.name) }.map(\.name)
+        return changed
+    }
+}
+
+/// Computes every step's identity from the plan's workflow. Only where it
+/// is needed (a run's record, `resume`, the incremental dry run), not for
+/// every plan: 20,000 tasks take some 0.1 s of hashing.
+package enum TaskIdentities {
+    package static func compute(for plan: Plan) -> [String: TaskIdentity] {
+        compute(steps: plan.steps, finallySteps: plan.finallySteps, workflow: plan.workflow)
+    }
+
+    /// Identities by step name (a fan-out's by its template's name,
+    /// `GROUP[*]`), for the main phase and `finally`.
+    package static func compute(steps: [PlanStep], finallySteps: [PlanStep], workflow: Workflow) -> [String: TaskIdentity] {
+        var computer = Computer(workflow: workflow)
+        for phase in [steps, finallySteps] {
+            var byName: [String: Int] = [:]
+            for index in phase.indices { byName[phase[index].name] = index }
+            computer.steps = phase
+            computer.byName = byName
+            for index in phase.indices { _ = computer.identity(of: index) }
+        }
+        return computer.done
+    }
+
+    private struct Computer {
+        let secrets: Set<String>
+        let variables: [String: String]
+        let workflowEnvironment: String
+        let shell: String
+        /// The parts most tasks share (no own env, no cwd, `when: success`,
+        /// no globs, the one shell), hashed once rather than per task.
+        let sharedEnvironment: String
+        let noCwd: String
+        let shellPart: String
+        let defaultWhen: String
+        let noGlobs: String
+        var steps: [PlanStep] = []
+        var byName: [String: Int] = [:]
+        var done: [String: TaskIdentity] = [:]
+        var visiting: Set<String> = []
+
+        init(workflow: Workflow) {
+            secrets = Set(workflow.secrets.map(\.value))
+            var variables: [String: String] = [:]
+            for variable in workflow.vars { variables[variable.name] = variable.value }
+            self.variables = variables
+            shell = workflow.shell
+            var sha = SHA256()
+            for entry in workflow.env {
+                sha.field(entry.name)
+                sha.field(Self.templateText(entry.value, secrets: secrets, variables: variables))
+            }
+            let environment = sha.finalize()
+            workflowEnvironment = environment
+            sharedEnvironment = Self.part { $0.field(environment) }
+            noCwd = Self.part { $0.field("") }
+            shellPart = Self.part { [shell = workflow.shell] in $0.field(shell) }
+            defaultWhen = Self.part { sha in
+                sha.field(RunCondition.success.rawValue)
+                sha.field("")
+            }
+            noGlobs = Self.part { $0.field("|") }
+        }
+
+        /// 8 hex digits of what `build` hashes.
+        static func part(_ build: (inout SHA256) -> Void) -> String {
+            var sha = SHA256()
+            build(&sha)
+            return String(sha.finalize().prefix(8))
+        }
+
+        mutating func identity(of index: Int) -> TaskIdentity {
+            let name = steps[index].name
+            if let known = done[name] { return known }
+            // A cycle cannot pass validation; the guard only keeps recursion finite.
+            guard visiting.insert(name).inserted else { return TaskIdentity(hash: "", parts: []) }
+            defer { visiting.remove(name) }
+            var parts: [TaskIdentity.Part] = []
+            func add(_ partName: String, _ build: (inout SHA256) -> Void) {
+                parts.append(TaskIdentity.Part(name: partName, hash: Self.part(build)))
+            }
+            func add(_ partName: String, shared hash: String) {
+                parts.append(TaskIdentity.Part(name: partName, hash: hash))
+            }
+            let step = steps[index]
+            if let task = step.task {
+                let (actionName, actionText) = action(task.action)
+                add(actionName) { $0.field(actionText) }
+                if task.env.isEmpty {
+                    add("env", shared: sharedEnvironment)
+                } else {
+                    add("env") { sha in
+                        sha.field(workflowEnvironment)
+                        for entry in task.env {
+                            sha.field(entry.name)
+                            sha.field(templateText(entry.value))
+                        }
+                    }
+                }
+                if let cwd = task.cwd { add("cwd") { $0.field(templateText(cwd)) } } else { add("cwd", shared: noCwd) }
+                add("shell", shared: shellPart)
+                if task.when == .success && task.condition == nil {
+                    add("when", shared: defaultWhen)
+                } else {
+                    add("when") { sha in
+                        sha.field(task.when.rawValue)
+                        sha.field(task.condition.map { "\($0.value)" } ?? "")
+                    }
+                }
+                if task.sources.isEmpty && task.generates.isEmpty {
+                    add("sources", shared: noGlobs)
+                } else {
+                    add("sources") { sha in
+                        for glob in task.sources { sha.field(templateText(glob)) }
+                        sha.field("|")
+                        for glob in task.generates { sha.field(templateText(glob)) }
+                    }
+                }
+            }
+            if step.kind == .group || step.kind == .join {
+                let members = step.members.sorted()
+                let memberIdentities = members.map { member in byName[member].map { identity(of: $0).hash } ?? "" }
+                add("members") { sha in
+                    for (member, hash) in zip(members, memberIdentities) {
+                        sha.field(member)
+                        sha.field(hash)
+                    }
+                }
+                if let source = step.fanOutSource { add("foreach") { $0.field(sourceText(source)) } }
+                if let join = step.join { add("need") { $0.field("\(join.need.value)") } }
+            }
+            let needs = step.needs.sorted()
+            let needIdentities = needs.map { need in byName[need].map { identity(of: $0).hash } ?? "" }
+            add("needs") { sha in
+                for (need, hash) in zip(needs, needIdentities) {
+                    sha.field(need)
+                    sha.field(hash)
+                }
+            }
+            var whole = SHA256()
+            whole.field(step.kind.rawValue)
+            for part in parts {
+                whole.field(part.name)
+                whole.field(part.hash)
+            }
+            let result = TaskIdentity(hash: whole.finalize(), parts: parts)
+            done[name] = result
+            return result
+        }
+
+        private func action(_ action: TaskAction) -> (String, String) {
+            switch action {
+            case .run(let script): return ("run", templateText(script))
+            case .sleep(let duration): return ("sleep", "\(duration)")
+            case .http(let request):
+                var text = request.method + " " + templateText(request.url) + "\n"
+                for header in request.headers { text += header.name + ": " + templateText(header.value) + "\n" }
+                text += "\n" + (request.body.map(templateText) ?? "") + "\nexpect \(request.expect)"
+                return ("http", text)
+            }
+        }
+
+        private func sourceText(_ source: FanOutSource) -> String {
+            switch source {
+            case .list(let items): return "list:" + items.map { "\($0.utf8.count):\($0)" }.joined()
+            case .range(let low, let high): return "range:\(low)..\(high)"
+            case .expression(let template): return "expression:" + templateText(template)
+            }
+        }
+
+        /// The template as written, then the values of the variables and
+        /// environment variables it reads (a secret's as `secret`).
+        func templateText(_ template: Template) -> String {
+            Self.templateText(template, secrets: secrets, variables: variables)
+        }
+
+        static func templateText(_ template: Template, secrets: Set<String>, variables: [String: String]) -> String {
+            var text = template.source
+            for operand in template.operands {
+                switch operand.path {
+                case .variable(let name):
+                    text += "\u{0}vars.\(name)=" + (secrets.contains(name) ? "secret" : variables[name] ?? "")
+                case .environment(let name):
+                    text += "\u{0}env.\(name)=" + (secrets.contains(name) ? "secret" : getenv(name).map { String(cString: $0) } ?? "")
+                default:
+                    break
+                }
+            }
+            return text
+        }
+    }
+}

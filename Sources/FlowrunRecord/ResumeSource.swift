@@ -1,0 +1,229 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunModel
+import FlowrunValues
+
+/// The little of a past run's record that `flowrun resume` needs, read from
+/// its `summary.json`: where it ran and from which file, how it ended, and
+/// each task's status, identity and stash. (Meant to fold into the record
+/// reader behind `runs`/`show`/`logs`.)
+package struct ResumeSource: Sendable {
+    package var runID: String
+    /// `BASE/RUN_ID`.
+    package var directory: String
+    package var workflow: String
+    /// The workflow file as given, and as an absolute path (when recorded).
+    package var file: String
+    package var workflowPath: String?
+    /// flowrun's working directory during the run.
+    package var cwd: String?
+    package var exitCode: Int
+    /// `--only` of the run.
+    package var only: [String]
+    package var tasks: [Task]
+    /// Final status of each group and join, by name.
+    package var groupStatus: [String: String]
+    package var joinStatus: [String: String]
+
+    package struct Task: Sendable {
+        package var name: String
+        package var status: String
+        package var phase: String
+        package var group: String?
+        package var item: String?
+        package var stdout: String
+        package var exitCode: Int?
+        package var duration: Double?
+        package var outputs: [(key: String, value: String)]
+        package var identity: String?
+        /// Part name → 8 hex digits (see `TaskIdentity`).
+        package var identityParts: [(name: String, hash: String)]
+        /// A stdout over 1 MiB: the record's file holding it whole (the
+        /// summary keeps only its end), and its size.
+        package var wholeStdout: (file: String, byteCount: Int)?
+    }
+
+    package struct Problem: Error, Sendable, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// The run folder RUN names in `base` (an id, a unique prefix of one),
+    /// or the latest run's when RUN is nil (the greatest id: ids start with
+    /// the local time they started).
+    package static func locate(_ run: String?, in base: String) throws(Problem) -> String {
+        guard let handle = opendir(base) else {
+            throw Problem(description: "no run records in \(base): \(String(cString: strerror(errno)))")
+        }
+        var ids: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            if isRunID(name) { ids.append(name) }
+        }
+        closedir(handle)
+        ids.sort()
+        guard let run else {
+            guard let latest = latest(of: ids, in: base) else { throw Problem(description: "no run records in \(base)") }
+            return base + "/" + latest
+        }
+        if ids.contains(run) { return base + "/" + run }
+        let matches = ids.filter { $0.hasPrefix(run) }
+        guard !matches.isEmpty else {
+            throw Problem(description: "no run '\(run)' in \(base)\(Suggestion.hint(for: run, in: Array(ids.suffix(50))))")
+        }
+        guard matches.count == 1 else {
+            throw Problem(description: "'\(run)' is the start of \(matches.count) runs in \(base): \(matches.prefix(10).joined(separator: ", "))\(matches.count > 10 ? ", …" : "")")
+        }
+        return base + "/" + matches[0]
+    }
+
+    /// The run `BASE/latest` points at (a link, or a file holding the id), else the greatest id; ids started
+    /// in the same second are told apart by their first event's time (ms).
+    static func latest(of ids: [String], in base: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink(base + "/latest", &buffer, buffer.count - 1)
+        if length > 0 {
+            let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let name = target.split(separator: "/").last.map(String.init), ids.contains(name) { return name }
+        } else {
+            // `latest` as a small file holding the id.
+            let descriptor = open(base + "/latest", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            if descriptor >= 0 {
+                var bytes = [UInt8](repeating: 0, count: 128)
+                let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+                close(descriptor)
+                if count > 0 {
+                    let name = String(decoding: bytes[0..<count].filter { $0 > 0x20 }, as: UTF8.self)
+                    if ids.contains(name) { return name }
+                }
+            }
+        }
+        guard let last = ids.last else { return nil }
+        let second = last.prefix(15)
+        let sameSecond = ids.filter { $0.hasPrefix(second) }
+        guard sameSecond.count > 1 else { return last }
+        return sameSecond.max { startTime(base + "/" + $0) < startTime(base + "/" + $1) }
+    }
+
+    /// The `time` of the first line of the run's events.jsonl ("" if none).
+    static func startTime(_ directory: String) -> String {
+        let descriptor = open(directory + "/events.jsonl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return "" }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 512)
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return "" }
+        let key = Array("\"time\":\"".utf8)
+        guard count > key.count, let start = (0...(count - key.count)).first(where: { bytes[$0..<$0 + key.count].elementsEqual(key) }) else { return "" }
+        return String(decoding: bytes[(start + key.count)..<min(count, start + key.count + 24)], as: UTF8.self)
+    }
+
+    /// `20261122-025301-4f1c09a2b7d3e865`.
+    static func isRunID(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard bytes.count == 32, bytes[8] == UInt8(ascii: "-"), bytes[15] == UInt8(ascii: "-") else { return false }
+        return bytes.enumerated().allSatisfy { offset, byte in
+            offset == 8 || offset == 15 || (byte >= 0x30 && byte <= 0x39) || (offset > 15 && byte >= 0x61 && byte <= 0x66)
+        }
+    }
+
+    package static func read(directory: String) throws(Problem) -> ResumeSource {
+        let path = directory + "/summary.json"
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let reason = errno == ENOENT
+                ? "it has no summary.json (the run was killed before it could write one, or is still running)"
+                : String(cString: strerror(errno))
+            throw Problem(description: "cannot resume from \(directory): \(reason)")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[0..<count]
+        }
+        close(descriptor)
+        guard case .object(let members)? = JSONValue.parse(String(decoding: bytes, as: UTF8.self)) else {
+            throw Problem(description: "cannot resume from \(directory): its summary.json is not JSON")
+        }
+        let summary = Fields(members)
+        var source = ResumeSource(
+            runID: summary.string("run_id") ?? String(directory.split(separator: "/").last ?? ""),
+            directory: directory, workflow: summary.string("workflow") ?? "", file: summary.string("file") ?? "",
+            workflowPath: summary.string("workflow_path"), cwd: summary.string("cwd"), exitCode: summary.int("exit_code") ?? 1,
+            only: summary.strings("only"), tasks: [], groupStatus: [:], joinStatus: [:])
+        for case .object(let task) in summary.array("tasks") {
+            let fields = Fields(task)
+            guard let name = fields.string("name"), let status = fields.string("status") else { continue }
+            var outputs: [(key: String, value: String)] = []
+            if case .object(let pairs)? = fields.value("outputs") {
+                for pair in pairs { if case .string(let value) = pair.value { outputs.append((pair.key, value)) } }
+            }
+            var parts: [(name: String, hash: String)] = []
+            if case .object(let pairs)? = fields.value("identity_parts") {
+                for pair in pairs { if case .string(let value) = pair.value { parts.append((pair.key, value)) } }
+            }
+            source.tasks.append(Task(
+                name: name, status: status, phase: fields.string("phase") ?? "main", group: fields.string("group"), item: fields.string("item"),
+                stdout: fields.string("stdout") ?? "", exitCode: fields.int("exit_code"), duration: fields.double("duration"),
+                outputs: outputs, identity: fields.string("identity"), identityParts: parts,
+                wholeStdout: wholeStdout(log: fields.string("log"), attempts: fields.int("attempts"), in: directory)))
+        }
+        for case .object(let group) in summary.array("groups") {
+            let fields = Fields(group)
+            if let name = fields.string("name") { source.groupStatus[name] = fields.string("status") ?? "" }
+        }
+        for case .object(let join) in summary.array("joins") {
+            let fields = Fields(join)
+            if let name = fields.string("name") { source.joinStatus[name] = fields.string("status") ?? "" }
+        }
+        return source
+    }
+
+    /// `logs/NAME.log.N.stdout` of the last attempt, when the stdout was
+    /// long enough to be kept whole beside the log.
+    private static func wholeStdout(log: String?, attempts: Int?, in directory: String) -> (file: String, byteCount: Int)? {
+        guard let log, let attempts, attempts > 0, let name = log.split(separator: "/").last else { return nil }
+        let file = directory + "/logs/" + name + ".\(attempts).stdout"
+        var info = stat()
+        guard lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return (file, Int(info.st_size))
+    }
+
+    /// An object's members by key.
+    private struct Fields {
+        var values: [String: JSONValue] = [:]
+
+        init(_ members: [JSONValue.Member]) {
+            for member in members { values[member.key] = member.value }
+        }
+
+        func value(_ key: String) -> JSONValue? { values[key] }
+
+        func string(_ key: String) -> String? {
+            if case .string(let text)? = values[key] { return text }
+            return nil
+        }
+
+        func int(_ key: String) -> Int? {
+            if case .number(let text)? = values[key] { return Int(text) }
+            return nil
+        }
+
+        func double(_ key: String) -> Double? {
+            if case .number(let text)? = values[key] { return Double(text) }
+            return nil
+        }
+
+        func array(_ key: String) -> [JSONValue] {
+            if case .array(let items)? = values[key] { return items }
+            return []
+        }
+
+        func strings(_ key: String) -> [String] {
+            array(key).compactMap { if case .string(let text) = $0 { return text } else { return nil } }
+        }
+    }
+}

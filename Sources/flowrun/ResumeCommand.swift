@@ -1,0 +1,147 @@
+import ArgumentParser
+import FlowrunModel
+import FlowrunValues
+import FlowrunPlanning
+import FlowrunEvents
+import FlowrunRecord
+import FlowrunEngine
+import FlowrunReporting
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `flowrun resume [RUN]` — runs a failed, timed-out or interrupted run
+/// again in a new record that links the old one, restoring what succeeded.
+struct ResumeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Run a failed or interrupted run again, restoring the tasks that succeeded (their stashes from its record).",
+        discussion: """
+            RUN is a run id, a unique prefix of one, or omitted for the latest run. The run's \
+            workflow file is read again, from the folder the run ran in. A task is restored (not \
+            run) when it succeeded and everything it needs is restored; its identity (a hash of \
+            its resolved definition) must be unchanged, or resume refuses (exit 2) and names it. \
+            finally tasks always run. Pass the same --var values as the run had.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The run to resume: an id, a unique prefix of one, or nothing for the latest.", valueName: "run"))
+    var runName: String?
+
+    @Option(name: .customLong("from"), help: ArgumentHelp("Run this task, group or join and everything downstream of it again (repeatable).", valueName: "name"))
+    var from: [String] = []
+
+    @Option(name: .customLong("var"), help: ArgumentHelp("Override a variable declared under vars: (repeatable).", valueName: "name=value"))
+    var variables: [String] = []
+
+    @Option(help: "Running tasks at once for the whole run (overrides max_parallel).")
+    var maxParallel: Int?
+
+    @Flag(help: "Let the first failure cancel everything still running (overrides fail_fast).")
+    var failFast = false
+
+    @Flag(help: "Run tasks with sources: even when they are up to date (ignores .flowrun/state).")
+    var force = false
+
+    @Flag(help: "Print what would be restored and what would run; run nothing.")
+    var dryRun = false
+
+    @Option(help: "auto, tty, plain or json, as for a run.")
+    var output: RunCommand.OutputMode = .auto
+
+    @Flag(help: "Show what tasks print as they print it.")
+    var stream = false
+
+    @Option(help: ArgumentHelp("The folder holding the run records (default: .flowrun/runs here or in the nearest parent folder); the new run's record goes there too.", valueName: "dir"))
+    var logDir: String?
+
+    func validate() throws {
+        for variable in variables where !variable.contains("=") || variable.hasPrefix("=") {
+            throw ValidationError("--var takes name=value, found '\(variable)'")
+        }
+        if logDir?.isEmpty == true { throw ValidationError("--log-dir needs a folder, found an empty value") }
+        if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1, found \(maxParallel)") }
+    }
+
+    func run() throws {
+        let base = WorkflowFileLookup.absolute(logDir ?? Self.recordsFolder())
+        let old: ResumeSource
+        do {
+            old = try ResumeSource.read(directory: ResumeSource.locate(runName, in: base))
+        } catch {
+            Terminal.standardError.write("flowrun: \(error)\n")
+            throw ExitCode(2)
+        }
+        if old.exitCode == 0 && from.isEmpty {
+            Terminal.standardOutput.write("run \(old.runID) (\(old.workflow)) succeeded: nothing to resume (--from NAME runs a task and what follows it again)\n")
+            return
+        }
+        // Where the run ran: relative cwd:, sources and the workflow file mean the same again.
+        if let cwd = old.cwd, chdir(cwd) != 0 {
+            Terminal.standardError.write("flowrun: cannot resume \(old.runID): cannot enter \(cwd), where it ran: \(String(cString: strerror(errno)))\n")
+            throw ExitCode(2)
+        }
+        var options = PlanOptions()
+        options.variables = variables.map { variable in
+            let equals = variable.firstIndex(of: "=")!
+            return (String(variable[..<equals]), String(variable[variable.index(after: equals)...]))
+        }
+        options.maxParallel = maxParallel
+        options.failFast = failFast
+        options.only = old.only
+        let plan = try PlanLoader.load(old.workflowPath ?? old.file, options: options).plan
+
+        let identities = TaskIdentities.compute(for: plan)
+        let selection: ResumeSelection
+        do {
+            selection = try ResumeSelection.select(plan: plan, identities: identities, old: old, from: from)
+        } catch {
+            Terminal.standardError.write("flowrun: \(error)\n")
+            throw ExitCode(2)
+        }
+        guard selection.changed.isEmpty else {
+            var message = "flowrun: cannot resume \(old.runID): the workflow changed under tasks that succeeded and would be restored:\n"
+            for entry in selection.changed {
+                message += "  \(TerminalText.escapedName(entry.name)): \(Self.describe(entry.changes))\n"
+            }
+            message += "Run them again with --from NAME, or start a fresh run.\n"
+            Terminal.standardError.write(message)
+            throw ExitCode(2)
+        }
+        if dryRun {
+            let names = selection.restored.keys.sorted()
+            Terminal.standardOutput.write("resume \(old.runID): \(names.count) task\(names.count == 1 ? "" : "s") restored, the rest runs\n"
+                + names.map { "  restored  \(TerminalText.escapedName($0))\n" }.joined())
+            return
+        }
+        var reuse = TaskReuse()
+        reuse.restored = selection.restored
+        reuse.resumedFrom = old.runID
+        reuse.store = IncrementalSetup.store(for: plan, force: force)
+        try RunLauncher.run(plan, logDirectory: base, output: output, stream: stream, reuse: reuse, identities: identities)
+    }
+
+    /// `.flowrun/runs` here, else in the nearest parent folder that has one.
+    static func recordsFolder() -> String {
+        var folder = WorkflowFileLookup.currentDirectory()
+        while true {
+            var status = stat()
+            let path = (folder == "/" ? "" : folder) + "/.flowrun/runs"
+            if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { return path }
+            guard folder != "/", let slash = folder.lastIndex(of: "/") else { return ".flowrun/runs" }
+            folder = slash == folder.startIndex ? "/" : String(folder[..<slash])
+        }
+    }
+
+    /// `run`, `env` → "its run script and environment changed".
+    static func describe(_ changes: [String]) -> String {
+        if changes == ["not recorded"] { return "its identity is not in the old record (written by an older flowrun)" }
+        let words: [String: String] = [
+            "run": "run script", "sleep": "sleep", "http": "http request", "env": "environment", "cwd": "cwd",
+            "shell": "shell", "when": "when/if", "sources": "sources/generates", "needs": "needs (or a task it needs)",
+            "item": "item", "members": "members", "foreach": "foreach", "need": "need",
+        ]
+        let named = changes.map { words[$0] ?? $0 }
+        return named.isEmpty ? "its definition changed" : "its " + named.joined(separator: ", ") + " changed"
+    }
+}
