@@ -51,6 +51,10 @@ struct Flowrun: ParsableCommand {
         // supervisor, and everything below runs in its child, the engine.
         Supervisor.split()
         do {
+            if let script = CompletionScript.requested(by: CommandLine.arguments) {
+                Terminal.standardOutput.write(script)
+                Terminal.exit(0)
+            }
             if let message = CommandSuggestion.message(for: CommandLine.arguments) {
                 Terminal.standardError.write(message + "\n")
                 Terminal.exit(2)
