@@ -35,7 +35,7 @@ struct Flowrun: ParsableCommand {
             workflow or command line, 124 the run's timeout fired, 128+N a signal N \
             stopped the run.
             """,
-        version: "0.1.0",
+        version: BuildInfo.versionText,
         subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self],
         defaultSubcommand: RunCommand.self
     )
