@@ -36,7 +36,7 @@ struct Flowrun: ParsableCommand {
             stopped the run.
             """,
         version: BuildInfo.versionText,
-        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self],
+        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self, TimelineCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

@@ -97,6 +97,14 @@ extension RunEngine {
         pool.release(demand)
     }
 
+    /// A task's needs and its group's, by name (nil when none): what a
+    /// timeline draws arrows from.
+    private func needNames(_ index: Int) -> [String]? {
+        var needs = nodes[index].needs
+        if let group = nodes[index].group { needs += nodes[group].needs }
+        return needs.isEmpty ? nil : needs.map { nodes[$0].name }
+    }
+
     private func startAttempt(_ index: Int) {
         nodes[index].attempt += 1
         nodes[index].status = .running
@@ -111,6 +119,7 @@ extension RunEngine {
         started.timeoutSeconds = nodes[index].timeout?.seconds
         started.groupTimeoutSeconds = nodes[index].group.flatMap { nodes[$0].timeout?.seconds }
         started.limits = nodes[index].demand.map(limitsJSON)
+        if nodes[index].attempt == 1 { started.needs = needNames(index) }
         emit(started)
 
         let attemptNumber = nodes[index].attempt
