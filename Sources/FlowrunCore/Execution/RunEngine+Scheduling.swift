@@ -156,6 +156,8 @@ extension RunEngine {
             retrying.attempt = number + 1
             retrying.status = result.status
             retrying.reason = result.reason
+            retrying.exitCode = result.exitCode
+            retrying.signal = result.signal
             retrying.delay = delay.seconds
             emit(retrying)
             startTimer(.retry(index), after: delay) { engine in
