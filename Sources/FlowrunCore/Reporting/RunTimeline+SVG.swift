@@ -52,7 +52,7 @@ extension RunTimeline {
         out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"sans-serif\" font-size=\"11\">\n"
         out += "<style>\n"
         out += "text{fill:#263238}.axis{stroke:#eceff1}.label{fill:#546e7a}.name{fill:#fff;font-size:10px;pointer-events:none}"
-        out += ".waiting{fill:#ffe082;stroke:#ffb300}.marker{stroke:#37474f;stroke-width:1.5}.lane{fill:#fafafa}\n"
+        out += ".waiting{fill:#ffe082;stroke:#ffb300}.marker{stroke:#37474f;stroke-width:1.5}.lane{fill:#fafafa}.attempts rect{stroke:#fff;stroke-width:0.5}\n"
         for (status, colour) in Self.statusColours { out += ".\(status){fill:\(colour)}" }
         out += "\n</style>\n"
         out += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
@@ -206,6 +206,7 @@ extension RunTimeline {
 
     /// `350ms`, `2.5s`, `1m30s`, `1h05m`.
     static func durationText(_ seconds: Double) -> String {
+        if seconds <= 0 { return "0s" }
         if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }
         if seconds < 60 {
             let tenths = (seconds * 10).rounded() / 10
