@@ -18,6 +18,26 @@ enum TaskNameCompletion {
         return names(in: file).filter { $0.hasPrefix(prefix) }
     }
 
+    /// For `flowrun logs [RUN] TASK`: the tasks of a run as its record
+    /// names them (fan-out members included): the run a word names (a run id
+    /// or a unique prefix of one under `.flowrun/runs`), else the latest.
+    /// `.flowrun/runs` is the current folder's, else the one beside the
+    /// workflow lookup finds.
+    @Sendable static func recordedCandidates(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
+        var base = ".flowrun/runs"
+        if !isDirectory(base), let found = WorkflowFileLookup.find(from: WorkflowFileLookup.currentDirectory()) {
+            base = found.folder + "/.flowrun/runs"
+        }
+        let named = words.enumerated().dropFirst().first { position, word in
+            position != index && !word.hasPrefix("-") && (try? TimelineCommand.lookUp(word, in: base).get()) != nil
+        }
+        guard let folder = try? TimelineCommand.lookUp(named?.element, in: base).get(),
+              let run = try? RunTimeline(runFolder: folder) else { return [] }
+        var seen = Set<String>()
+        let names = run.attempts.map(\.task) + run.instants.filter { $0.kind == .notRun }.map(\.name)
+        return names.filter { $0.hasPrefix(prefix) && seen.insert($0).inserted }
+    }
+
     /// Names a user can ask for: tasks, groups, joins and finally tasks
     /// (not a fan-out's template `G[*]`, which is no target).
     static func names(in file: String) -> [String] {
@@ -48,6 +68,11 @@ enum TaskNameCompletion {
             escaped = false
         }
         return text
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     private static func isRegularFile(_ path: String) -> Bool {

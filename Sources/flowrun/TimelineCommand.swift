@@ -30,24 +30,31 @@ struct TimelineCommand: ParsableCommand {
     /// A folder as given, else the run id (or unique prefix) under
     /// `.flowrun/runs`, else the newest run there (ids sort by start time).
     static func folder(for run: String?) throws -> String {
-        let base = ".flowrun/runs"
-        if let run, isDirectory(run + "/.") && (run.contains("/") || !isDirectory(base + "/" + run)) { return run }
+        switch lookUp(run, in: ".flowrun/runs") {
+        case .success(let folder): return folder
+        case .failure(let problem):
+            Terminal.standardError.write("flowrun: \(problem.message)\n")
+            throw ExitCode(2)
+        }
+    }
+
+    struct Problem: Error { var message: String }
+
+    /// The folder for `run` under `base`, without printing (shell completion uses it too).
+    static func lookUp(_ run: String?, in base: String) -> Result<String, Problem> {
+        if let run, isDirectory(run + "/.") && (run.contains("/") || !isDirectory(base + "/" + run)) { return .success(run) }
         let ids = runIDs(in: base)
         guard let run else {
-            guard let latest = ids.last else {
-                Terminal.standardError.write("flowrun: no runs in \(base); name a run folder\n")
-                throw ExitCode(2)
-            }
-            return base + "/" + latest
+            guard let latest = ids.last else { return .failure(Problem(message: "no runs in \(base); name a run folder")) }
+            return .success(base + "/" + latest)
         }
         let matches = ids.filter { $0.hasPrefix(run) }
         guard matches.count == 1 else {
-            Terminal.standardError.write(matches.isEmpty
-                ? "flowrun: no run folder '\(run)', and no run id in \(base) starts with it\n"
-                : "flowrun: '\(run)' starts \(matches.count) run ids in \(base): \(matches.suffix(5).joined(separator: ", "))\n")
-            throw ExitCode(2)
+            return .failure(Problem(message: matches.isEmpty
+                ? "no run folder '\(run)', and no run id in \(base) starts with it"
+                : "'\(run)' starts \(matches.count) run ids in \(base): \(matches.suffix(5).joined(separator: ", "))"))
         }
-        return base + "/" + matches[0]
+        return .success(base + "/" + matches[0])
     }
 
     private static func isDirectory(_ path: String) -> Bool {
