@@ -232,6 +232,24 @@ extension RunEndToEnd {
             #expect(try Trace(tracePath).phase("X", category: "task").count == 1000)
         }
 
+        /// A task cancelled while it waits to retry ran once: one slice with
+        /// its failed attempt, no "did not run" marker.
+        @Test func aTaskCancelledInItsRetryDelayShowsTheAttemptItHad() throws {
+            let sandbox = try RunSandbox()
+            let (record, tracePath, svgPath) = try Self.drawn("""
+                fail_fast: true
+                tasks:
+                  flaky: {run: "exit 4", retries: 3, retry_delay: 30s}
+                  breaks-later: {run: "sleep 0.5; exit 1"}
+                """, in: sandbox, expectExit: 1)
+            #expect(record.status("flaky") == "cancelled", "\(record.tasks)")
+            let trace = try Trace(tracePath)
+            let slices = trace.slices(of: "flaky").map { $0["args"] as? [String: Any] ?? [:] }
+            #expect(slices.count == 1 && slices.first?["status"] as? String == "failed" && integer(slices.first?["exit_code"]) == 4, "\(slices)")
+            #expect(trace.phase("i", category: "not_run").isEmpty, "\(trace.phase("i"))")
+            #expect(try Self.svgRects(svgPath).filter { $0.task == "flaky" }.map(\.attempt) == [1])
+        }
+
         @Test func aFolderWithoutARecordIsAnErrorNamingIt() throws {
             let scratch = try TemporaryDirectory(prefix: "flowrun-timeline")
             let run = try FlowrunBinary.run(["timeline", scratch.path, "--trace", scratch.path + "/t.json"])

@@ -130,6 +130,8 @@ package struct RunTimeline: Sendable {
     private struct Builder {
         var open: [String: Attempt] = [:]
         var waitingSince: [String: (time: Double, kind: Wait.Kind, on: [String])] = [:]
+        /// Tasks that had an attempt: one cancelled during a retry delay did run.
+        var ran: Set<String> = []
 
         mutating func add(_ event: RecordedEvent, to timeline: inout RunTimeline) {
             timeline.end = max(timeline.end, event.elapsed)
@@ -146,6 +148,7 @@ package struct RunTimeline: Sendable {
                     timeline.waits.append(Wait(task: task, kind: wait.kind, start: wait.time, end: event.elapsed, waitingOn: wait.on))
                 }
                 if let needs = event.needs { timeline.needs[task] = needs }
+                ran.insert(task)
                 open[task] = Attempt(
                     task: task, attempt: event.attempt ?? 1, start: event.elapsed, end: event.elapsed, status: "running",
                     group: event.limits?.group?.name, semaphores: event.limits?.semaphores?.map(\.name) ?? [])
@@ -158,10 +161,12 @@ package struct RunTimeline: Sendable {
                 if open[task] != nil {
                     close(task, at: event.elapsed, event, into: &timeline)
                 } else {
-                    // Settled without an attempt: skipped, or cancelled while pending or waiting.
+                    // Settled between attempts (cancelled in a retry delay), or
+                    // without one: skipped, or cancelled while pending or waiting.
                     if let wait = waitingSince.removeValue(forKey: task) {
                         timeline.waits.append(Wait(task: task, kind: wait.kind, start: wait.time, end: event.elapsed, waitingOn: wait.on))
                     }
+                    guard !ran.contains(task) else { return }
                     timeline.instants.append(Instant(kind: .notRun, name: task, time: event.elapsed, status: event.status ?? "skipped", detail: event.reason))
                 }
             case "group_finished":
