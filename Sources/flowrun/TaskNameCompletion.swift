@@ -1,7 +1,9 @@
-import FlowrunCore
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunLoading
+import FlowrunPlanning
+import FlowrunReporting
 
 /// Shell completion of task, group and join names (`--only`, targets,
 /// `logs TASK`): argument-parser's generated scripts call

@@ -1,8 +1,8 @@
 import ArgumentParser
-import FlowrunCore
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunReporting
 
 /// `--trace FILE` and `--timeline FILE.svg`: a run record drawn as a Chrome
 /// trace (Perfetto, chrome://tracing) and as an SVG Gantt chart. An option
