@@ -104,6 +104,14 @@ extension RunEngine {
         pool.release(demand)
     }
 
+    /// A task's needs and its group's, by name (nil when none): what a
+    /// timeline draws arrows from.
+    private func needNames(_ index: Int) -> [String]? {
+        var needs = nodes[index].needs
+        if let group = nodes[index].group { needs += nodes[group].needs }
+        return needs.isEmpty ? nil : needs.map { nodes[$0].name }
+    }
+
     private func startAttempt(_ index: Int) {
         nodes[index].attempt += 1
         nodes[index].status = .running
@@ -120,6 +128,7 @@ extension RunEngine {
         started.limits = nodes[index].demand.map(limitsJSON)
         // Where its log goes (made at its first byte): `flowrun logs` of a live run reads it from here.
         started.path = record.logPath(index: index, name: nodes[index].name)
+        if nodes[index].attempt == 1 { started.needs = needNames(index) }
         emit(started)
 
         let attemptNumber = nodes[index].attempt
@@ -156,6 +165,8 @@ extension RunEngine {
             retrying.attempt = number + 1
             retrying.status = result.status
             retrying.reason = result.reason
+            retrying.exitCode = result.exitCode
+            retrying.signal = result.signal
             retrying.delay = delay.seconds
             emit(retrying)
             startTimer(.retry(index), after: delay) { engine in

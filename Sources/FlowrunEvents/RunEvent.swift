@@ -43,6 +43,9 @@ package struct RunEvent: Sendable {
     /// task_started: the slots the task holds, a JSON object shaped like a
     /// plan step's `limits` (`{"run":4,"group":{…},"semaphores":[…]}`).
     package var limits: String?
+    /// task_started, first attempt: what it waited for (its needs, and its
+    /// group's), by name; nil when none. Timelines draw these as arrows.
+    package var needs: [String]?
     /// What a waiting task waits on: `["db 1/1"]`.
     package var waitingOn: [String]?
     /// task_retrying: seconds until the next attempt.
@@ -121,6 +124,7 @@ package struct RunEvent: Sendable {
         json.add("timeout_seconds", timeoutSeconds)
         json.add("group_timeout_seconds", groupTimeoutSeconds)
         if let limits { json.addRaw("limits", limits) }
+        json.add("needs", needs)
         json.add("exit_code", exitCode)
         json.add("signal", signal)
         json.add("duration", duration)

@@ -81,8 +81,10 @@ extension WorkflowDecoder {
         }
     }
 
+    static let httpKeys = ["url", "method", "headers", "body", "expect"]
+
     private mutating func http(_ node: YAMLNode) -> TaskAction? {
-        guard let fields = fields(of: node, what: "http", allowed: ["url", "method", "headers", "body", "expect"]) else { return nil }
+        guard let fields = fields(of: node, what: "http", allowed: Self.httpKeys) else { return nil }
         guard let urlNode = fields["url"]?.value else {
             error("http needs a 'url'", at: node)
             return nil

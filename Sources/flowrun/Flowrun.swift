@@ -14,7 +14,7 @@ struct Flowrun: ParsableCommand {
             flowrun graph [FILE] [--format dot|mermaid]
             flowrun list [FILE] [--output text|json]
             flowrun runs [-n <n>] [--output text|json] [--log-dir <dir>]
-            flowrun show [RUN] [--output text|json] [--log-dir <dir>]
+            flowrun show [RUN] [--output text|json] [--log-dir <dir>] [--trace <file>] [--timeline <file.svg>]
             flowrun logs [RUN] TASK [-f] [--log-dir <dir>]
             flowrun resume [RUN] [--from <name>]... [--force] [--dry-run]
             flowrun export FILE --to argo [--image <image>] [--namespace <ns>] [--template] [--strict] [-o <file>]
@@ -40,7 +40,7 @@ struct Flowrun: ParsableCommand {
             workflow or command line, 124 the run's timeout fired, 128+N a signal N \
             stopped the run.
             """,
-        version: "0.1.0",
+        version: BuildInfo.versionText,
         subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self, RunsCommand.self, ShowCommand.self, LogsCommand.self, ResumeCommand.self],
         defaultSubcommand: RunCommand.self
     )
@@ -56,6 +56,10 @@ struct Flowrun: ParsableCommand {
         // supervisor, and everything below runs in its child, the engine.
         Supervisor.split()
         do {
+            if let script = CompletionScript.requested(by: CommandLine.arguments) {
+                Terminal.standardOutput.write(script)
+                Terminal.exit(0)
+            }
             if let message = CommandSuggestion.message(for: CommandLine.arguments) {
                 Terminal.standardError.write(message + "\n")
                 Terminal.exit(2)

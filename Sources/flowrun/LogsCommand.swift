@@ -18,10 +18,12 @@ struct LogsCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("RUN, then TASK: with one word, the task of the latest run.", valueName: "run-or-task"))
+    @Argument(help: ArgumentHelp("RUN, then TASK: with one word, the task of the latest run.", valueName: "run-or-task"),
+              completion: .custom(TaskNameCompletion.recordedCandidates))
     var first: String
 
-    @Argument(help: ArgumentHelp("The task, when RUN came first.", valueName: "task"))
+    @Argument(help: ArgumentHelp("The task, when RUN came first.", valueName: "task"),
+              completion: .custom(TaskNameCompletion.recordedCandidates))
     var second: String?
 
     @Flag(name: [.short, .customLong("follow")], help: "Keep printing what the task adds while the run goes on; exit when the task (or the run) ends.")

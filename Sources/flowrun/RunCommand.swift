@@ -29,7 +29,8 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Running tasks at once for the whole run (overrides max_parallel).")
     var maxParallel: Int?
 
-    @Option(name: .customLong("only"), help: ArgumentHelp("Run only this task, group or join and what it needs (repeatable).", valueName: "name"))
+    @Option(name: .customLong("only"), help: ArgumentHelp("Run only this task, group or join and what it needs (repeatable).", valueName: "name"),
+            completion: .custom(TaskNameCompletion.candidates))
     var only: [String] = []
 
     @Flag(help: "Let the first failure cancel everything still running (overrides fail_fast).")

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+/// `./install.sh` (issue 19.4). Installing builds a static release binary,
+/// minutes of work, so the test of an installed tree runs where `.ci/run`
+/// installed one and says so (`FLOWRUN_INSTALLED_PREFIX`); elsewhere Swift
+/// Testing reports it skipped with the reason below, never passed.
+@Suite struct InstallTests {
+    static let installedPrefix = ProcessInfo.processInfo.environment["FLOWRUN_INSTALLED_PREFIX"]
+    static let installScript = WorkflowSchemaTests.package.appendingPathComponent("install.sh").path
+
+    static func shell(_ executable: String, _ arguments: [String], environment: [String] = ["PATH=/usr/bin:/bin"],
+                      directory: String? = nil) throws -> (status: Int32?, stdout: String, stderr: String) {
+        let scratch = try TemporaryDirectory(prefix: "flowrun-install")
+        let outcome = try ChildProcess.run(
+            executable: executable, arguments: arguments, environment: environment, directory: directory,
+            stdoutPath: scratch.path + "/out", stderrPath: scratch.path + "/err", timeout: .seconds(60), launcher: nil)
+        return (outcome.exitStatus,
+                (try? String(contentsOfFile: scratch.path + "/out", encoding: .utf8)) ?? "",
+                (try? String(contentsOfFile: scratch.path + "/err", encoding: .utf8)) ?? "")
+    }
+
+    @Test func theInstallScriptRefusesWhatItDoesNotKnowBeforeBuilding() throws {
+        let bash = try RunSandbox.tool("bash")
+        let unknown = try Self.shell(bash, [Self.installScript, "--prefx", "/tmp/x"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("unknown argument '--prefx'"), "\(unknown)")
+        let empty = try Self.shell(bash, [Self.installScript, "--prefix", ""])
+        #expect(empty.status == 2 && empty.stderr.contains("--prefix needs a folder"), "\(empty)")
+        let help = try Self.shell(bash, [Self.installScript, "--help"])
+        #expect(help.status == 0 && help.stdout.contains("./install.sh --prefix DIR"), "\(help)")
+    }
+
+    @Test(.enabled(if: installedPrefix != nil,
+                   "needs an installed tree: .ci/run runs ./install.sh --prefix DIR and sets FLOWRUN_INSTALLED_PREFIX=DIR"))
+    func theInstalledBinaryIsStaticAndEverythingElseIsInPlace() throws {
+        let prefix = try #require(Self.installedPrefix)
+        let binary = prefix + "/bin/flowrun"
+        let ldd = try Self.shell(try RunSandbox.tool("ldd"), [binary])
+        #expect(ldd.status == 0, "\(ldd)")
+        let swiftLibraries = ldd.stdout.split(separator: "\n").filter {
+            $0.contains("libswift") || $0.contains("libFoundation") || $0.contains("libdispatch") || $0.contains("libBlocksRuntime")
+        }
+        #expect(swiftLibraries.isEmpty, "the installed binary needs Swift's libraries: \(swiftLibraries)")
+
+        // Runs with nothing of the toolchain reachable: an empty environment,
+        // LD_LIBRARY_PATH empty, PATH without /opt/swift.
+        let version = try Self.shell(binary, ["--version"], environment: ["PATH=/usr/bin:/bin", "LD_LIBRARY_PATH="])
+        #expect(version.status == 0, "\(version)")
+        #expect(version.stdout.hasPrefix("0."), "\(version)")
+        if let git = try? RunSandbox.tool("git") {
+            let head = try Self.shell(git, ["rev-parse", "--short=12", "HEAD"], directory: WorkflowSchemaTests.package.path)
+            if head.status == 0 {
+                let commit = head.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                #expect(version.stdout.contains("(commit \(commit)"), "--version should name HEAD \(commit): \(version.stdout)")
+            }
+        } else {
+            #expect(!version.stdout.contains("unknown"), "\(version)")
+        }
+
+        let files = [
+            "share/man/man1/flowrun.1", "share/bash-completion/completions/flowrun",
+            "share/zsh/site-functions/_flowrun", "share/fish/vendor_completions.d/flowrun.fish",
+            "share/flowrun/flowrun.schema.json",
+        ]
+        for file in files {
+            #expect(FileManager.default.fileExists(atPath: prefix + "/" + file), "\(file) is not installed under \(prefix)")
+        }
+        let man = try Self.shell(try RunSandbox.tool("man"), ["-l", prefix + "/share/man/man1/flowrun.1"],
+                                 environment: ["PATH=/usr/bin:/bin", "MANPAGER=cat", "PAGER=cat", "MANWIDTH=80"])
+        #expect(man.status == 0 && man.stdout.contains("FLOWRUN(1)"), "\(man)")
+        let bashScript = try String(contentsOfFile: prefix + "/share/bash-completion/completions/flowrun", encoding: .utf8)
+        #expect(bashScript.contains("_flowrun_run") && bashScript.contains("default subcommand is run"))
+    }
+}

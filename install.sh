@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds flowrun as a static release binary and installs it with its man page,
+# shell completions and editor schema:
+#
+#   ./install.sh                  # under ~/.local
+#   ./install.sh --prefix DIR     # under DIR (e.g. /usr/local, as root)
+#
+#   PREFIX/bin/flowrun
+#   PREFIX/share/man/man1/flowrun.1
+#   PREFIX/share/bash-completion/completions/flowrun
+#   PREFIX/share/zsh/site-functions/_flowrun
+#   PREFIX/share/fish/vendor_completions.d/flowrun.fish
+#   PREFIX/share/flowrun/flowrun.schema.json
+#
+# The binary links the Swift runtime, Foundation and Dispatch statically
+# (--static-swift-stdlib), so it runs where no Swift toolchain is installed;
+# the install stops if `ldd` still finds a Swift library. `flowrun --version`
+# names the commit it was built from (passed to the compiler here, so a plain
+# `swift build` needs neither git nor a generated file).
+set -euo pipefail
+
+prefix_given=false
+prefix=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a folder" >&2; exit 2; }; prefix="$2"; prefix_given=true; shift 2 ;;
+    --prefix=*) prefix="${1#--prefix=}"; prefix_given=true; shift ;;
+    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown argument '$1' (usage: ./install.sh [--prefix DIR])" >&2; exit 2 ;;
+  esac
+done
+if ! "$prefix_given"; then
+  [ -n "${HOME:-}" ] || { echo "install.sh: HOME is not set; name a folder with --prefix DIR" >&2; exit 2; }
+  prefix="$HOME/.local"
+fi
+[ -n "$prefix" ] || { echo "install.sh: --prefix needs a folder, found an empty value" >&2; exit 2; }
+case "$prefix" in /*) ;; *) prefix="$PWD/$prefix" ;; esac
+cd "$(dirname "$0")"
+
+commit=""
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  commit=$(git rev-parse --short=12 HEAD)
+  git diff --quiet HEAD -- 2>/dev/null || commit="$commit-dirty"
+fi
+
+echo "install.sh: building a static release binary (commit ${commit:-unknown})"
+swift build -c release --static-swift-stdlib --product flowrun -Xcc "-DFLOWRUN_COMMIT=\"$commit\""
+binary="$(swift build -c release --static-swift-stdlib --show-bin-path)/flowrun"
+
+# What ldd lists must be the system's C libraries only.
+if swift_libraries=$(ldd "$binary" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|lib_FoundationICU'); then
+  echo "install.sh: $binary still needs Swift libraries:" >&2
+  echo "$swift_libraries" >&2
+  exit 1
+fi
+
+install -d "$prefix/bin" "$prefix/share/man/man1" "$prefix/share/bash-completion/completions" \
+  "$prefix/share/zsh/site-functions" "$prefix/share/fish/vendor_completions.d" "$prefix/share/flowrun"
+install -m 755 "$binary" "$prefix/bin/flowrun"
+install -m 644 man/flowrun.1 "$prefix/share/man/man1/flowrun.1"
+install -m 644 schema/flowrun.schema.json "$prefix/share/flowrun/flowrun.schema.json"
+"$prefix/bin/flowrun" --generate-completion-script bash > "$prefix/share/bash-completion/completions/flowrun"
+"$prefix/bin/flowrun" --generate-completion-script zsh > "$prefix/share/zsh/site-functions/_flowrun"
+"$prefix/bin/flowrun" --generate-completion-script fish > "$prefix/share/fish/vendor_completions.d/flowrun.fish"
+
+echo "install.sh: installed $("$prefix/bin/flowrun" --version) under $prefix"
+case ":$PATH:" in *":$prefix/bin:"*) ;; *) echo "install.sh: add $prefix/bin to PATH" ;; esac
