@@ -47,7 +47,8 @@ struct DocBlock: CustomStringConvertible {
         while index < lines.count {
             let line = lines[index]
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard trimmed.hasPrefix("```") else {
+            // An opening fence is ``` and a language word, nothing else on the line.
+            guard trimmed.hasPrefix("```"), trimmed.dropFirst(3).allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
                 index += 1
                 continue
             }
