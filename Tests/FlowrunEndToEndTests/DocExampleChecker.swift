@@ -1,7 +1,7 @@
 import Foundation
 
 /// Checks the examples of one markdown document against the built binary,
-/// by the conventions at the top of docs/FORMAT.md ("How the examples are
+/// by the conventions of docs/WRITING-DOCS.md ("How the examples are
 /// checked"):
 ///
 /// - a ```yaml block is a whole workflow and `flowrun validate` accepts it;

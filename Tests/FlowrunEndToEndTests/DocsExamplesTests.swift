@@ -4,7 +4,7 @@ import Testing
 /// The docs cannot go stale: every YAML example in README.md and docs/*.md
 /// is validated by the built binary (or fails with exactly the error the
 /// text shows), and every shown command runs and prints what the text shows.
-/// The conventions are at the top of docs/FORMAT.md.
+/// The conventions are in docs/WRITING-DOCS.md.
 @Suite struct DocsExamplesTests {
     static var documents: [String] {
         let docs = (try? FileManager.default.contentsOfDirectory(atPath: DocsPathsTests.root + "/docs")) ?? []
