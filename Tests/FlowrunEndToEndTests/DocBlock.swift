@@ -13,6 +13,8 @@ struct DocBlock: CustomStringConvertible {
         case invalid
         /// `<!-- not-run: WHY -->`: a console block the test cannot run.
         case notRun(String)
+        /// `<!-- not-flowrun: WHY -->`: another tool's YAML (a Taskfile, an Argo manifest).
+        case notFlowrun(String)
         /// A comment that looks like a marker but is none of the above.
         case unknown(String)
     }
@@ -84,6 +86,7 @@ struct DocBlock: CustomStringConvertible {
         switch word {
         case "fragment" where !reason.isEmpty: return .fragment(reason)
         case "not-run" where !reason.isEmpty: return .notRun(reason)
+        case "not-flowrun" where !reason.isEmpty: return .notFlowrun(reason)
         case "invalid" where reason.isEmpty: return .invalid
         default: return .unknown(content)
         }

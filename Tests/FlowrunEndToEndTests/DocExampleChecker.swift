@@ -43,6 +43,7 @@ struct DocExampleChecker {
         var named: [String: DocBlock] = [:]
         for block in blocks where block.language == "yaml" {
             if case .fragment = block.marker { continue }
+            if case .notFlowrun = block.marker { continue }
             guard let name = block.fileName else { continue }
             if let earlier = named[name] {
                 report.problems.append("\(block.place): a second `# \(name)` (the first is at line \(earlier.line)); commands could not tell them apart")
@@ -54,7 +55,7 @@ struct DocExampleChecker {
         for (index, block) in blocks.enumerated() {
             let next = blocks.indices.contains(index + 1) ? blocks[index + 1] : nil
             if case .unknown(let text) = block.marker {
-                report.problems.append("\(block.place): unknown marker `<!-- \(text) -->` (use `fragment: WHY`, `invalid` or `not-run: WHY`)")
+                report.problems.append("\(block.place): unknown marker `<!-- \(text) -->` (use `fragment: WHY`, `invalid`, `not-flowrun: WHY` or `not-run: WHY`)")
                 continue
             }
             switch block.language {
@@ -63,6 +64,10 @@ struct DocExampleChecker {
             case "console":
                 if case .notRun(let why) = block.marker {
                     report.unchecked.append("\(block.place) — not run: \(why)")
+                    continue
+                }
+                if block.marker != .none {
+                    report.problems.append("\(block.place): a console block takes only `<!-- not-run: WHY -->`")
                     continue
                 }
                 try runCommands(of: block, in: sandbox, bin: bin, report: &report)
@@ -79,6 +84,9 @@ struct DocExampleChecker {
         switch block.marker {
         case .fragment(let why):
             report.unchecked.append("\(block.place) — fragment: \(why)")
+            return
+        case .notFlowrun(let why):
+            report.unchecked.append("\(block.place) — not flowrun: \(why)")
             return
         case .notRun:
             report.problems.append("\(block.place): `not-run` is for console blocks; a YAML piece is a `fragment: WHY`")
