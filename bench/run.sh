@@ -13,7 +13,9 @@
 #                     (the release build README.md names)
 #                     and use that build's bin path
 #   PEERS_SH=path     the shared harness (default ../shared/bench/peers.sh,
-#                     next to the clone); INSTALL=1 runs `peers.sh --install` first
+#                     next to the clone); INSTALL=1 runs `peers.sh --install` first.
+#                     Without it, run.sh measures flowrun alone: no peer
+#                     comparison and no C floor (its spawn-limit.c is there)
 #   OUT=dir           result directory (default bench/results/<stamp>)
 #   WORK=dir          generated workflows, peer work files, run records
 #                     (default ${TMPDIR:-/tmp}/flowrun-bench); large, not kept
@@ -55,6 +57,18 @@ else
   PEER_ENV=()
 fi
 LOGS=$WORK/logs
+
+# The peer harness and the C floor live outside this repository; without them
+# flowrun's own benchmarks still run.
+HARNESS=""
+if [ -f "$PEERS_SH" ]; then
+  HARNESS=$(dirname "$PEERS_SH")
+elif [ $OWN = 0 ]; then
+  echo "run.sh: --peers-only, but there is no peer harness at $PEERS_SH (set PEERS_SH)" >&2; exit 1
+else
+  echo "run.sh: no peer harness at $PEERS_SH (set PEERS_SH): measuring flowrun alone, without the peer comparison and the C floor" >&2
+  PEERS=0
+fi
 
 say() { echo "== $*" >&2; }
 
@@ -98,10 +112,14 @@ if [ $OWN = 1 ]; then
   say "generating workflows into $WORK/workflows (each checked with flowrun validate)"
   python3 "$HERE/gen-workflows.py" --sizes "$SIZES" --spawn-sizes "$SPAWN_SIZES" --spawn-ps "$SPAWN_PS" \
     --validate-sizes "$VALIDATE_SIZES" --check "$FLOWRUN" "$WORK/workflows"
-  cc -O2 -o "$WORK/spawn-limit" "$(dirname "$PEERS_SH")/spawn-limit.c"
+  FLOOR=()
+  if [ -n "$HARNESS" ] && [ -f "$HARNESS/spawn-limit.c" ]; then
+    cc -O2 -o "$WORK/spawn-limit" "$HARNESS/spawn-limit.c"
+    FLOOR=(--floor "$WORK/spawn-limit")
+  fi
   say "measuring flowrun ($RUNS timed runs each)"
   python3 "$HERE/measure.py" --flowrun "$FLOWRUN" --manifest "$WORK/workflows/manifest.json" \
-    --out "$OUT" --floor "$WORK/spawn-limit" --runs "$RUNS" --log-dir "$LOGS"
+    --out "$OUT" ${FLOOR[@]+"${FLOOR[@]}"} --runs "$RUNS" --log-dir "$LOGS"
   rm -rf "$LOGS"
 fi
 
