@@ -9,10 +9,15 @@ extension RunEngine {
             switch fanOutItems(fanOut.source, group: index) {
             case .success(let items):
                 var names = MemberNames()
-                for (offset, item) in items.enumerated() {
-                    addFanOutMember(
+                var previous = fanOut.runsAfter
+                for (offset, item) in items.enumerated() where fanOut.items?.contains(offset) ?? true {
+                    let member = addFanOutMember(
                         group: index, template: fanOut.template, demand: fanOut.demand, timeout: fanOut.timeout, item: item, index: offset,
                         names: &names)
+                    if fanOut.sequential {
+                        if let previous { waitInSequence(member, after: previous) }
+                        previous = member
+                    }
                 }
             case .failure(let error):
                 // The items could not be read: the group fails without running anything.
@@ -37,10 +42,11 @@ extension RunEngine {
         }
     }
 
+    @discardableResult
     private func addFanOutMember(
         group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, timeout: Duration?, item: String, index: Int,
         names: inout MemberNames
-    ) {
+    ) -> Int {
         let template = shared.value
         let groupName = nodes[group].name
         var name = "\(groupName)[\(index)]"
@@ -69,6 +75,7 @@ extension RunEngine {
         nodes[member].unsettledNeeds = unsettled
         // Members count toward the group's joins too (the harmonizer's count-up).
         unsettledMain += 1
+        return member
     }
 
     func memberSettled(_ group: Int) {
@@ -84,6 +91,9 @@ extension RunEngine {
             settle(group, .failed, why: "a member failed")
         } else if let stop = members.lazy.compactMap({ self.nodes[$0].cancelReason }).first(where: { $0 != .joinSettled }) {
             settle(group, .cancelled, reason: stop)
+        } else if !members.isEmpty, members.allSatisfy({ nodes[$0].status == .skipped }) {
+            // SPEC §10: what needs it is skipped, as after a skipped task.
+            settle(group, .skipped, why: "every member was skipped")
         } else {
             settle(group, .succeeded)
         }

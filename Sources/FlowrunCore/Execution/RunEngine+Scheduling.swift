@@ -23,6 +23,10 @@ extension RunEngine {
             break
         case .task:
             guard let task = nodes[index].definition else { return }
+            if let previous = nodes[index].runsAfter, breaksSequence(previous) {
+                settle(index, .skipped, why: "\(nodes[previous].name) did not succeed (sequential group)")
+                return
+            }
             let needs = nodes[index].needs
             let runs: Bool
             switch task.value.when {
@@ -31,6 +35,7 @@ extension RunEngine {
             case .always: runs = true
             }
             guard runs else {
+                nodes[index].skippedByOwnCondition = task.value.when == .failure
                 settle(index, .skipped, why: task.value.when == .failure ? "no need failed" : "a need did not succeed")
                 return
             }
@@ -43,6 +48,7 @@ extension RunEngine {
                 }
                 // Evaluation cannot fail: a value that does not exist reads as ''.
                 guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
+                    nodes[index].skippedByOwnCondition = true
                     settle(index, .skipped, why: "if: \(condition.value) is false")
                     return
                 }

@@ -51,8 +51,10 @@ private struct PlanDocument: Encodable {
         var action: Action?, when: String?, `if`: String?, timeout_seconds: Double?, group_timeout_seconds: Double?
         var retries: Int?, retry_delay_seconds: Double?, backoff: Double?, continue_on_error: Bool?
         var env: [String: String]?, cwd: String?, limits: Limits?, fan_out: FanOutInfo?
+        // A member of a sequential group: the member it runs after.
+        var runs_after: String?
         // Groups.
-        var members: [String]?, concurrency: Int?
+        var members: [String]?, concurrency: Int?, sequential: Bool?
         // Joins.
         var wait: [String]?, need: String?, required: Int?, on_timeout: String?, report: [String]?
     }
@@ -99,6 +101,7 @@ private struct PlanDocument: Encodable {
             result.continue_on_error = task.continueOnError
             result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
             result.cwd = task.cwd?.source
+            result.runs_after = step.runsAfter
             if let limits = step.limits {
                 result.limits = Limits(
                     run: limits.runSlots,
@@ -115,6 +118,7 @@ private struct PlanDocument: Encodable {
         case .group:
             result.members = step.members
             result.concurrency = step.concurrency
+            result.sequential = step.sequential
             result.timeout_seconds = step.timers.timeout?.seconds
             if let source = step.fanOutSource {
                 result.fan_out = FanOutInfo(count: step.fanOutCount, source: sourceText(source), items: staticItems(source), name_template: nil)

@@ -35,6 +35,7 @@ struct WorkflowChecker {
         checkCycles(in: finallyGraph)
         checkTimeouts()
         checkSecrets()
+        checkTargets(graph: mainGraph, reachability: mainReachability)
         return diagnostics
     }
 
