@@ -17,6 +17,8 @@ extension RunEngine {
             if nodes[index].needs.allSatisfy({ nodes[$0].isOK }) {
                 activateGroup(index)
             } else {
+                // Its static members wait for it to start: they are skipped with it.
+                for member in nodes[index].members { settle(member, .skipped, why: "group \(nodes[index].name) was skipped") }
                 settle(index, .skipped, why: "a need did not succeed")
             }
         case .join:

@@ -72,6 +72,7 @@ extension Plan {
             case .http(let request): row("http", "\(request.method) \(URLRedaction.redact(request.url.source)) (expect \(request.expect))")
             }
             if let source = step.fanOutSource { row("foreach", describe(source)) }
+            if let items = step.fanOutItems { row("targets", "item" + (items.count == 1 ? " " : "s ") + items.map(String.init).joined(separator: ", ") + " only (named as targets)") }
             if let name = task.nameTemplate { row("names", name.source) }
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
             if let previous = step.runsAfter { row("after", "\(previous) (sequential group \(step.group ?? ""))") }
