@@ -37,9 +37,9 @@ extension RunEndToEnd {
             #expect(listed.exitStatus == 0, "\(listed)")
             let testLine = listed.stdout.split(separator: "\n").first { $0.hasPrefix("test ") }
             #expect(testLine?.hasSuffix("default") == true, "\(listed)")
-            let typo = try FlowrunBinary.run([Self.buildTargets, "check-py3.21", "--dry-run"])
+            let typo = try FlowrunBinary.run([Self.buildTargets, "chek-py3.13", "--dry-run"])
             #expect(typo.exitStatus == 2, "\(typo)")
-            #expect(typo.stderr == "flowrun: no task, group, join or fan-out member is named 'check-py3.21' (did you mean 'check-py3.12'?)\n", "\(typo)")
+            #expect(typo.stderr == "flowrun: no task, group, join or fan-out member is named 'chek-py3.13' (did you mean 'check-py3.13'?)\n", "\(typo)")
         }
 
         @Test func orderedReleaseRunsEveryStepInOrder() throws {
