@@ -210,6 +210,25 @@ import Testing
         let validate = try FlowrunBinary.run(["validate"], in: folder.path)
         #expect(validate.exitStatus == 0, "\(validate)")
     }
+
+    /// Two fan-outs whose members would share a name: one would be renamed
+    /// `~2` by whichever group started first. Refused when the items are
+    /// in the file, so a member's name (a target) is the same on every run.
+    @Test func twoFanOutsWhoseMemberNamesCollideAreRefused() throws {
+        let folder = try TemporaryDirectory()
+        let file = try folder.write("""
+            groups:
+              a:
+                foreach: [x, y]
+                task: {name: "fetch-${{ item }}", run: "true"}
+              b:
+                foreach: [y, z]
+                task: {name: "fetch-${{ item }}", run: "true"}
+            """, to: "collide.yaml")
+        let run = try FlowrunBinary.run(["validate", file])
+        #expect(run.exitStatus == 2, "\(run)")
+        #expect(run.stderr.contains("\(file):7:18: error: the member 'fetch-y' of fan-out 'b' would have the name of a member of fan-out 'a'"), "\(run)")
+    }
 }
 
 private extension TemporaryDirectory {
