@@ -180,5 +180,23 @@ extension RunEndToEnd {
             #expect(run.exitStatus == 2, "\(run)")
             #expect(run.stderr.contains("\(file):5:34: error: 'tag' needs 'publish', which runs after it in sequential group 'release'"), "\(run)")
         }
+
+        /// On Argo: a chain of `depends`, `parallelism: 1`, and a warning for what differs.
+        @Test func theArgoExportChainsTheMembers() throws {
+            let sandbox = try RunSandbox()
+            let file = try sandbox.write(workflow: """
+                groups:
+                  release:
+                    sequential: true
+                    tasks:
+                      tag: {run: "true"}
+                      publish: {run: "true"}
+                """)
+            let run = try FlowrunBinary.run(["export", file, "--to", "argo"])
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(run.stdout.contains("depends: tag.Succeeded"), "\(run)")
+            #expect(run.stdout.contains("parallelism: 1"), "\(run)")
+            #expect(run.diagnostics.contains { $0.hasPrefix("\(file):2:3: warning: emulated on Argo: group 'release' is sequential") }, "\(run)")
+        }
     }
 }
