@@ -229,6 +229,31 @@ import Testing
         #expect(run.exitStatus == 2, "\(run)")
         #expect(run.stderr.contains("\(file):7:18: error: the member 'fetch-y' of fan-out 'b' would have the name of a member of fan-out 'a'"), "\(run)")
     }
+
+    /// Repeated items are named as the run names them (`~2`), so the
+    /// second `a` is a target by the name it runs under.
+    @Test func aRepeatedItemIsATargetByItsSuffixedName() throws {
+        let folder = try TemporaryDirectory()
+        try folder.write("""
+            groups:
+              fetch:
+                foreach: [a, a, b]
+                task: {name: "get-${{ item }}", run: "echo $FLOWRUN_INDEX >> ran"}
+            """, to: "flowrun.yaml")
+        let run = try FlowrunBinary.run(["get-a~2", "--output", "plain"], in: folder.path)
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(folder.read("ran") == "1\n", "\(run)")
+        #expect(run.stdout.contains("ok       get-a~2"), "\(run)")
+    }
+
+    /// go-task and just run the task named `default`; flowrun says how to.
+    @Test func aTaskNamedDefaultWithoutDefaultWarns() throws {
+        let folder = try TemporaryDirectory()
+        let file = try folder.write("tasks:\n  default: {run: \"true\"}\n  other: {run: \"true\"}\n", to: "taskfile.yaml")
+        let run = try FlowrunBinary.run(["validate", file])
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(run.stderr.contains("\(file):2:3: warning: a task named 'default' is not what a bare run runs (it runs everything); add 'default: [default]' at the top to make it so"), "\(run)")
+    }
 }
 
 private extension TemporaryDirectory {

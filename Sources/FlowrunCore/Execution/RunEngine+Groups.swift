@@ -10,10 +10,23 @@ extension RunEngine {
             case .success(let items):
                 var names = MemberNames()
                 var previous = fanOut.runsAfter
-                for (offset, item) in items.enumerated() where fanOut.items?.contains(offset) ?? true {
+                // Items left out by targets are named all the same, so a
+                // member runs under the name it has in a whole run.
+                var unselected = Set<String>()
+                if fanOut.items != nil {
+                    // And declared names the targets left out of the plan still count as taken.
+                    let workflow = plan.workflow
+                    unselected.formUnion(workflow.mainTasks.map(\.name) + workflow.groups.map(\.name) + workflow.joins.map(\.name)
+                        + workflow.finally.map(\.name))
+                }
+                for (offset, item) in items.enumerated() {
+                    guard fanOut.items?.contains(offset) ?? true else {
+                        unselected.insert(memberName(group: index, template: fanOut.template.value, item: item, index: offset, names: &names, reserved: unselected))
+                        continue
+                    }
                     let member = addFanOutMember(
                         group: index, template: fanOut.template, demand: fanOut.demand, timeout: fanOut.timeout, item: item, index: offset,
-                        names: &names)
+                        names: &names, reserved: unselected)
                     if fanOut.sequential {
                         if let previous { waitInSequence(member, after: previous) }
                         previous = member
@@ -45,17 +58,11 @@ extension RunEngine {
     @discardableResult
     private func addFanOutMember(
         group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, timeout: Duration?, item: String, index: Int,
-        names: inout MemberNames
+        names: inout MemberNames, reserved: Set<String> = []
     ) -> Int {
         let template = shared.value
         let groupName = nodes[group].name
-        var name = "\(groupName)[\(index)]"
-        if let nameTemplate = template.nameTemplate,
-           let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index), !rendered.isEmpty {
-            // A name that cannot be made (a NUL byte) or is empty keeps the GROUP[INDEX] form.
-            name = rendered
-        }
-        name = names.unique(name) { indexByName[$0] != nil }
+        let name = memberName(group: group, template: template, item: item, index: index, names: &names, reserved: reserved)
         var node = RunNode(kind: .task, name: name)
         node.definition = shared
         node.item = item
@@ -76,6 +83,17 @@ extension RunEngine {
         // Members count toward the group's joins too (the harmonizer's count-up).
         unsettledMain += 1
         return member
+    }
+
+    /// `GROUP[INDEX]` or the rendered `name:`, made unique (`MemberNames`).
+    private func memberName(group: Int, template: TaskDefinition, item: String, index: Int, names: inout MemberNames, reserved: Set<String>) -> String {
+        var name = "\(nodes[group].name)[\(index)]"
+        if let nameTemplate = template.nameTemplate,
+           let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index), !rendered.isEmpty {
+            // A name that cannot be made (a NUL byte) or is empty keeps the GROUP[INDEX] form.
+            name = rendered
+        }
+        return names.unique(name) { indexByName[$0] != nil || reserved.contains($0) }
     }
 
     func memberSettled(_ group: Int) {

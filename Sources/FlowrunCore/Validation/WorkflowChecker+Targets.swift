@@ -31,6 +31,12 @@ extension WorkflowChecker {
 
     /// Each name in `default:` is something a run can run by name.
     private mutating func checkDefault(graph: DependencyGraph) {
+        if workflow.defaultTargets.isEmpty, let task = workflow.tasks.first(where: { $0.name == "default" }) {
+            // go-task's and just's convention; here a bare run runs everything.
+            diagnostics.append(.warning(
+                "a task named 'default' is not what a bare run runs (it runs everything); add 'default: [default]' at the top to make it so",
+                at: task.location))
+        }
         guard !workflow.defaultTargets.isEmpty else { return }
         let table = TargetTable(workflow, graph: graph)
         let finallyNames = Set(workflow.finally.map(\.name))
