@@ -91,7 +91,7 @@ extension RunEngine {
             if let group = step.group.flatMap({ indexByName[$0] }), let template = step.sharedTask, let source = step.fanOutSource {
                 fanOuts[group] = FanOut(template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout,
                                         items: step.fanOutItems.map(Set.init), runsAfter: step.runsAfter.flatMap { indexByName[$0] },
-                                        sequential: plan.workflow.groups.contains { $0.name == step.group && $0.sequential })
+                                        sequential: step.sequential)
             }
             return
         }

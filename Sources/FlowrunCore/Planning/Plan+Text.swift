@@ -76,6 +76,7 @@ extension Plan {
             if let name = task.nameTemplate { row("names", name.source) }
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
             if let previous = step.runsAfter { row("after", "\(previous) (sequential group \(step.group ?? ""))") }
+            if step.kind == .fanOut && step.sequential { row("order", "one member at a time, in item order") }
             if let condition = task.condition { row("if", condition.value.description) }
             if let limits = step.limits { row("limits", describe(limits)) }
             var policy: [String] = []

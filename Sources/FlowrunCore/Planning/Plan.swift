@@ -64,7 +64,7 @@ public struct PlanStep: Sendable {
     /// For a member of a `sequential: true` group: the member that runs
     /// just before it among those planned, nil for the first.
     package var runsAfter: String?
-    /// For groups: `sequential: true`.
+    /// For groups and their fan-outs: `sequential: true`.
     package var sequential = false
     /// For groups: static members and the fan-out template; for joins: `wait`.
     public var members: [String]

@@ -17,6 +17,7 @@ extension Planner {
             }
             if let template = group.fanOut?.template, let index = position[template.name] {
                 steps[index].runsAfter = previous
+                steps[index].sequential = true
             }
             if let index = position[group.name] { steps[index].sequential = true }
         }
