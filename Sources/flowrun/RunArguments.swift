@@ -1,4 +1,5 @@
-import FlowrunCore
+import FlowrunModel
+import FlowrunLoading
 #if canImport(Glibc)
 import Glibc
 #endif
