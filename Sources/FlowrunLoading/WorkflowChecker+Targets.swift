@@ -15,6 +15,9 @@ extension WorkflowChecker {
     /// items of one fan-out, get `~2` the same way on every run: see
     /// docs/FORMAT.md "Member names".)
     private mutating func checkMemberNameCollisions() {
+        // One such fan-out has no other to collide with: no names to make.
+        let named = workflow.groups.count { $0.fanOut?.template.nameTemplate != nil && $0.fanOut?.source.staticCount != nil }
+        guard named >= 2 else { return }
         var owners: [String: String] = [:]
         for group in workflow.groups {
             guard let fanOut = group.fanOut, fanOut.template.nameTemplate != nil,
