@@ -175,7 +175,8 @@ extension WorkflowDecoder {
     /// A field read as written: a `${{ }}` in it is reported as such (SPEC
     /// §10), not as an unknown name or a malformed value further on.
     mutating func holdsExpression(_ node: YAMLNode, what: String) -> Bool {
-        guard let text = node.scalar?.text, text.contains("${{") else { return false }
+        // A byte scan first: nearly every value has no '$' at all.
+        guard let text = node.scalar?.text, text.utf8.contains(UInt8(ascii: "$")), text.contains("${{") else { return false }
         error("\(what) is read as written and does not evaluate ${{ }}; expressions work in run, env, cwd, http, if, foreach and a fan-out's name", at: node)
         return true
     }
