@@ -78,6 +78,7 @@ extension RunEngine {
         for index in nodes.indices where nodes[index].kind != .join {
             for need in nodes[index].needs { nodes[need].dependents.append(index) }
             nodes[index].unsettledNeeds = nodes[index].needs.count + (nodes[index].group == nil ? 0 : 1)
+            if let previous = nodes[index].runsAfter { waitInSequence(index, after: previous) }
         }
         // A join is a need of its dependents, but its own members settle it (SPEC §5).
         for index in nodes.indices where nodes[index].kind == .join {
@@ -92,7 +93,9 @@ extension RunEngine {
         if step.kind == .fanOut {
             // What every member will hold and its deadline, for when the group starts.
             if let group = step.group.flatMap({ indexByName[$0] }), let template = step.sharedTask, let source = step.fanOutSource {
-                fanOuts[group] = FanOut(template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout)
+                fanOuts[group] = FanOut(template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout,
+                                        items: step.fanOutItems.map(Set.init), runsAfter: step.runsAfter.flatMap { indexByName[$0] },
+                                        sequential: step.sequential)
             }
             return
         }
@@ -110,6 +113,7 @@ extension RunEngine {
                 nodes[index].needs = step.needs.compactMap { indexByName[$0] }
             }
             nodes[index].demand = demand(for: step.limits)
+            nodes[index].runsAfter = step.runsAfter.flatMap { indexByName[$0] }
         case .group:
             nodes[index].needs = step.needs.compactMap { indexByName[$0] }
         case .join:

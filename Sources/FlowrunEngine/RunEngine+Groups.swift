@@ -12,10 +12,28 @@ extension RunEngine {
             switch fanOutItems(fanOut.source, group: index) {
             case .success(let items):
                 var names = MemberNames()
+                var previous = fanOut.runsAfter
+                // Items left out by targets are named all the same, so a
+                // member runs under the name it has in a whole run.
+                var unselected = Set<String>()
+                if fanOut.items != nil {
+                    // And declared names the targets left out of the plan still count as taken.
+                    let workflow = plan.workflow
+                    unselected.formUnion(workflow.mainTasks.map(\.name) + workflow.groups.map(\.name) + workflow.joins.map(\.name)
+                        + workflow.finally.map(\.name))
+                }
                 for (offset, item) in items.enumerated() {
-                    addFanOutMember(
+                    guard fanOut.items?.contains(offset) ?? true else {
+                        unselected.insert(memberName(group: index, template: fanOut.template.value, item: item, index: offset, names: &names, reserved: unselected))
+                        continue
+                    }
+                    let member = addFanOutMember(
                         group: index, template: fanOut.template, demand: fanOut.demand, timeout: fanOut.timeout, item: item, index: offset,
-                        names: &names)
+                        names: &names, reserved: unselected)
+                    if fanOut.sequential {
+                        if let previous { waitInSequence(member, after: previous) }
+                        previous = member
+                    }
                 }
             case .failure(let error):
                 // The items could not be read: the group fails without running anything.
@@ -40,19 +58,14 @@ extension RunEngine {
         }
     }
 
+    @discardableResult
     private func addFanOutMember(
         group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, timeout: Duration?, item: String, index: Int,
-        names: inout MemberNames
-    ) {
+        names: inout MemberNames, reserved: Set<String> = []
+    ) -> Int {
         let template = shared.value
         let groupName = nodes[group].name
-        var name = "\(groupName)[\(index)]"
-        if let nameTemplate = template.nameTemplate,
-           let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index), !rendered.isEmpty {
-            // A name that cannot be made (a NUL byte) or is empty keeps the GROUP[INDEX] form.
-            name = rendered
-        }
-        name = names.unique(name) { indexByName[$0] != nil }
+        let name = memberName(group: group, template: template, item: item, index: index, names: &names, reserved: reserved)
         var node = RunNode(kind: .task, name: name)
         node.definition = shared
         node.item = item
@@ -72,6 +85,18 @@ extension RunEngine {
         nodes[member].unsettledNeeds = unsettled
         // Members count toward the group's joins too (the harmonizer's count-up).
         unsettledMain += 1
+        return member
+    }
+
+    /// `GROUP[INDEX]` or the rendered `name:`, made unique (`MemberNames`).
+    private func memberName(group: Int, template: TaskDefinition, item: String, index: Int, names: inout MemberNames, reserved: Set<String>) -> String {
+        var name = "\(nodes[group].name)[\(index)]"
+        if let nameTemplate = template.nameTemplate,
+           let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index), !rendered.isEmpty {
+            // A name that cannot be made (a NUL byte) or is empty keeps the GROUP[INDEX] form.
+            name = rendered
+        }
+        return names.unique(name) { indexByName[$0] != nil || reserved.contains($0) }
     }
 
     func memberSettled(_ group: Int) {
@@ -87,6 +112,9 @@ extension RunEngine {
             settle(group, .failed, why: "a member failed")
         } else if let stop = members.lazy.compactMap({ self.nodes[$0].cancelReason }).first(where: { $0 != .joinSettled }) {
             settle(group, .cancelled, reason: stop)
+        } else if !members.isEmpty, members.allSatisfy({ nodes[$0].status == .skipped }) {
+            // SPEC §10: what needs it is skipped, as after a skipped task.
+            settle(group, .skipped, why: "every member was skipped")
         } else {
             settle(group, .succeeded)
         }

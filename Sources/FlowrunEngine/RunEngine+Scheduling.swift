@@ -20,15 +20,18 @@ extension RunEngine {
             if nodes[index].needs.allSatisfy({ nodes[$0].isOK }) {
                 activateGroup(index)
             } else {
-                // Its members will never start: settle them first, so joins
-                // waiting on a member hear of it (else the run never ends).
-                for member in nodes[index].members { settle(member, .skipped, why: "its group was skipped") }
+                // Its static members wait for it to start: they are skipped with it.
+                for member in nodes[index].members { settle(member, .skipped, why: "group \(nodes[index].name) was skipped") }
                 settle(index, .skipped, why: "a need did not succeed")
             }
         case .join:
             break
         case .task:
             guard let task = nodes[index].definition else { return }
+            if let previous = nodes[index].runsAfter, breaksSequence(previous) {
+                settle(index, .skipped, why: "\(nodes[previous].name) did not succeed (sequential group)")
+                return
+            }
             let needs = nodes[index].needs
             let runs: Bool
             switch task.value.when {
@@ -37,6 +40,7 @@ extension RunEngine {
             case .always: runs = true
             }
             guard runs else {
+                nodes[index].skippedByOwnCondition = task.value.when == .failure
                 settle(index, .skipped, why: task.value.when == .failure ? "no need failed" : "a need did not succeed")
                 return
             }
@@ -49,6 +53,7 @@ extension RunEngine {
                 }
                 // Evaluation cannot fail: a value that does not exist reads as ''.
                 guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
+                    nodes[index].skippedByOwnCondition = true
                     settle(index, .skipped, why: "if: \(condition.value) is false")
                     return
                 }

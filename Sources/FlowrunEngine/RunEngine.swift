@@ -42,6 +42,11 @@ package final class RunEngine: @unchecked Sendable {
         var source: FanOutSource
         var demand: SlotPool.Demand
         var timeout: Duration?
+        /// The items that run (by index) when targets named some members only; nil: all.
+        var items: Set<Int>? = nil
+        /// In a `sequential: true` group: the member the first item runs after, if any.
+        var runsAfter: Int? = nil
+        var sequential = false
     }
 
     /// Each group's fan-out, by the group's node index.

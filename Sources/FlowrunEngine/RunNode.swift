@@ -22,6 +22,11 @@ struct RunNode {
     /// Joins that count this node as a member.
     var joins: [Int] = []
     var isFinally = false
+    /// In a `sequential: true` group: the member that must settle first.
+    var runsAfter: Int?
+    /// Skipped by its own `if:` (or a `when: failure` with no failed need):
+    /// a sequence goes on past it.
+    var skippedByOwnCondition = false
     var cancelReason: CancelReason?
     /// The deadline the plan gave this node: a task's per attempt, a
     /// group's or a join's own. Read from the plan step, never recomputed.

@@ -19,16 +19,20 @@ extension ArgoCompiler {
                     at: timeout.location)
             }
             var tasks: [ManifestValue] = []
+            // sequential: true — each member also waits for the one written before it.
+            var previous: Reference?
+            if group.sequential { emulateSequence(of: group) }
             for member in group.members {
                 var plan = taskPlan(member, scope: .group(group.name), isFanOut: false)
                 plan.deadline = shortest(group.timeout?.value, joinDeadlines[member.name])
-                tasks.append(dagTask(plan, needs: member.needs.filter { $0.value != group.name }))
+                tasks.append(dagTask(plan, needs: member.needs.filter { $0.value != group.name } + (previous.map { [$0] } ?? [])))
                 plans.append(plan)
+                if group.sequential { previous = Reference(member.name, at: member.location) }
             }
             if let fanOut = group.fanOut {
                 var plan = taskPlan(fanOut.template, scope: .group(group.name), isFanOut: true)
                 plan.deadline = shortest(group.timeout?.value, nil)
-                let needs = fanOut.template.needs.filter { $0.value != group.name }
+                let needs = fanOut.template.needs.filter { $0.value != group.name } + (previous.map { [$0] } ?? [])
                 switch fanOut.source {
                 case .list(let items):
                     tasks.append(dagTask(plan, needs: needs, items: Self.items(items)))

@@ -151,7 +151,8 @@ extension ArgoCompiler {
             outputs.append(.map([("name", .string("results")), ("valueFrom", .map([("parameter", .string(parameter))]))]))
         }
         if !outputs.isEmpty { template.set("outputs", .map([("parameters", .list(outputs))])) }
-        if let concurrency = group.concurrency { template.set("parallelism", .int(concurrency)) }
+        if let concurrency = group.concurrency { template.set("parallelism", .int(group.sequential ? 1 : concurrency)) }
+        else if group.sequential { template.set("parallelism", .int(1)) }
         template.set("dag", dag(tasks))
         return template.value
     }

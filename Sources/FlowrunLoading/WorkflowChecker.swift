@@ -37,6 +37,7 @@ struct WorkflowChecker {
         checkCycles(in: finallyGraph)
         checkTimeouts()
         checkSecrets()
+        checkTargets(graph: mainGraph, reachability: mainReachability)
         return diagnostics
     }
 

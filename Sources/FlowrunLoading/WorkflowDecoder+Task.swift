@@ -20,6 +20,8 @@ extension WorkflowDecoder {
 
         let actions = Self.actionKeys.compactMap { fields[$0] }.sorted { $0.key.mark < $1.key.mark }
         guard let actionPair = actions.first else {
+            // `cmds:` and the like were reported with a pointer to `run:` already.
+            if node.mapping?.contains(where: { PeerWords.pointers[$0.key.scalar?.text ?? ""] == ["run"] }) == true { return nil }
             error("\(what) needs exactly one of 'run', 'sleep' or 'http'", at: name.location)
             return nil
         }
@@ -30,7 +32,7 @@ extension WorkflowDecoder {
 
         var task = TaskDefinition(name: name.value, location: name.location, action: action)
         if let node = fields["needs"]?.value { task.needs = references(node, what: "needs") }
-        if let node = fields["when"]?.value, let text = string(node, what: "when") {
+        if let node = fields["when"]?.value, !holdsExpression(node, what: "when"), let text = string(node, what: "when") {
             if let when = RunCondition(rawValue: text) {
                 task.when = when
             } else {
@@ -123,6 +125,10 @@ extension WorkflowDecoder {
             return nil
         }
         if let value = scalar.bool { return Located(.boolean(value), at: location(node)) }
+        if let message = PeerWords.statusCheckMessage(scalar.text) {
+            error(message, at: node)
+            return nil
+        }
         let text = scalar.text.trimmingWhitespace
         if text.hasPrefix("${{") {
             let parsed = template(scalar.text, node: node)
@@ -151,7 +157,7 @@ extension WorkflowDecoder {
         switch node.content {
         case .mapping(let pairs):
             return pairs.compactMap { pair in
-                guard let name = pair.key.scalar?.text, let weight = int(pair.value, what: "the weight of semaphore '\(pair.key.scalar?.text ?? "")'", in: NumericBounds.slots) else { return nil }
+                guard !holdsExpression(pair.key, what: "semaphores"), let name = pair.key.scalar?.text, let weight = int(pair.value, what: "the weight of semaphore '\(pair.key.scalar?.text ?? "")'", in: NumericBounds.slots) else { return nil }
                 return SemaphoreUse(name: name, weight: weight, location: location(pair.key))
             }
         default:

@@ -48,7 +48,8 @@ extension WorkflowDecoder {
                 continue
             }
             guard allowed.contains(key) else {
-                error("unknown key '\(key)' in \(what)\(Suggestion.hint(for: key, in: allowed))", at: pair.key)
+                let hint = PeerWords.hint(for: key, value: pair.value, allowed: allowed) ?? Suggestion.hint(for: key, in: allowed)
+                error("unknown key '\(key)' in \(what)\(hint)", at: pair.key)
                 continue
             }
             fields[key] = pair
@@ -66,6 +67,7 @@ extension WorkflowDecoder {
 
     /// A whole number in `bounds` (see `NumericBounds`).
     mutating func int(_ node: YAMLNode, what: String, in bounds: ClosedRange<Int>) -> Int? {
+        guard !holdsExpression(node, what: what) else { return nil }
         guard let value = node.scalar?.int, node.tag == nil || node.tag == "tag:yaml.org,2002:int" else {
             if let scalar = node.scalar, scalar.style == .plain, node.tag == nil, Self.isWholeNumberText(scalar.text) {
                 // Too many digits for an Int: still a number, only too large.
@@ -93,6 +95,7 @@ extension WorkflowDecoder {
 
     /// A number in `bounds` (see `NumericBounds`).
     mutating func number(_ node: YAMLNode, what: String, in bounds: ClosedRange<Double>) -> Double? {
+        guard !holdsExpression(node, what: what) else { return nil }
         guard let value = node.scalar?.double, value.isFinite else {
             error("expected a number for \(what), found \(describe(node))", at: node)
             return nil
@@ -109,6 +112,7 @@ extension WorkflowDecoder {
     }
 
     mutating func bool(_ node: YAMLNode, what: String) -> Bool? {
+        guard !holdsExpression(node, what: what) else { return nil }
         guard let value = node.scalar?.bool else {
             error("expected true or false for \(what), found \(describe(node))", at: node)
             return nil
@@ -117,6 +121,7 @@ extension WorkflowDecoder {
     }
 
     mutating func duration(_ node: YAMLNode, what: String) -> Located<Duration>? {
+        guard !holdsExpression(node, what: what) else { return nil }
         guard let scalar = node.scalar, !scalar.isNull else {
             error("expected a duration for \(what) (like 250ms, 30s, 2m, 1h30m or 1.5), found \(describe(node))", at: node)
             return nil
@@ -154,6 +159,7 @@ extension WorkflowDecoder {
                 error("expected a name in \(what), found \(item.kindDescription)", at: item)
                 return nil
             }
+            guard !holdsExpression(item, what: what) else { return nil }
             return Reference(name, at: location(item))
         }
     }
@@ -164,5 +170,14 @@ extension WorkflowDecoder {
         if scalar.isNull { return "nothing" }
         let text = scalar.text.count > 40 ? String(scalar.text.prefix(40)) + "…" : scalar.text
         return "'\(text)'"
+    }
+
+    /// A field read as written: a `${{ }}` in it is reported as such (SPEC
+    /// §10), not as an unknown name or a malformed value further on.
+    mutating func holdsExpression(_ node: YAMLNode, what: String) -> Bool {
+        // A byte scan first: nearly every value has no '$' at all.
+        guard let text = node.scalar?.text, text.utf8.contains(UInt8(ascii: "$")), text.contains("${{") else { return false }
+        error("\(what) is read as written and does not evaluate ${{ }}; expressions work in run, env, cwd, http, if, foreach and a fan-out's name", at: node)
+        return true
     }
 }

@@ -19,6 +19,7 @@ struct WorkflowDecoder {
     static let topLevelKeys = [
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
+        "default",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
@@ -27,7 +28,17 @@ struct WorkflowDecoder {
 
         if let node = fields["name"]?.value, let name = string(node, what: "name") { workflow.name = name }
         if let node = fields["description"]?.value { workflow.description = string(node, what: "description") }
-        if let node = fields["max_parallel"]?.value { workflow.maxParallel = int(node, what: "max_parallel", in: NumericBounds.slots) }
+        if let node = fields["max_parallel"]?.value {
+            if node.scalar?.text == "cpus", node.scalar?.style == .plain {
+                workflow.maxParallelIsCPUCount = true
+            } else if let scalar = node.scalar, scalar.int == nil, !scalar.isNull, !scalar.text.contains("${{"),
+                      !scalar.text.allSatisfy({ $0.isNumber || $0 == "-" || $0 == "+" }) {
+                error("max_parallel takes a whole number or cpus (the CPU count), found \(describe(node))\(Suggestion.hint(for: scalar.text, in: ["cpus"]))", at: node)
+            } else {
+                workflow.maxParallel = int(node, what: "max_parallel", in: NumericBounds.slots)
+            }
+        }
+        if let node = fields["default"]?.value { workflow.defaultTargets = references(node, what: "default") }
         if let node = fields["timeout"]?.value { workflow.timeout = positiveDuration(node, what: "timeout") }
         if let node = fields["fail_fast"]?.value, let value = bool(node, what: "fail_fast") { workflow.failFast = value }
         if let node = fields["kill_grace"]?.value, let value = duration(node, what: "kill_grace") { workflow.killGrace = value.value }
@@ -76,7 +87,9 @@ struct WorkflowDecoder {
                 error("a name in \(what) must be a plain string, found \(pair.key.kindDescription)", at: pair.key)
                 return nil
             }
-            if !Self.isValidName(name) {
+            if name.contains("${{") {
+                error("a name in \(what) is read as written and does not evaluate ${{ }}; to name fan-out members from their items, give the group's 'task:' a 'name:'", at: pair.key)
+            } else if !Self.isValidName(name) {
                 error("'\(name)' is not a valid name: use letters, digits, '_', '.' and '-', not starting with '.' or '-'", at: pair.key)
             }
             // The YAML loader has already reported a key repeated in one mapping.

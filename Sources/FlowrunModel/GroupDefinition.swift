@@ -12,6 +12,9 @@ public struct GroupDefinition: Sendable {
     public var members: [TaskDefinition] = []
     public var fanOut: FanOut?
     public var description: String?
+    /// `sequential: true`: members run one at a time in written order (static
+    /// members, then fan-out members in item order); a failure skips the rest.
+    package var sequential = false
 
     public init(name: String, location: SourceLocation) {
         self.name = name

@@ -5,8 +5,13 @@ public struct Workflow: Sendable {
     /// `name:`, or the file's name without its extension.
     public var name: String
     public var description: String?
-    /// Running tasks at once for the whole run; nil means the CPU count.
+    /// Running tasks at once for the whole run; nil means the default
+    /// (`Planner.defaultMaxParallel`, or the CPU count with `max_parallel: cpus`).
     public var maxParallel: Int?
+    /// `max_parallel: cpus`: the number of online CPUs, resolved when planning.
+    package var maxParallelIsCPUCount = false
+    /// `default: [names]`: the targets a run with none named runs (SPEC §10).
+    package var defaultTargets: [Reference] = []
     /// The whole-run deadline.
     public var timeout: Located<Duration>?
     public var failFast: Bool = false

@@ -54,8 +54,10 @@ private struct PlanDocument: Encodable {
         var retries: Int?, retry_delay_seconds: Double?, backoff: Double?, continue_on_error: Bool?
         var env: [String: String]?, cwd: String?, limits: Limits?, fan_out: FanOutInfo?
         var sources: [String]?, generates: [String]?
+        // A member of a sequential group: the member it runs after.
+        var runs_after: String?
         // Groups.
-        var members: [String]?, concurrency: Int?
+        var members: [String]?, concurrency: Int?, sequential: Bool?
         // Joins.
         var wait: [String]?, need: String?, required: Int?, on_timeout: String?, report: [String]?
     }
@@ -104,6 +106,7 @@ private struct PlanDocument: Encodable {
             result.cwd = task.cwd?.source
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
+            result.runs_after = step.runsAfter
             if let limits = step.limits {
                 result.limits = Limits(
                     run: limits.runSlots,
@@ -120,6 +123,7 @@ private struct PlanDocument: Encodable {
         case .group:
             result.members = step.members
             result.concurrency = step.concurrency
+            result.sequential = step.sequential
             result.timeout_seconds = step.timers.timeout?.seconds
             if let source = step.fanOutSource {
                 result.fan_out = FanOutInfo(count: step.fanOutCount, source: sourceText(source), items: staticItems(source), name_template: nil)

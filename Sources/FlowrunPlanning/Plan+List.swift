@@ -1,6 +1,7 @@
 // FoundationEssentials, not Foundation: see Plan+JSON.swift.
 import FoundationEssentials
 import FlowrunValues
+import FlowrunModel
 
 /// What a workflow can run: `flowrun list [FILE]`. Every task, fan-out,
 /// group, join and `finally` task in plan order, with its description.
@@ -15,8 +16,12 @@ extension Plan {
         package var group: String?
         /// A group's members (a fan-out as its template, `G[*]`), a join's `wait:`.
         package var members: [String]
+        /// Named by the file's `default:` (what a bare run runs).
+        package var isDefault = false
+        /// For a fan-out: its members that `default:` names.
+        package var defaultMembers: [String] = []
 
-        enum CodingKeys: String, CodingKey { case name, kind, description, group }
+        enum CodingKeys: String, CodingKey { case name, kind, description, group, isDefault = "default", defaultMembers = "default_members" }
 
         // `description` is always there (null when none); `group` only for a member.
         package func encode(to encoder: any Encoder) throws {
@@ -25,10 +30,14 @@ extension Plan {
             try container.encode(kind, forKey: .kind)
             try container.encode(description, forKey: .description)
             try container.encodeIfPresent(group, forKey: .group)
+            if isDefault { try container.encode(true, forKey: .isDefault) }
+            if !defaultMembers.isEmpty { try container.encode(defaultMembers, forKey: .defaultMembers) }
         }
     }
 
     package var listEntries: [ListEntry] {
+        let defaults = Set(workflow.defaultTargets.map(\.value))
+        let defaultMembers = defaultMembersByFanOut
         let groupDescriptions = Dictionary(
             workflow.groups.map { ($0.name, $0.description) }, uniquingKeysWith: { first, _ in first })
         let main = steps.map { step -> ListEntry in
@@ -39,7 +48,10 @@ extension Plan {
             case .join: description = step.join?.description
             }
             let members = step.kind == .group || step.kind == .join ? step.members : []
-            return ListEntry(name: step.name, kind: step.kind.rawValue, description: description, group: step.group, members: members)
+            var entry = ListEntry(name: step.name, kind: step.kind.rawValue, description: description, group: step.group, members: members)
+            entry.isDefault = step.kind != .fanOut && defaults.contains(step.name)
+            if step.kind == .fanOut { entry.defaultMembers = defaultMembers[step.name] ?? [] }
+            return entry
         }
         let last = finallySteps.map {
             ListEntry(name: $0.name, kind: "finally", description: $0.task?.description, group: $0.group, members: [])
@@ -56,6 +68,9 @@ extension Plan {
             if let group = entry.group { detail = "in " + group }
             if entry.kind == "group" { detail = "members: " + entry.members.joined(separator: ", ") }
             if entry.kind == "join" { detail = "waits for: " + entry.members.joined(separator: ", ") }
+            // What a bare `flowrun` runs (`default:`), first.
+            if entry.isDefault { detail = detail.isEmpty ? "default" : "default · " + detail }
+            if !entry.defaultMembers.isEmpty { detail = "default: " + entry.defaultMembers.joined(separator: ", ") + " · " + detail }
             // Masked first (a secret sits whole in its field), then escaped.
             return [TerminalText.escapedName(shown(entry.name))]
                 + [entry.kind, entry.description ?? "", detail].map { TerminalText.escaped(shown($0)) }
@@ -83,5 +98,19 @@ extension Plan {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(listEntries)) ?? Data("[]".utf8)
         return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
+    }
+
+    /// `default:` names that are fan-out members, by fan-out template name (`G[*]`).
+    private var defaultMembersByFanOut: [String: [String]] {
+        guard !workflow.defaultTargets.isEmpty else { return [:] }
+        let graph = DependencyGraph(mainPhaseOf: workflow)
+        let table = TargetTable(workflow, graph: graph)
+        var result: [String: [String]] = [:]
+        for target in workflow.defaultTargets {
+            if case .member(let fanOut, _, _)? = table.target(named: target.value) {
+                result[graph.nodes[fanOut].name, default: []].append(target.value)
+            }
+        }
+        return result
     }
 }

@@ -8,7 +8,8 @@ extension Plan {
         let workflow = workflowShown
         lines.append("Plan for \(workflow.name) (\(workflow.file)) — dry run: nothing was executed")
         if let description = workflow.description { lines.append("  " + description) }
-        var settings = ["max_parallel \(maxParallel)\(workflow.maxParallel == nil ? " (CPU count)" : "")"]
+        let maxParallelSource = workflow.maxParallel != nil ? "" : workflow.maxParallelIsCPUCount ? " (cpus: the CPU count)" : " (default)"
+        var settings = ["max_parallel \(maxParallel)\(maxParallelSource)"]
         settings.append("timeout \(workflow.timeout?.value.text ?? "none")")
         settings.append("fail_fast \(workflow.failFast)")
         settings.append("kill_grace \(workflow.killGrace.text)")
@@ -24,7 +25,9 @@ extension Plan {
             let users = semaphore.users.isEmpty ? "unused" : "used by " + semaphore.users.joined(separator: ", ")
             lines.append("  semaphore \(semaphore.name): capacity \(semaphore.capacity), \(users)")
         }
-        if !only.isEmpty { lines.append("  --only \(only.joined(separator: ", ")): running those and what they need") }
+        if !only.isEmpty {
+            lines.append("  targets \(only.joined(separator: ", "))\(targetsAreDefault ? " (the file's default)" : ""): running those and what they need")
+        }
 
         for (number, stage) in stages.enumerated() {
             lines.append("")
@@ -72,8 +75,11 @@ extension Plan {
             case .http(let request): row("http", "\(request.method) \(URLRedaction.redact(request.url.source)) (expect \(request.expect))")
             }
             if let source = step.fanOutSource { row("foreach", describe(source)) }
+            if let items = step.fanOutItems { row("targets", "item" + (items.count == 1 ? " " : "s ") + items.map(String.init).joined(separator: ", ") + " only (named as targets)") }
             if let name = task.nameTemplate { row("names", name.source) }
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
+            if let previous = step.runsAfter { row("after", "\(previous) (sequential group \(step.group ?? ""))") }
+            if step.kind == .fanOut && step.sequential { row("order", "one member at a time, in item order") }
             if let condition = task.condition { row("if", condition.value.description) }
             if let limits = step.limits { row("limits", describe(limits)) }
             var policy: [String] = []
@@ -90,7 +96,7 @@ extension Plan {
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
             let count = step.fanOutSource == nil ? "\(step.members.count) members" : describeGroupSize(step)
-            lines.append("  \(step.name)  [group, \(count)]")
+            lines.append("  \(step.name)  [group, \(count)\(step.sequential ? ", sequential" : "")]")
             row("members", step.members.joined(separator: ", "))
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ")) }
             var policy: [String] = []

@@ -6,7 +6,7 @@ package import FlowrunValues
 package struct Plan: Sendable {
     /// The workflow after command-line overrides (`--var`, `--max-parallel`, `--fail-fast`).
     package var workflow: Workflow
-    /// Running tasks at once for the whole run, resolved (the CPU count by default).
+    /// Running tasks at once for the whole run, resolved (16 by default, `cpus`: the CPU count).
     package var maxParallel: Int
     /// The whole run's deadline (`timeout:` at the top), nil for none. The
     /// engine starts its run timer and bounds retry delays with this value.
@@ -16,8 +16,11 @@ package struct Plan: Sendable {
     /// `finally` tasks, in the same order rules.
     package var finallySteps: [PlanStep]
     package var semaphores: [PlannedSemaphore]
-    /// The names `--only` selected; empty when everything runs.
+    /// The targets selected (named on the command line, with `--only`, or
+    /// by the file's `default:`); empty when everything runs.
     package var only: [String]
+    /// Whether `only` came from the file's `default:`.
+    package var targetsAreDefault = false
     /// Hides the values `secrets:` names in everything flowrun shows and
     /// stores; nil when the workflow has none (or all are unset).
     package var secretMasker: SecretMasker?
@@ -58,6 +61,14 @@ package struct PlanStep: Sendable {
     /// For fan-outs: the member count, nil until the run computes it.
     package var fanOutCount: Int?
     package var fanOutSource: FanOutSource?
+    /// For fan-outs: the items (by index) that run when targets named some
+    /// members only; nil runs every item.
+    package var fanOutItems: [Int]?
+    /// For a member of a `sequential: true` group: the member that runs
+    /// just before it among those planned, nil for the first.
+    package var runsAfter: String?
+    /// For groups and their fan-outs: `sequential: true`.
+    package var sequential = false
     /// For groups: static members and the fan-out template; for joins: `wait`.
     package var members: [String]
     /// For groups: `concurrency`. For joins: the join itself.

@@ -12,6 +12,9 @@ package struct PlanOptions: Sendable {
     package var maxParallel: Int?
     package var failFast = false
     package var only: [String] = []
+    /// With no `only`, run the file's `default:` (a run does; `list`,
+    /// `graph` and `export` show the whole workflow).
+    package var runsDefaultTargets = false
 
     package init() {}
 }
@@ -24,19 +27,33 @@ package struct PlanningError: Error, Sendable, CustomStringConvertible {
 
 /// The planning stage: Workflow → Plan.
 package enum Planner {
-    /// The default for `max_parallel`: the number of online CPUs.
     /// A `finally` task's budget when it sets no `timeout:` (SPEC §5).
     package static let finallyDefaultTimeout = Duration.seconds(300)
 
+    /// `max_parallel: cpus`: the number of online CPUs.
     package static var cpuCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
+    /// `max_parallel` when the file does not set it: the same on every
+    /// machine, so a recipe schedules and meets its deadlines alike on a
+    /// laptop and a server (SPEC §10).
+    package static let defaultMaxParallel = 16
 
     package static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
         var workflow = workflow
         try apply(options, to: &workflow)
-        let maxParallel = workflow.maxParallel ?? cpuCount
+        let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)
-        let selected = try selection(for: options.only, in: graph)
-        let steps = mainSteps(workflow, graph: graph, maxParallel: maxParallel, selected: selected)
+        let selection = try TargetSelection(options.only, usingDefault: options.runsDefaultTargets, workflow: workflow, graph: graph)
+        let selected = selection.nodes
+        var steps = mainSteps(workflow, graph: graph, maxParallel: maxParallel, selected: selected)
+        for index in steps.indices where steps[index].kind == .fanOut {
+            steps[index].fanOutItems = selection.fanOutItems[steps[index].name]
+            if let items = steps[index].fanOutItems {
+                steps[index].fanOutCount = items.count
+                if let group = steps.firstIndex(where: { $0.kind == .group && $0.name == steps[index].group }) { steps[group].fanOutCount = items.count }
+            }
+        }
+        chainSequentialMembers(&steps, workflow: workflow)
         let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
         let finallyStages = finallyGraph.stages()
         // Definitions by index, not copied out (a kilobyte each).
@@ -65,7 +82,7 @@ package enum Planner {
         }
         let secretMasker = SecretMasker(values: try secretValues(of: workflow))
         return Plan(workflow: workflow, maxParallel: maxParallel, runTimeout: workflow.timeout?.value, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
-                    only: options.only, secretMasker: secretMasker)
+                    only: selection.targets, targetsAreDefault: selection.isDefault, secretMasker: secretMasker)
     }
 
     private static func apply(_ options: PlanOptions, to workflow: inout Workflow) throws(PlanningError) {
@@ -81,25 +98,6 @@ package enum Planner {
             workflow.maxParallel = maxParallel
         }
         if options.failFast { workflow.failFast = true }
-    }
-
-    /// Everything `--only` names plus whatever it needs; nil selects everything.
-    private static func selection(for only: [String], in graph: DependencyGraph) throws(PlanningError) -> Set<Int>? {
-        guard !only.isEmpty else { return nil }
-        var selected = Set<Int>()
-        var queue: [Int] = []
-        for name in only {
-            guard let index = graph.indexByName[name] else {
-                let hint = Suggestion.hint(for: name, in: graph.nodes.filter { $0.kind != .fanOut }.map(\.name))
-                throw PlanningError(message: "--only \(name): no task, group or join has that name\(hint)")
-            }
-            queue.append(index)
-        }
-        while let next = queue.popLast() {
-            guard selected.insert(next).inserted else { continue }
-            queue.append(contentsOf: graph.dependencies[next])
-        }
-        return selected
     }
 
     /// Node indices by stage, then by position in the file.

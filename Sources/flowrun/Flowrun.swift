@@ -8,8 +8,9 @@ struct Flowrun: ParsableCommand {
         commandName: "flowrun",
         abstract: "Run declarative workflows: tasks, groups, limits, semaphores, timeouts and joins.",
         usage: """
-            flowrun [FILE] [--dry-run] [--var <name=value>]... [--max-parallel <n>]
+            flowrun [FILE] [TARGET...] [--dry-run] [--var <name=value>]... [--max-parallel <n>]
                          [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>] [--stream]
+            flowrun run [FILE] [TARGET...] [options]
             flowrun validate [--quiet] [FILE...]
             flowrun graph [FILE] [--format dot|mermaid]
             flowrun list [FILE] [--output text|json]
@@ -22,13 +23,16 @@ struct Flowrun: ParsableCommand {
         discussion: """
             With no FILE, flowrun uses ./flowrun.yaml or ./flowrun.yml, else the nearest parent \
             folder's, and runs as if started in that folder (relative cwd: and the .flowrun/ record \
-            are taken from there).
+            are taken from there). The first argument is FILE when it is an existing file or ends in \
+            .yaml/.yml; the rest are targets: the tasks, groups, joins or fan-out members to run, with \
+            what they need (none: the file's default:, else everything). `flowrun run` takes the same \
+            arguments, for a target named like a subcommand.
 
             Running a workflow (the default command; `flowrun run --help` has more):
               --dry-run             validate and print the plan; run nothing at all
               --var <name=value>    override a variable declared under vars:
               --max-parallel <n>    running tasks at once for the whole run
-              --only <name>         run only this task, group or join and its needs
+              --only <name>         run only this target and its needs (as naming it)
               --fail-fast           the first failure cancels everything running
               --output <mode>       auto, tty, plain or json (the plan, with --dry-run)
               --log-dir <dir>       the run record's folder (.flowrun/runs/RUN_ID)
@@ -60,7 +64,7 @@ struct Flowrun: ParsableCommand {
                 Terminal.standardOutput.write(script)
                 Terminal.exit(0)
             }
-            if let message = CommandSuggestion.message(for: CommandLine.arguments) {
+            if let message = CommandSuggestion.message(for: CommandLine.arguments), !RunArguments.isTargetOfFoundWorkflow(CommandLine.arguments[1]) {
                 Terminal.standardError.write(message + "\n")
                 Terminal.exit(2)
             }

@@ -6,19 +6,23 @@ import FlowrunRecord
 import FlowrunEngine
 import FlowrunReporting
 
-/// `flowrun [FILE] [--dry-run] …` — the default command.
+/// `flowrun [FILE] [TARGET...] [--dry-run] …` — the default command.
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run a workflow file (or, with --dry-run, print its plan and run nothing)."
+        abstract: "Run a workflow file, or the named targets and what they need (or, with --dry-run, print the plan and run nothing)."
     )
 
     enum OutputMode: String, ExpressibleByArgument, CaseIterable {
         case auto, tty, plain, json
     }
 
-    @Argument(help: "The workflow file (default: ./flowrun.yaml or ./flowrun.yml, else the nearest parent folder's).", completion: .file(extensions: ["yaml", "yml"]))
-    var file: String?
+    @Argument(
+        help: ArgumentHelp(
+            "The workflow file (when the first argument is an existing file or ends in .yaml/.yml; else ./flowrun.yaml or ./flowrun.yml, or the nearest parent folder's), then the targets: tasks, groups, joins or fan-out members to run with what they need (default: the file's default:, else everything).",
+            valueName: "file-or-target"),
+        completion: .file(extensions: ["yaml", "yml"]))
+    var arguments: [String] = []
 
     @Flag(help: "Validate and print the plan (order, needs, limits, semaphores, timeouts, groups, joins); run nothing at all.")
     var dryRun = false
@@ -29,7 +33,7 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Running tasks at once for the whole run (overrides max_parallel).")
     var maxParallel: Int?
 
-    @Option(name: .customLong("only"), help: ArgumentHelp("Run only this task, group or join and what it needs (repeatable).", valueName: "name"),
+    @Option(name: .customLong("only"), help: ArgumentHelp("Run only this task, group, join or fan-out member and what it needs (repeatable; the same as naming it as a target).", valueName: "name"),
             completion: .custom(TaskNameCompletion.candidates))
     var only: [String] = []
 
@@ -72,7 +76,10 @@ struct RunCommand: ParsableCommand {
         }
         options.maxParallel = maxParallel
         options.failFast = failFast
-        options.only = only
+        let (file, targets) = RunArguments.split(arguments)
+        // Targets and --only are the same thing (SPEC §10).
+        options.only = targets + only
+        options.runsDefaultTargets = true
         // Before lookup moves into the found file's folder: a relative
         // --log-dir is relative to where the user typed it.
         let logDir = file == nil ? self.logDir.map(WorkflowFileLookup.absolute) : self.logDir

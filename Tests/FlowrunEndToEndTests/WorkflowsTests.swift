@@ -37,7 +37,7 @@ import Testing
     @Test(arguments: files)
     func dryRunPrintsAPlanNamingEveryStep(_ file: String) throws {
         let expected = try Self.stepNames(in: file)
-        let run = try FlowrunBinary.run([file, "--dry-run"])
+        let run = try FlowrunBinary.run([file, "--dry-run"] + (try Self.everythingAsTargets(file)))
         run.expectNoCrash()
         #expect(run.exitStatus == 0, "\(run)")
         #expect(run.stderr.isEmpty, "\(run)")
@@ -54,7 +54,7 @@ import Testing
 
     @Test(arguments: files)
     func dryRunAsJSONParsesAndHasTheDocumentedKeys(_ file: String) throws {
-        let run = try FlowrunBinary.run([file, "--dry-run", "--output", "json"])
+        let run = try FlowrunBinary.run([file, "--dry-run", "--output", "json"] + (try Self.everythingAsTargets(file)))
         run.expectNoCrash()
         #expect(run.exitStatus == 0, "\(run)")
         let parsed = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8))
@@ -71,6 +71,14 @@ import Testing
         let finallyNames = finally.compactMap { $0["name"] as? String }
         #expect(Set(stepNames + finallyNames) == Set(try Self.stepNames(in: file)))
         #expect(stages.flatMap { $0 }.sorted() == stepNames.sorted(), "every step in exactly one stage")
+    }
+
+    /// A recipe with `default:` plans its default goal when run bare; named
+    /// as targets, every task, group and join plans everything.
+    static func everythingAsTargets(_ file: String) throws -> [String] {
+        let workflow = try #require(WorkflowValidator.validate(path: file).workflow)
+        guard !workflow.defaultTargets.isEmpty else { return [] }
+        return workflow.mainTasks.map(\.name) + workflow.groups.map(\.name) + workflow.joins.map(\.name)
     }
 
     /// What a plan of `file` must name, from the model: tasks, static group

@@ -160,14 +160,21 @@ import Testing
             _ = try Planner.plan(workflow, options: options)
             Issue.record("--only lod should fail")
         } catch {
-            #expect(error.message == "--only lod: no task, group or join has that name (did you mean 'load'?)")
+            #expect(error.message == "no task, group, join or fan-out member is named 'lod' (did you mean 'load'?)")
         }
     }
 
-    @Test func maxParallelDefaultsToTheCPUCount() throws {
+    /// SPEC §10: the same default on every machine; `cpus` opts into the CPU count.
+    @Test func maxParallelDefaultsToSixteenAndCpusIsTheCPUCount() throws {
         let plan = try Planner.plan(try workflow("tasks: { a: { sleep: 0 } }"))
-        #expect(plan.maxParallel == Planner.cpuCount)
-        #expect(plan.text.contains("max_parallel \(Planner.cpuCount) (CPU count)"))
+        #expect(plan.maxParallel == 16)
+        #expect(plan.text.contains("max_parallel 16 (default)"))
+        let cpus = try Planner.plan(try workflow("max_parallel: cpus\ntasks: { a: { sleep: 0 } }"))
+        #expect(cpus.maxParallel == Planner.cpuCount)
+        #expect(cpus.text.contains("max_parallel \(Planner.cpuCount) (cpus: the CPU count)"))
+        let set = try Planner.plan(try workflow("max_parallel: 3\ntasks: { a: { sleep: 0 } }"))
+        #expect(set.maxParallel == 3)
+        #expect(set.text.contains("max_parallel 3 ·"))
     }
 
     @Test func jsonPlanHasTheDocumentedShape() throws {

@@ -1,0 +1,58 @@
+package import FlowrunModel
+
+/// What a run runs (SPEC §10): the targets named on the command line (or
+/// with `--only`, the same thing), else the file's `default:`, else
+/// everything — each target with whatever it needs, transitively, and
+/// nothing else.
+///
+/// A fan-out member named alone runs inside its group, which then runs that
+/// member only (and its group's needs); a static member named alone runs
+/// outside its group (docs/FORMAT.md "Targets").
+package struct TargetSelection {
+    /// The targets, as named; empty when everything runs.
+    package var targets: [String]
+    /// Whether `targets` came from the file's `default:`.
+    package var isDefault = false
+    /// The main-graph nodes that run; nil: all of them.
+    package var nodes: Set<Int>?
+    /// By fan-out template name (`G[*]`): the items that run when only some
+    /// members were named; absent: every item.
+    package var fanOutItems: [String: [Int]] = [:]
+
+    package init(_ named: [String], usingDefault: Bool, workflow: Workflow, graph: DependencyGraph) throws(PlanningError) {
+        targets = named
+        if named.isEmpty, usingDefault, !workflow.defaultTargets.isEmpty {
+            targets = workflow.defaultTargets.map(\.value)
+            isDefault = true
+        }
+        guard !targets.isEmpty else { return }
+        let table = TargetTable(workflow, graph: graph)
+        var traversed = Set<Int>()
+        var queue: [Int] = []
+        var members: [Int: (group: Int, items: Set<Int>)] = [:]
+        for name in targets {
+            switch table.target(named: name) {
+            case .node(let index)?:
+                queue.append(index)
+            case .member(let fanOut, let group, let item)?:
+                members[fanOut, default: (group, [])].items.insert(item)
+                // The fan-out's own needs and its group's.
+                queue.append(contentsOf: graph.dependencies[fanOut])
+            case nil:
+                throw PlanningError(message: "no task, group, join or fan-out member is named '\(name)'\(Suggestion.hint(for: name, in: table.names))")
+            }
+        }
+        while let next = queue.popLast() {
+            guard traversed.insert(next).inserted else { continue }
+            queue.append(contentsOf: graph.dependencies[next])
+        }
+        var selected = traversed
+        for (fanOut, chosen) in members where !traversed.contains(chosen.group) {
+            // The whole group runs anyway when something else selected it.
+            selected.insert(chosen.group)
+            selected.insert(fanOut)
+            fanOutItems[graph.nodes[fanOut].name] = chosen.items.sorted()
+        }
+        nodes = selected
+    }
+}
