@@ -20,6 +20,11 @@ public struct TaskDefinition: Sendable {
     public var description: String?
     /// Only in a fan-out template: the member's name, e.g. `fetch-${{ item }}`.
     public var nameTemplate: Template?
+    /// `shell:` — the program (and its arguments) that runs this task's
+    /// script as a file; nil: the workflow's shell, `-c`.
+    package var shell: [String]?
+    /// Set when the task is a call of a template (`uses:`).
+    package var templateCall: TemplateCall?
 
     public init(name: String, location: SourceLocation, action: TaskAction) {
         self.name = name

@@ -9,8 +9,11 @@ extension WorkflowDecoder {
         var rest = Substring(text)
         // Each expression is searched for in the file from where the last one was found.
         var cursor = source.cursor(at: nodeLocation)
+        // In a template call: the text as it runs, parameters filled in (what --dry-run shows).
+        var filled = ""
         while let open = Self.expressionStart(in: rest) {
             if open.lowerBound > rest.startIndex { segments.append(.text(String(rest[..<open.lowerBound]))) }
+            if parameterScope != nil { filled += rest[..<open.lowerBound] }
             let found = cursor.flatMap { source.find("${{", from: $0) }
             let start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
             cursor = found.map { source.advanced($0, by: 3) }
@@ -24,18 +27,29 @@ extension WorkflowDecoder {
                 return Template(source: text, segments: segments, location: nodeLocation)
             }
             let expressionText = String(inner[..<close.lowerBound])
+            if let scope = parameterScope, let name = TemplateParameterScope.parameterName(in: inner[..<close.lowerBound]),
+               let values = scope.segments(for: name, insideShell: insideShell) {
+                segments += values
+                filled += scope.values[name].map { $0.template == nil ? (insideShell ? ShellText.word($0.text) : $0.text) : $0.text } ?? ""
+                rest = inner[close.upperBound...]
+                continue
+            }
             var parser = ExpressionParser(names: names) { offset in
                 SourceLocation(file: start.file, line: start.line, column: start.column + 3 + offset)
             }
+            parser.parameters = parameterScope.map { scope in { scope.lookup($0) } }
             do throws(ExpressionError) {
-                segments.append(.expression(try parser.parse(expressionText), start))
+                let expression = try parser.parse(expressionText)
+                segments.append(.expression(expression, start))
+                if parameterScope != nil { filled += expressionText.contains("params.") ? "${{ \(expression) }}" : "${{\(expressionText)}}" }
             } catch {
                 self.error(error.message, at: SourceLocation(file: start.file, line: start.line, column: start.column + 3 + error.offset))
             }
             rest = inner[close.upperBound...]
         }
         if !rest.isEmpty { segments.append(.text(String(rest))) }
-        return Template(source: text, segments: segments, location: nodeLocation)
+        if parameterScope != nil { filled += rest }
+        return Template(source: parameterScope != nil ? filled : text, segments: segments, location: nodeLocation)
     }
 
     /// The `}}` that ends an expression, skipping any inside quoted strings.

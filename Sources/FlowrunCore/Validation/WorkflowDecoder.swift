@@ -8,6 +8,13 @@ struct WorkflowDecoder {
     let source: SourceText
     let names: NameTable
     var diagnostics: [Diagnostic] = []
+    /// `templates:`, read before any task so that calls can be expanded.
+    var taskTemplates: [String: TaskTemplate] = [:]
+    /// Set while a template call's task is decoded: what `params.NAME` stands for.
+    var parameterScope: TemplateParameterScope?
+    /// Where checking the templates on their own found problems: a call
+    /// does not report them again.
+    var templateProblemLocations: Set<SourceLocation> = []
 
     init(file: String, source: SourceText, names: NameTable) {
         self.file = file
@@ -18,6 +25,7 @@ struct WorkflowDecoder {
     static let topLevelKeys = [
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
+        "templates",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
@@ -37,6 +45,7 @@ struct WorkflowDecoder {
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
         if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
         if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }
+        if let node = fields["templates"]?.value { taskTemplates = templates(node) }
         if let node = fields["tasks"]?.value {
             workflow.tasks = tasks(named(node, what: "tasks"), context: .main)
         }
