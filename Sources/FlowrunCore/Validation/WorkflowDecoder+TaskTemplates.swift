@@ -291,7 +291,7 @@ extension WorkflowDecoder {
         // A value that is the whole scalar keeps its own place: errors about it point at the call.
         let whole = replaced == 1 && onlyValue.map { text == $0.text } == true
         let mark = whole ? (onlyValue?.node?.mark ?? node.mark) : node.mark
-        let style = whole ? (onlyValue?.node?.scalar?.style ?? scalar.style) : scalar.style
-        return YAMLNode(.scalar(YAMLScalar(text, style: style)), at: mark, tag: node.tag)
+        // The template's quoting decides the type: `retries: ${{ params.n }}` is a number for `n: 3` and `n: "3"`.
+        return YAMLNode(.scalar(YAMLScalar(text, style: scalar.style)), at: mark, tag: node.tag)
     }
 }
