@@ -187,5 +187,28 @@ extension RunEndToEnd {
             let source = try #require((mac["script"] as? [String: Any])?["source"] as? String)
             #expect(source.contains(#"echo "os=" darwin "arch=$ARCH" "level=" 0 "keep=$KEEP""#), "\(source)")
         }
+
+        @Test func theCrossBuildRecipeBuildsEveryPlatformAndChecksumsThem() throws {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let file = WorkflowsTests.folder + "/cross-build.yaml"
+            let run = try FlowrunBinary.run(
+                sandbox.arguments(file, []), in: sandbox.path,
+                environment: sandbox.environment.merging(["TMPDIR": sandbox.path]) { _, new in new })
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            let builds = ["linux-amd64", "linux-arm64", "darwin-arm64", "windows-amd64", "freebsd-amd64", "openbsd-amd64"]
+            for name in builds {
+                #expect(record.status(name) == "succeeded", "\(name): \(record.statuses)")
+                #expect(record.outputs(name)["binary"]?.hasSuffix("/dist/app-" + name) == true, "\(name): \(record.outputs(name))")
+            }
+            #expect(record.status("checksums") == "succeeded")
+            #expect(record.stdout("checksums") == "6 binaries")
+            let script = try #require(RunInterpreterTests.scriptFile(of: "checksums", in: record))
+            #expect(try RunInterpreterTests.mode(of: script) == 0o700)
+            // `finally` removed the workspace.
+            let left = try FileManager.default.contentsOfDirectory(atPath: sandbox.path).filter { $0.hasPrefix("flowrun-cross-build.") }
+            #expect(left.isEmpty, "\(left)")
+        }
     }
 }
