@@ -149,7 +149,7 @@ extension RunEndToEnd {
                 "\(file):12:40: error: template 'build' has no parameter 'archh' (did you mean 'arch'?); it has os, arch",
                 "\(file):13:8: error: with: gives values to a template's parameters: add 'uses: TEMPLATE' (templates are declared under templates:)",
                 "\(file):14:14: error: unknown template 'a': 'a' is a task; uses: names an entry of templates:",
-                "\(file):15:23: error: 'params.os': parameters exist only inside a template (under templates:)",
+                "\(file):15:23: error: 'params.os': parameters can be read only in the keys of a template (under templates:)",
                 "\(file):16:51: error: '5x' has an unknown unit 'x' (use ms, s, m or h) in timeout",
                 "\(file):17:33: error: the value of parameter 'os' must be a string or a number, found a sequence",
             ], "\(run)")

@@ -10,7 +10,7 @@ extension ExpressionParser {
     func parameter(_ path: String, at offset: Int) throws(ExpressionError) -> Expression {
         let name = String(path.dropFirst("params.".count))
         guard let parameters else {
-            throw ExpressionError(message: "'\(path)': parameters exist only inside a template (under templates:)", offset: offset)
+            throw ExpressionError(message: "'\(path)': parameters can be read only in the keys of a template (under templates:)", offset: offset)
         }
         switch parameters(name) {
         case .value(let expression): return expression
