@@ -13,6 +13,8 @@ struct TaskTemplate: Sendable {
     /// The template's task keys as written (`params` left out): a call
     /// merges its own keys over these and decodes the result as a task.
     var body: [YAMLNode.Pair]
+    /// Each default, read once for every call that leaves it out.
+    var defaults: [String: TemplateParameterScope.Value] = [:]
 
     func parameter(named name: String) -> TemplateParameter? {
         parameters.first { $0.name == name }

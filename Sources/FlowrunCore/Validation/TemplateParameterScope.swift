@@ -47,12 +47,21 @@ struct TemplateParameterScope {
     }
 
     /// `params.NAME` when `text` (the inside of `${{ }}`) is only that.
+    /// Bytes, not Characters: this runs for every expression of every call.
     static func parameterName(in text: Substring) -> String? {
-        let trimmed = String(text).trimmingWhitespace
-        guard trimmed.hasPrefix("params.") else { return nil }
-        let name = trimmed.dropFirst("params.".count)
-        guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }) else { return nil }
-        return String(name)
+        let utf8 = text.utf8
+        var start = utf8.startIndex
+        var end = utf8.endIndex
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        while start < end, isSpace(utf8[start]) { start = utf8.index(after: start) }
+        while end > start, isSpace(utf8[utf8.index(before: end)]) { end = utf8.index(before: end) }
+        let word = utf8[start..<end]
+        guard word.starts(with: "params.".utf8) else { return nil }
+        let name = word.dropFirst(7)
+        guard !name.isEmpty, name.allSatisfy({ byte in
+            (0x61...0x7A).contains(byte | 0x20) || (0x30...0x39).contains(byte) || byte == 0x5F || byte == 0x2D
+        }) else { return nil }
+        return String(Substring(name))
     }
 }
 

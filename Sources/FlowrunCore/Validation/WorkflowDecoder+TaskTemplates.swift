@@ -43,6 +43,9 @@ extension WorkflowDecoder {
                 default: template.body.append(pair)
                 }
             }
+            for parameter in template.parameters {
+                if let node = parameter.defaultValue { template.defaults[parameter.name] = value(of: node) }
+            }
             templates[template.name] = template
         }
         // Each template checked once on its own, with its defaults (a required
@@ -51,8 +54,7 @@ extension WorkflowDecoder {
             guard let template = templates[name] else { continue }
             var values: [String: TemplateParameterScope.Value] = [:]
             for parameter in template.parameters {
-                values[parameter.name] = parameter.defaultValue.map { value(of: $0) }
-                    ?? TemplateParameterScope.Value(text: "", isPlaceholder: true)
+                values[parameter.name] = template.defaults[parameter.name] ?? TemplateParameterScope.Value(text: "", isPlaceholder: true)
             }
             let scope = TemplateParameterScope(template: template, values: values)
             let before = diagnostics.count
@@ -141,8 +143,7 @@ extension WorkflowDecoder {
         for parameter in template.parameters {
             if let given = values[parameter.name] {
                 arguments.append((parameter.name, given.text))
-            } else if let defaultValue = parameter.defaultValue {
-                let filled = value(of: defaultValue)
+            } else if let filled = template.defaults[parameter.name] {
                 values[parameter.name] = filled
                 arguments.append((parameter.name, filled.text))
             } else {
@@ -265,8 +266,8 @@ extension WorkflowDecoder {
         var rest = Substring(scalar.text)
         var onlyValue: TemplateParameterScope.Value?
         var replaced = 0
-        while let open = rest.firstRange(of: "${{") {
-            guard let close = rest[open.upperBound...].firstRange(of: "}}") else { break }
+        while let open = Self.firstRange(of: "${{", in: rest) {
+            guard let close = Self.firstRange(of: "}}", in: rest[open.upperBound...]) else { break }
             let inner = rest[open.upperBound..<close.lowerBound]
             text += rest[..<open.lowerBound]
             if let name = TemplateParameterScope.parameterName(in: inner) {
@@ -293,5 +294,18 @@ extension WorkflowDecoder {
         let mark = whole ? (onlyValue?.node?.mark ?? node.mark) : node.mark
         // The template's quoting decides the type: `retries: ${{ params.n }}` is a number for `n: 3` and `n: "3"`.
         return YAMLNode(.scalar(YAMLScalar(text, style: scalar.style)), at: mark, tag: node.tag)
+    }
+
+    /// The first `target` in `text`, found in UTF-8 bytes.
+    private static func firstRange(of target: StaticString, in text: Substring) -> Range<Substring.Index>? {
+        let utf8 = text.utf8
+        let needle = UnsafeBufferPointer(start: target.utf8Start, count: target.utf8CodeUnitCount)
+        guard let first = needle.first else { return nil }
+        var from = utf8.startIndex
+        while let start = utf8[from...].firstIndex(of: first) {
+            if utf8[start...].starts(with: needle) { return start..<utf8.index(start, offsetBy: needle.count) }
+            from = utf8.index(after: start)
+        }
+        return nil
     }
 }

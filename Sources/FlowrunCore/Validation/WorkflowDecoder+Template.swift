@@ -8,15 +8,25 @@ extension WorkflowDecoder {
         var segments: [Template.Segment] = []
         var rest = Substring(text)
         // Each expression is searched for in the file from where the last one was found.
-        var cursor = source.cursor(at: nodeLocation)
+        // A template's keys are read again for each call: where their
+        // expressions start is looked up in the file once.
+        let knownPlaces = parameterScope != nil ? expressionPlaces[nodeLocation] : nil
+        var places: [SourceLocation] = []
+        var cursor = knownPlaces == nil ? source.cursor(at: nodeLocation) : nil
         // In a template call: the text as it runs, parameters filled in (what --dry-run shows).
         var filled = ""
         while let open = Self.expressionStart(in: rest) {
             if open.lowerBound > rest.startIndex { segments.append(.text(String(rest[..<open.lowerBound]))) }
             if parameterScope != nil { filled += rest[..<open.lowerBound] }
-            let found = cursor.flatMap { source.find("${{", from: $0) }
-            let start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
-            cursor = found.map { source.advanced($0, by: 3) }
+            let start: SourceLocation
+            if let knownPlaces, places.count < knownPlaces.count {
+                start = knownPlaces[places.count]
+            } else {
+                let found = cursor.flatMap { source.find("${{", from: $0) }
+                start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
+                cursor = found.map { source.advanced($0, by: 3) }
+            }
+            if parameterScope != nil { places.append(start) }
             if insideShell, open.lowerBound > rest.startIndex, let before = rest[..<open.lowerBound].last, before == "'" || before == "\"" {
                 diagnostics.append(.warning(
                     "a value in run: is already inserted as one shell-quoted word; the quote before ${{ becomes part of the text", at: start))
@@ -48,7 +58,10 @@ extension WorkflowDecoder {
             rest = inner[close.upperBound...]
         }
         if !rest.isEmpty { segments.append(.text(String(rest))) }
-        if parameterScope != nil { filled += rest }
+        if parameterScope != nil {
+            filled += rest
+            if knownPlaces == nil, !places.isEmpty { expressionPlaces[nodeLocation] = places }
+        }
         return Template(source: parameterScope != nil ? filled : text, segments: segments, location: nodeLocation)
     }
 
