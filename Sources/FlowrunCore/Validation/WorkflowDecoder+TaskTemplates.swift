@@ -95,7 +95,7 @@ extension WorkflowDecoder {
     /// A parameter's value as written; parsed when it holds `${{ }}` (read at run time).
     private mutating func value(of node: YAMLNode) -> TemplateParameterScope.Value {
         let text = node.scalar.map { $0.isNull ? "" : $0.text } ?? ""
-        let template = text.contains("${{") ? template(text, node: node) : nil
+        let template = Self.firstRange(of: "${{", in: Substring(text)) != nil ? template(text, node: node) : nil
         return TemplateParameterScope.Value(text: text, node: node, template: template)
     }
 
@@ -240,7 +240,7 @@ extension WorkflowDecoder {
     private mutating func filledIn(_ node: YAMLNode, scope: TemplateParameterScope, reportsUnknown: Bool) -> YAMLNode? {
         switch node.content {
         case .scalar(let scalar):
-            guard scalar.text.contains("${{") else { return node }
+            guard Self.firstRange(of: "${{", in: Substring(scalar.text)) != nil else { return node }
             return filledIn(scalar, of: node, scope: scope, reportsUnknown: reportsUnknown)
         case .sequence(let items):
             var filled: [YAMLNode] = []
@@ -280,7 +280,7 @@ extension WorkflowDecoder {
                 replaced += 1
                 onlyValue = value
             } else {
-                if reportsUnknown, inner.contains("params.") {
+                if reportsUnknown, Self.firstRange(of: "params.", in: inner) != nil {
                     error("in this key ${{ params.NAME }} can only stand alone, as text; it is not an expression here", at: node)
                 }
                 text += rest[open.lowerBound..<close.upperBound]
@@ -297,7 +297,7 @@ extension WorkflowDecoder {
     }
 
     /// The first `target` in `text`, found in UTF-8 bytes.
-    private static func firstRange(of target: StaticString, in text: Substring) -> Range<Substring.Index>? {
+    static func firstRange(of target: StaticString, in text: Substring) -> Range<Substring.Index>? {
         let utf8 = text.utf8
         let needle = UnsafeBufferPointer(start: target.utf8Start, count: target.utf8CodeUnitCount)
         guard let first = needle.first else { return nil }

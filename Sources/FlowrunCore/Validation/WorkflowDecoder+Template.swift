@@ -4,29 +4,17 @@ extension WorkflowDecoder {
     /// Splits a scalar into text and `${{ … }}` parts and parses each expression,
     /// reporting problems at their exact place in the file when it can be found.
     mutating func template(_ text: String, node: YAMLNode, insideShell: Bool = false) -> Template {
+        if parameterScope != nil { return templateInCall(text, node: node, insideShell: insideShell) }
         let nodeLocation = location(node)
         var segments: [Template.Segment] = []
         var rest = Substring(text)
         // Each expression is searched for in the file from where the last one was found.
-        // A template's keys are read again for each call: where their
-        // expressions start is looked up in the file once.
-        let knownPlaces = parameterScope != nil ? expressionPlaces[nodeLocation] : nil
-        var places: [SourceLocation] = []
-        var cursor = knownPlaces == nil ? source.cursor(at: nodeLocation) : nil
-        // In a template call: the text as it runs, parameters filled in (what --dry-run shows).
-        var filled = ""
+        var cursor = source.cursor(at: nodeLocation)
         while let open = Self.expressionStart(in: rest) {
             if open.lowerBound > rest.startIndex { segments.append(.text(String(rest[..<open.lowerBound]))) }
-            if parameterScope != nil { filled += rest[..<open.lowerBound] }
-            let start: SourceLocation
-            if let knownPlaces, places.count < knownPlaces.count {
-                start = knownPlaces[places.count]
-            } else {
-                let found = cursor.flatMap { source.find("${{", from: $0) }
-                start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
-                cursor = found.map { source.advanced($0, by: 3) }
-            }
-            if parameterScope != nil { places.append(start) }
+            let found = cursor.flatMap { source.find("${{", from: $0) }
+            let start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
+            cursor = found.map { source.advanced($0, by: 3) }
             if insideShell, open.lowerBound > rest.startIndex, let before = rest[..<open.lowerBound].last, before == "'" || before == "\"" {
                 diagnostics.append(.warning(
                     "a value in run: is already inserted as one shell-quoted word; the quote before ${{ becomes part of the text", at: start))
@@ -37,39 +25,25 @@ extension WorkflowDecoder {
                 return Template(source: text, segments: segments, location: nodeLocation)
             }
             let expressionText = String(inner[..<close.lowerBound])
-            if let scope = parameterScope, let name = TemplateParameterScope.parameterName(in: inner[..<close.lowerBound]),
-               let values = scope.segments(for: name, insideShell: insideShell) {
-                segments += values
-                filled += scope.values[name].map { $0.template == nil ? (insideShell ? ShellText.word($0.text) : $0.text) : $0.text } ?? ""
-                rest = inner[close.upperBound...]
-                continue
-            }
             var parser = ExpressionParser(names: names) { offset in
                 SourceLocation(file: start.file, line: start.line, column: start.column + 3 + offset)
             }
-            parser.parameters = parameterScope.map { scope in { scope.lookup($0) } }
             do throws(ExpressionError) {
-                let expression = try parser.parse(expressionText)
-                segments.append(.expression(expression, start))
-                if parameterScope != nil { filled += expressionText.contains("params.") ? "${{ \(expression) }}" : "${{\(expressionText)}}" }
+                segments.append(.expression(try parser.parse(expressionText), start))
             } catch {
                 self.error(error.message, at: SourceLocation(file: start.file, line: start.line, column: start.column + 3 + error.offset))
             }
             rest = inner[close.upperBound...]
         }
         if !rest.isEmpty { segments.append(.text(String(rest))) }
-        if parameterScope != nil {
-            filled += rest
-            if knownPlaces == nil, !places.isEmpty { expressionPlaces[nodeLocation] = places }
-        }
-        return Template(source: parameterScope != nil ? filled : text, segments: segments, location: nodeLocation)
+        return Template(source: text, segments: segments, location: nodeLocation)
     }
 
     /// The `}}` that ends an expression, skipping any inside quoted strings.
     /// Scans UTF-8 bytes (quotes and braces are ASCII, and no byte of a
     /// multi-byte character is): a tenth of validating 100,000 expressions
     /// went to walking Characters here.
-    private static func closingBraces(in text: Substring) -> Range<Substring.Index>? {
+    static func closingBraces(in text: Substring) -> Range<Substring.Index>? {
         let utf8 = text.utf8
         var quote: UInt8?
         var index = utf8.startIndex
@@ -89,7 +63,7 @@ extension WorkflowDecoder {
     }
 
     /// The next `${{`, found in UTF-8 bytes.
-    private static func expressionStart(in text: Substring) -> Range<Substring.Index>? {
+    static func expressionStart(in text: Substring) -> Range<Substring.Index>? {
         let utf8 = text.utf8
         var from = utf8.startIndex
         while let dollar = utf8[from...].firstIndex(of: UInt8(ascii: "$")) {

@@ -15,8 +15,8 @@ struct WorkflowDecoder {
     /// Where checking the templates on their own found problems: a call
     /// does not report them again.
     var templateProblemLocations: Set<SourceLocation> = []
-    /// Where each `${{` of a template's key is in the file, by the key's place (`template(_:node:)`).
-    var expressionPlaces: [SourceLocation: [SourceLocation]] = [:]
+    /// A template's keys split at their `${{ }}` once, by the key's place, for every call.
+    var templatePieces: [SourceLocation: [TemplatePiece]] = [:]
 
     init(file: String, source: SourceText, names: NameTable) {
         self.file = file
