@@ -12,7 +12,7 @@ package enum ScriptLaunch: Sendable, Equatable {
     /// A task's launch: its `shell:`, else a script that starts with `#!`, else the workflow's shell.
     package static func of(shell: [String]?, script: String) -> ScriptLaunch {
         if let shell, !shell.isEmpty { return .interpreter(shell) }
-        if script.hasPrefix("#!") { return .shebang(String(script.prefix { $0 != "\n" && $0 != "\r" })) }
+        if script.hasPrefix("#!") { return .shebang(String(script.prefix { !$0.isNewline })) }
         return .shellCommand
     }
 
