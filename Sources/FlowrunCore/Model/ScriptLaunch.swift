@@ -17,16 +17,16 @@ package enum ScriptLaunch: Sendable, Equatable {
     }
 
     /// Whether the script runs from a file in the run record.
-    var usesFile: Bool { self != .shellCommand }
+    package var usesFile: Bool { self != .shellCommand }
 
     /// Whether the file runs as a program (written 0700).
-    var runsItself: Bool {
+    package var runsItself: Bool {
         if case .shebang = self { return true }
         return false
     }
 
     /// The program named in messages: `python3`, `#!/usr/bin/env python3`, or the shell.
-    func program(shell: String) -> String {
+    package func program(shell: String) -> String {
         switch self {
         case .shellCommand: return shell
         case .interpreter(let words): return words[0]
@@ -41,27 +41,5 @@ package enum ScriptLaunch: Sendable, Equatable {
         case .interpreter(let words): return words.joined(separator: " ") + " SCRIPT-FILE"
         case .shebang(let line): return "\(line) (the script runs as its own file)"
         }
-    }
-}
-
-extension LaunchRequest {
-    /// Starts the script from `file` as `launch` says.
-    mutating func run(_ launch: ScriptLaunch, from file: String) {
-        scriptFile = file
-        switch launch {
-        case .shellCommand: break
-        case .interpreter(let words):
-            shell = words[0]
-            shellArguments = Array(words.dropFirst())
-        case .shebang:
-            shell = file
-            executesScriptFile = true
-        }
-    }
-
-    /// argv: `SHELL -c SCRIPT`, `SHELL ARGUMENTS… FILE`, or `FILE`.
-    var arguments: [String] {
-        guard let scriptFile else { return [shell] + shellArguments + ["-c", script] }
-        return executesScriptFile ? [scriptFile] : [shell] + shellArguments + [scriptFile]
     }
 }
