@@ -1,6 +1,0 @@
-/// What a task made from a template was called with: shown by `--dry-run`.
-package struct TemplateCall: Sendable {
-    package var template: String
-    /// Each parameter and the text of its value (a `with:` value or the default).
-    package var arguments: [(name: String, value: String)]
-}
