@@ -11,6 +11,10 @@ import FlowrunModel
 /// key its text replaces `${{ params.NAME }}` before the key is read, so
 /// `needs`, `timeout`, `retries`, `description` and the like can use them.
 extension WorkflowDecoder {
+    /// At most this much text (bytes) is made by filling in calls: four times
+    /// the largest file, so a big template called many times cannot exhaust memory.
+    static let maxExpandedBytes = 64 * 1024 * 1024
+
     /// Keys that read `${{ }}` as expressions; parameters in other keys are replaced as text.
     static let expressionTaskKeys: Set<String> = ["run", "env", "cwd", "http", "if", "name"]
 
@@ -113,6 +117,13 @@ extension WorkflowDecoder {
             return task(name, YAMLNode(.mapping(rest), at: node.mark, tag: node.tag), context: context)
         }
         guard let templateName = string(uses.value, what: "uses") else { return nil }
+        guard expandedBytes <= Self.maxExpandedBytes else {
+            if !reportedExpansionLimit {
+                reportedExpansionLimit = true
+                error("the template calls up to here fill in more than \(Self.maxExpandedBytes / 1024 / 1024) MiB of text; flowrun stops expanding calls (use env: or a script file for large shared text)", at: uses.key)
+            }
+            return nil
+        }
         guard let template = taskTemplates[templateName] else {
             error(unknownTemplate(templateName), at: uses.value)
             return nil
@@ -290,6 +301,7 @@ extension WorkflowDecoder {
         }
         text += rest
         guard replaced > 0 else { return node }
+        expandedBytes += text.utf8.count
         // A value that is the whole scalar keeps its own place: errors about it point at the call.
         let whole = replaced == 1 && onlyValue.map { text == $0.text } == true
         let mark = whole ? (onlyValue?.node?.mark ?? node.mark) : node.mark

@@ -30,12 +30,20 @@ extension WorkflowDecoder {
         }
         var segments: [Template.Segment] = []
         segments.reserveCapacity(pieces.count)
+        // The text as it runs, only when a parameter is in it: text shared otherwise.
+        let fills = pieces.contains { piece in
+            switch piece {
+            case .text: return false
+            case .parameter: return true
+            case .expression(let inner, _): return Self.firstRange(of: "params.", in: Substring(inner)) != nil
+            }
+        }
         var filled = ""
         for piece in pieces {
             switch piece {
             case .text(let text):
                 segments.append(.text(text))
-                filled += text
+                if fills { filled += text }
             case .parameter(let name, let start, let written):
                 if let value = scope.values[name], let values = scope.segments(for: name, insideShell: insideShell) {
                     segments += values
@@ -47,9 +55,11 @@ extension WorkflowDecoder {
             case .expression(let inner, let start):
                 guard let expression = parseInCall(inner, at: start, scope: scope) else { continue }
                 segments.append(.expression(expression, start))
-                filled += Self.firstRange(of: "params.", in: Substring(inner)) == nil ? "${{" + inner + "}}" : "${{ \(expression) }}"
+                if fills { filled += Self.firstRange(of: "params.", in: Substring(inner)) == nil ? "${{" + inner + "}}" : "${{ \(expression) }}" }
             }
         }
+        guard fills else { return Template(source: text, segments: segments, location: nodeLocation) }
+        expandedBytes += filled.utf8.count
         return Template(source: filled, segments: segments, location: nodeLocation)
     }
 

@@ -18,6 +18,9 @@ struct WorkflowDecoder {
     var templateProblemLocations: Set<SourceLocation> = []
     /// A template's keys split at their `${{ }}` once, by the key's place, for every call.
     var templatePieces: [SourceLocation: [TemplatePiece]] = [:]
+    /// Text made by filling in template calls so far, against `maxExpandedBytes`.
+    var expandedBytes = 0
+    var reportedExpansionLimit = false
 
     init(file: String, source: SourceText, names: NameTable) {
         self.file = file

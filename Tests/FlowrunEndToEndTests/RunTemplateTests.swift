@@ -210,5 +210,20 @@ extension RunEndToEnd {
             let left = try FileManager.default.contentsOfDirectory(atPath: sandbox.path).filter { $0.hasPrefix("flowrun-cross-build.") }
             #expect(left.isEmpty, "\(left)")
         }
+
+        @Test func aBigTemplateCalledManyTimesIsStoppedNotExpandedWithoutEnd() throws {
+            let directory = try TemporaryDirectory()
+            // 1 MiB of script with a parameter, called 2,000 times: 2 GiB if expanded.
+            let script = "echo " + String(repeating: "x", count: 1 << 20) + " ${{ params.a }}"
+            let calls = (0..<2000).map { "  c\($0): { uses: t, with: { a: v\($0) } }" }.joined(separator: "\n")
+            let file = try directory.write("templates:\n  t:\n    params: { a: ~ }\n    run: \"\(script)\"\ntasks:\n\(calls)\n", to: "big.yaml")
+            let run = try FlowrunBinary.run(["validate", file])
+            run.expectNoCrash()
+            #expect(run.exitStatus == 2, "\(run)")
+            #expect(run.diagnostics == [
+                "\(file):69:10: error: the template calls up to here fill in more than 64 MiB of text; flowrun stops expanding calls (use env: or a script file for large shared text)",
+            ], "\(run)")
+            #expect(run.peakRSSMegabytes < 400, "\(run)")
+        }
     }
 }
