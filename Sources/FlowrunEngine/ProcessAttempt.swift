@@ -3,6 +3,7 @@ import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunModel
 import FlowrunValues
 import FlowrunEvents
 import FlowrunRecord
@@ -26,6 +27,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     struct Setup {
         var shell: String
         var script: String
+        /// `SHELL -c`, a task's `shell:`, or the script's own `#!` line.
+        var launch: ScriptLaunch = .shellCommand
         var environment: [String]
         var inherited: InheritedEnvironment?
         var workingDirectory: String?
@@ -152,14 +155,14 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var request = LaunchRequest(
             shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
             workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
-        if ScriptFile.isNeeded(for: setup.script) {
-            let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: "sh")
-            if let problem = ScriptFile.write(setup.script, to: path) {
+        if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
+            let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: setup.launch.usesFile ? "script" : "sh")
+            if let problem = ScriptFile.write(setup.script, to: path, executable: setup.launch.runsItself) {
                 for end in stdoutPipe + stderrPipe { close(end) }
                 fail(problem)
                 return
             }
-            request.scriptFile = path
+            request.run(setup.launch, from: path)
         }
         do {
             // Held strongly until the exit (a weak reference would cost each attempt a side table).

@@ -29,8 +29,9 @@ extension RunEngine {
             let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
             overrides.append((ProcessTreeMarker.variable, marker.value(inherited: inheritedTreeMarker)))
             let environment = childEnvironment(overrides, ownKeysFrom: plan.workflow.env.count + (task?.value.env.count ?? 0))
+            let launch = ScriptLaunch.of(shell: task?.value.shell, script: rendered)
             let setup = ProcessAttempt.Setup(
-                shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
+                shell: launch.program(shell: plan.workflow.shell), script: rendered, launch: launch, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
                 log: record.log(index: index, name: name, exists: nodes[index].hasLog),
                 logPathForFiles: record.logPathForFiles(index: index, name: name),

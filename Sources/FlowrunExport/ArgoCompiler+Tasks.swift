@@ -34,6 +34,8 @@ struct ArgoTaskPlan {
     /// A group's or join's deadline this task's attempts must not outlive (emulated).
     var deadline: Duration?
     var isFanOut = false
+    /// How the script starts: the wrapper's shell, the task's `shell:`, or its `#!` line.
+    var launch: ScriptLaunch = .shellCommand
 }
 
 extension ArgoCompiler {
@@ -52,6 +54,10 @@ extension ArgoCompiler {
                 case .variable(let name): return "\"$\(name)\""
                 }
             }.joined()
+            plan.launch = ScriptLaunch.of(shell: task.shell, script: template.source)
+            if plan.launch != .shellCommand, parts.contains(where: { if case .variable = $0 { true } else { false } }) {
+                problems.refuse("a script run by its own interpreter (shell: or #!) cannot take ${{ }} values on a cluster, where they arrive as shell variables: pass them through env: and read the environment", at: template.location)
+            }
             for entry in workflow.env {
                 plan.environment.append((entry.name, shellParts(entry.value, scope: scope, values: &plan.values, what: "env.\(entry.name)")))
             }

@@ -1,3 +1,5 @@
+import FlowrunModel
+
 /// The shell and awk text the exported pods run: a wrapper that gives a task
 /// the environment flowrun gives it, the join check, and the fan-out item
 /// list. POSIX sh and busybox awk, so the default `alpine:3` image is enough.
@@ -31,6 +33,8 @@ enum ArgoScripts {
     struct Wrapper {
         var shell: String
         var script: String
+        /// A task's own interpreter: `shell:` words, or the script's `#!` line.
+        var launch: ScriptLaunch = .shellCommand
         /// Variables holding an Argo phase, mapped to flowrun's status words first.
         var phaseVariables: [String] = []
         /// `env:` of the workflow, then of the task; later entries win.
@@ -71,7 +75,13 @@ enum ArgoScripts {
         lines.append("cat > \"$flowrun_dir/script\" <<'\(delimiter)'")
         lines.append(wrapper.script.hasSuffix("\n") ? String(wrapper.script.dropLast()) : wrapper.script)
         lines.append(delimiter)
-        lines.append("{ \(shellQuoted(wrapper.shell)) \"$flowrun_dir/script\" < /dev/null; echo \"$?\" > \"$flowrun_dir/exit\"; } | awk \(shellQuoted(progressFilter))")
+        let program: String
+        switch wrapper.launch {
+        case .shellCommand: program = shellQuoted(wrapper.shell) + " \"$flowrun_dir/script\""
+        case .interpreter(let words): program = words.map(shellQuoted).joined(separator: " ") + " \"$flowrun_dir/script\""
+        case .shebang: program = "chmod 700 \"$flowrun_dir/script\" && \"$flowrun_dir/script\""
+        }
+        lines.append("{ \(program) < /dev/null; echo \"$?\" > \"$flowrun_dir/exit\"; } | awk \(shellQuoted(progressFilter))")
         lines.append("flowrun_exit=$(cat \"$flowrun_dir/exit\")")
         if wrapper.readsOutputs || wrapper.writesResult || wrapper.publishesStash {
             lines.append("FLOWRUN_EXIT=$flowrun_exit; export FLOWRUN_EXIT")

@@ -30,6 +30,8 @@ package struct ExpressionParser {
     /// Chains like `a && b && …` grow the tree one level per operator.
     private var operatorCount = 0
     static let maxOperators = 256
+    /// Inside a template call: what `params.NAME` stands for (`TemplateParameterScope`).
+    var parameters: ((String) -> ParameterLookup)?
 
     /// `locate` turns an offset in `text` into a position in the file.
     package init(names: NameTable, locate: @escaping (Int) -> SourceLocation) {
@@ -111,6 +113,7 @@ package struct ExpressionParser {
         case .number(let value): return .number(value)
         case .word("true"): return .boolean(true)
         case .word("false"): return .boolean(false)
+        case .word(let path) where path.hasPrefix("params."): return try parameter(path, at: offset)
         case .word(let path): return .operand(try operand(path, at: offset))
         case .symbol("("):
             let inner = try parseOr()

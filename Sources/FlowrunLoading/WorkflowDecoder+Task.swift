@@ -5,17 +5,21 @@ extension WorkflowDecoder {
     /// Where a task is declared, which decides the keys it may use.
     enum TaskContext {
         case main, finally, groupMember, fanOutTemplate
+        /// A template under `templates:`, checked on its own.
+        case template
     }
 
     static let actionKeys = ["run", "sleep", "http"]
     static let taskKeys = actionKeys + [
         "needs", "when", "if", "timeout", "retries", "retry_delay", "backoff", "semaphores",
         "continue_on_error", "env", "cwd", "description",
+        "shell",
     ] + incrementalKeys
 
     mutating func task(_ name: Located<String>, _ node: YAMLNode, context: TaskContext) -> TaskDefinition? {
         let allowed = context == .fanOutTemplate ? Self.taskKeys + ["name"] : Self.taskKeys
-        let what = context == .fanOutTemplate ? "the fan-out task template" : "task '\(name.value)'"
+        if parameterScope == nil, let call = Self.templateCallKeys(node) { return templateCall(name, node, keys: call, context: context) }
+        let what = context == .fanOutTemplate ? "the fan-out task template" : context == .template ? "template '\(name.value)'" : "task '\(name.value)'"
         guard let fields = fields(of: node, what: what, allowed: allowed) else { return nil }
 
         let actions = Self.actionKeys.compactMap { fields[$0] }.sorted { $0.key.mark < $1.key.mark }
@@ -51,6 +55,7 @@ extension WorkflowDecoder {
         if let node = fields["description"]?.value { task.description = string(node, what: "description") }
         if let node = fields["sources"]?.value { task.sources = globs(node, what: "sources") }
         if let node = fields["generates"]?.value { task.generates = globs(node, what: "generates") }
+        if let node = fields["shell"]?.value { task.shell = shellCommand(node, script: task.action) }
         if let node = fields["name"]?.value, let text = string(node, what: "name") {
             task.nameTemplate = template(text, node: node)
             if task.nameTemplate?.isLiteral == true {
@@ -145,6 +150,7 @@ extension WorkflowDecoder {
         var parser = ExpressionParser(names: names) { offset in
             SourceLocation(file: start.file, line: start.line, column: start.column + shift + offset)
         }
+        parser.parameters = parameterScope.map { scope in { scope.lookup($0) } }
         do throws(ExpressionError) {
             return Located(try parser.parse(scalar.text), at: start)
         } catch {

@@ -5,6 +5,7 @@ extension WorkflowDecoder {
     /// Splits a scalar into text and `${{ … }}` parts and parses each expression,
     /// reporting problems at their exact place in the file when it can be found.
     mutating func template(_ text: String, node: YAMLNode, insideShell: Bool = false) -> Template {
+        if parameterScope != nil { return templateInCall(text, node: node, insideShell: insideShell) }
         let nodeLocation = location(node)
         var segments: [Template.Segment] = []
         var rest = Substring(text)
@@ -43,7 +44,7 @@ extension WorkflowDecoder {
     /// Scans UTF-8 bytes (quotes and braces are ASCII, and no byte of a
     /// multi-byte character is): a tenth of validating 100,000 expressions
     /// went to walking Characters here.
-    private static func closingBraces(in text: Substring) -> Range<Substring.Index>? {
+    static func closingBraces(in text: Substring) -> Range<Substring.Index>? {
         let utf8 = text.utf8
         var quote: UInt8?
         var index = utf8.startIndex
@@ -63,7 +64,7 @@ extension WorkflowDecoder {
     }
 
     /// The next `${{`, found in UTF-8 bytes.
-    private static func expressionStart(in text: Substring) -> Range<Substring.Index>? {
+    static func expressionStart(in text: Substring) -> Range<Substring.Index>? {
         let utf8 = text.utf8
         var from = utf8.startIndex
         while let dollar = utf8[from...].firstIndex(of: UInt8(ascii: "$")) {

@@ -9,6 +9,18 @@ struct WorkflowDecoder {
     let source: SourceText
     let names: NameTable
     var diagnostics: [Diagnostic] = []
+    /// `templates:`, read before any task so that calls can be expanded.
+    var taskTemplates: [String: TaskTemplate] = [:]
+    /// Set while a template call's task is decoded: what `params.NAME` stands for.
+    var parameterScope: TemplateParameterScope?
+    /// Where checking the templates on their own found problems: a call
+    /// does not report them again.
+    var templateProblemLocations: Set<SourceLocation> = []
+    /// A template's keys split at their `${{ }}` once, by the key's place, for every call.
+    var templatePieces: [SourceLocation: [TemplatePiece]] = [:]
+    /// Text made by filling in template calls so far, against `maxExpandedBytes`.
+    var expandedBytes = 0
+    var reportedExpansionLimit = false
 
     init(file: String, source: SourceText, names: NameTable) {
         self.file = file
@@ -20,6 +32,7 @@ struct WorkflowDecoder {
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
         "default",
+        "templates",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
@@ -49,6 +62,7 @@ struct WorkflowDecoder {
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
         if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
         if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }
+        if let node = fields["templates"]?.value { taskTemplates = templates(node) }
         if let node = fields["tasks"]?.value {
             workflow.tasks = tasks(named(node, what: "tasks"), context: .main)
         }

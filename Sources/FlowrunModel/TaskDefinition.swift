@@ -25,6 +25,11 @@ public struct TaskDefinition: Sendable {
     package var sources: [Template] = []
     /// `generates:` — globs of the files the task makes.
     package var generates: [Template] = []
+    /// `shell:` — the program (and its arguments) that runs this task's
+    /// script as a file; nil: the workflow's shell, `-c`.
+    package var shell: [String]?
+    /// Set when the task is a call of a template (`uses:`).
+    package var templateCall: TemplateCall?
 
     public init(name: String, location: SourceLocation, action: TaskAction) {
         self.name = name

@@ -33,6 +33,12 @@ private struct PlanDocument: Encodable {
         var script: String?
         var seconds: Double?, min_seconds: Double?, max_seconds: Double?
         var method: String?, url: String?, headers: [String: String]?, body: String?, expect: Int?
+        /// A `run:` that does not run as `SHELL -c`: a task's `shell:` words, or its `#!` line.
+        var shell: [String]?, shebang: String?
+    }
+
+    struct TemplateUse: Encodable {
+        var template: String, with: [String: String]
     }
 
     struct Limits: Encodable {
@@ -56,6 +62,8 @@ private struct PlanDocument: Encodable {
         var sources: [String]?, generates: [String]?
         // A member of a sequential group: the member it runs after.
         var runs_after: String?
+        /// A call of a template: which one, with every parameter's value.
+        var uses: TemplateUse?
         // Groups.
         var members: [String]?, concurrency: Int?, sequential: Bool?
         // Joins.
@@ -94,6 +102,16 @@ private struct PlanDocument: Encodable {
         if let task = step.task {
             result.description = task.description
             result.action = action(task.action)
+            if case .run(let script) = task.action {
+                switch ScriptLaunch.of(shell: task.shell, script: script.source) {
+                case .shellCommand: break
+                case .interpreter(let words): result.action?.shell = words
+                case .shebang(let line): result.action?.shebang = line
+                }
+            }
+            result.uses = task.templateCall.map { call in
+                TemplateUse(template: call.template, with: Dictionary(call.arguments.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }))
+            }
             result.when = task.when.rawValue
             result.if = task.condition?.value.description
             result.timeout_seconds = step.timers.timeout?.seconds

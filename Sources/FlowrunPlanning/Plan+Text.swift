@@ -69,8 +69,12 @@ extension Plan {
             lines.append("  \(step.name)  [\(heading)]")
             guard let task = step.task else { break }
             if let description = task.description { row("about", description) }
+            if let call = task.templateCall { row("uses", call.template + " " + call.arguments.map { "\($0.name)=\(quoted($0.value))" }.joined(separator: ", ")) }
             switch task.action {
-            case .run(let script): row("run", oneLine(script.source))
+            case .run(let script):
+                row("run", oneLine(script.source))
+                let launch = ScriptLaunch.of(shell: task.shell, script: script.source)
+                if launch != .shellCommand { row("shell", launch.text(shell: "")) }
             case .sleep(let duration): row("sleep", duration.text + (duration.isRange ? " (random)" : ""))
             case .http(let request): row("http", "\(request.method) \(URLRedaction.redact(request.url.source)) (expect \(request.expect))")
             }

@@ -8,6 +8,10 @@ struct LaunchRequest: Sendable {
     /// When set, run as `shell scriptFile` instead (`script` is then unused):
     /// for a script longer than one argument may be (`ScriptFile`).
     var scriptFile: String? = nil
+    /// Words between the shell and `-c` or the script file (a task's `shell: [bash, -eu]`).
+    var shellArguments: [String] = []
+    /// Run `scriptFile` itself (its `#!` line names the interpreter); `shell` is then the file.
+    var executesScriptFile = false
     /// The child's environment, "K=V" entries; nothing else is inherited
     /// but `inherited`. Put the tree's `ProcessTreeMarker.environmentEntry`
     /// here so `ProcessTreeKiller` can find descendants that leave the

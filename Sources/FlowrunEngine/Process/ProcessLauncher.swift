@@ -52,7 +52,7 @@ enum ProcessLauncher {
     ///         workingDirectory: nil, standardOutput: pipeWriteEnd, standardError: pipeWriteEnd))
     static func spawn(_ request: LaunchRequest) throws(ProcessError) -> Int32 {
         let arguments = try CStringArray(
-            request.scriptFile.map { [request.shell, $0] } ?? [request.shell, "-c", request.script], what: "argument")
+            request.arguments, what: "argument")
         let environment = try CStringArray(request.environment, what: "environment entry", after: request.inherited)
         var pid: pid_t = 0
         var failedOperation: String?

@@ -15,8 +15,9 @@ enum RunFolderFile {
     /// Creates the file for writing: never one that exists (a leftover or a
     /// planted link), readable by the owner only — it may hold secrets.
     /// The one place these files are opened.
-    static func create(_ path: String) -> (descriptor: Int32, problem: String?) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    /// `executable`: 0700, for a script run as its own file (`#!`).
+    static func create(_ path: String, executable: Bool = false) -> (descriptor: Int32, problem: String?) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, executable ? 0o700 : 0o600)
         guard descriptor >= 0 else { return (-1, "cannot create \(path): \(String(cString: strerror(errno)))") }
         return (descriptor, nil)
     }
@@ -34,8 +35,8 @@ enum ScriptFile {
     }
 
     /// Writes the script; returns why it could not be written, or nil.
-    static func write(_ script: String, to path: String) -> String? {
-        let created = RunFolderFile.create(path)
+    static func write(_ script: String, to path: String, executable: Bool = false) -> String? {
+        let created = RunFolderFile.create(path, executable: executable)
         guard created.problem == nil else { return created.problem }
         defer { close(created.descriptor) }
         var script = script

@@ -1,0 +1,45 @@
+/// How a `run:` script starts.
+package enum ScriptLaunch: Sendable, Equatable {
+    /// `SHELL -c SCRIPT`, the workflow's shell (as a file past one argument's limit).
+    case shellCommand
+    /// `PROGRAM ARGUMENTS… FILE`: a task's `shell:`. As a file, because
+    /// interpreters agree on that and not on `-c` (node and ruby say `-e`).
+    case interpreter([String])
+    /// The file itself, started by the kernel through its `#!` line (just's
+    /// shebang recipes); the file is written 0700.
+    case shebang(String)
+
+    /// A task's launch: its `shell:`, else a script that starts with `#!`, else the workflow's shell.
+    package static func of(shell: [String]?, script: String) -> ScriptLaunch {
+        if let shell, !shell.isEmpty { return .interpreter(shell) }
+        if script.hasPrefix("#!") { return .shebang(String(script.prefix { !$0.isNewline })) }
+        return .shellCommand
+    }
+
+    /// Whether the script runs from a file in the run record.
+    package var usesFile: Bool { self != .shellCommand }
+
+    /// Whether the file runs as a program (written 0700).
+    package var runsItself: Bool {
+        if case .shebang = self { return true }
+        return false
+    }
+
+    /// The program named in messages: `python3`, `#!/usr/bin/env python3`, or the shell.
+    package func program(shell: String) -> String {
+        switch self {
+        case .shellCommand: return shell
+        case .interpreter(let words): return words[0]
+        case .shebang(let line): return line
+        }
+    }
+
+    /// The launch as it reads in a plan: `python3 FILE`, `#!/usr/bin/env python3 (the script as a file)`.
+    package func text(shell: String) -> String {
+        switch self {
+        case .shellCommand: return "\(shell) -c SCRIPT"
+        case .interpreter(let words): return words.joined(separator: " ") + " SCRIPT-FILE"
+        case .shebang(let line): return "\(line) (the script runs as its own file)"
+        }
+    }
+}
