@@ -88,7 +88,9 @@ extension RunEngine {
         if step.kind == .fanOut {
             // What every member will hold and its deadline, for when the group starts.
             if let group = step.group.flatMap({ indexByName[$0] }), let template = step.sharedTask, let source = step.fanOutSource {
-                fanOuts[group] = FanOut(template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout)
+                fanOuts[group] = FanOut(
+                    template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout,
+                    split: step.fanOutSplit, axes: step.fanOutAxes)
             }
             return
         }

@@ -38,6 +38,8 @@ public final class RunEngine: @unchecked Sendable {
         var source: FanOutSource
         var demand: SlotPool.Demand
         var timeout: Duration?
+        var split: FanOutSplit?
+        var axes: [String]?
     }
 
     /// Each group's fan-out, by the group's node index.

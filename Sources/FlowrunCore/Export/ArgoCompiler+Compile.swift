@@ -30,6 +30,8 @@ extension ArgoCompiler {
                 switch fanOut.source {
                 case .list(let items):
                     tasks.append(dagTask(plan, needs: needs, items: Self.items(items)))
+                case .records(let items):
+                    tasks.append(dagTask(plan, needs: needs, items: recordItems(items, template: fanOut.template)))
                 case .range(let low, let high):
                     tasks.append(dagTask(plan, needs: needs, items: Self.items(low <= high ? (low...high).map(String.init) : [])))
                 case .expression(let template):
@@ -90,6 +92,28 @@ extension ArgoCompiler {
             templates.append(.map([("name", .string(exitHandler)), ("dag", .map([("failFast", .bool(false)), ("tasks", .list(finallyTasks))]))]))
         }
         return templates
+    }
+
+    /// `withItems` of records: `{index, item, KEY: value, …}` — `item` is the
+    /// record's compact JSON (`${{ item }}`), each top-level field its own
+    /// key (`${{ item.KEY }}` → `{{item.KEY}}`). Argo reads one level of an
+    /// item's keys, so `item.a.b` and fields named `index` or `item` are refused.
+    mutating func recordItems(_ items: [FanOutItem], template: TaskDefinition) -> ManifestValue {
+        for operand in template.itemFieldOperands {
+            guard case .itemField(let path) = operand.path else { continue }
+            if path.count > 1 {
+                problems.refuse("'\(operand.text)': Argo reads only an item's top-level keys; read '\(path[0])' and pick inside it in the script", at: operand.location)
+            } else if path[0] == "index" || path[0] == "item" {
+                problems.refuse("'\(operand.text)': on Argo an item's '\(path[0])' key holds flowrun's own \(path[0]); rename the field", at: operand.location)
+            }
+        }
+        return .list(items.enumerated().map { offset, item in
+            var pairs: [(key: String, value: ManifestValue)] = [("index", .string(String(offset))), ("item", .string(ArgoItemJSON.text(item)))]
+            for field in item.fields where field.key != "index" && field.key != "item" {
+                pairs.append((field.key, .string(field.value.scalarText ?? ArgoItemJSON.text(field.value))))
+            }
+            return .map(pairs)
+        })
     }
 
     /// `withItems`: one `{index, item}` object per item, so members get both.

@@ -55,6 +55,10 @@ public struct PlanStep: Sendable {
     /// For fan-outs: the member count, nil until the run computes it.
     public var fanOutCount: Int?
     public var fanOutSource: FanOutSource?
+    /// For fan-outs: `split:` of a computed `foreach`.
+    public var fanOutSplit: FanOutSplit? = nil
+    /// For fan-outs and groups: a matrix's axes (the combinations are `fanOutSource`).
+    public var fanOutAxes: [String]? = nil
     /// For groups: static members and the fan-out template; for joins: `wait`.
     public var members: [String]
     /// For groups: `concurrency`. For joins: the join itself.

@@ -35,6 +35,8 @@ struct WorkflowChecker {
         checkCycles(in: finallyGraph)
         checkTimeouts()
         checkSecrets()
+        var fanOutChecks = FanOutChecks(workflow: workflow)
+        diagnostics += fanOutChecks.check()
         return diagnostics
     }
 
@@ -305,7 +307,7 @@ struct WorkflowChecker {
             return
         case .environment:
             return
-        case .item, .index:
+        case .item, .itemField, .index:
             if !allowsItem {
                 error("'\(operand.text)' exists only in a fan-out template (a group's 'task:' with 'foreach:')", at: operand.location)
             }
