@@ -34,10 +34,10 @@ extension WorkflowDecoder {
             let key = foreach.key.scalar?.text ?? "foreach"
             error("group '\(name.value)' has \(key) but no task: add 'task:' with the template each item runs", at: foreach.key)
         case (nil, let template?):
-            error("group '\(name.value)' has a task template but no foreach: add 'foreach:' (or 'matrix:') with the items, or list members under 'tasks:'", at: template.key)
+            error("group '\(name.value)' has a task template but no foreach: add 'foreach:' with the items, or list members under 'tasks:'", at: template.key)
         case (nil, nil):
             if fields["tasks"] == nil {
-                error("group '\(name.value)' has no members: add 'tasks:' or 'foreach:' (or 'matrix:') with 'task:'", at: name.location)
+                error("group '\(name.value)' has no members: add 'tasks:' or 'foreach:' with 'task:'", at: name.location)
             }
         }
         return group
