@@ -360,5 +360,51 @@ extension RunEndToEnd {
                 "2 errors, 1 warning",
             ], "\(validation)")
         }
+
+        // MARK: - The recipes in workflows/
+
+        /// workflows/compress-matrix.yaml runs: the 6 combinations its header
+        /// promises, each a real round trip through gzip or xz with the
+        /// include's `ext`, each stashing its size.
+        @Test func theCompressMatrixRecipeRunsEveryCombination() throws {
+            _ = try RunSandbox.tool("gzip")
+            _ = try RunSandbox.tool("xz")
+            let sandbox = try RunSandbox()
+            let run = try FlowrunBinary.run(
+                sandbox.arguments(WorkflowsTests.folder + "/compress-matrix.yaml", []), in: sandbox.path,
+                environment: sandbox.environment.merging(["TMPDIR": sandbox.path]) { _, new in new }, timeout: .seconds(60))
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            let members = ["gzip,level=1", "gzip,level=6", "gzip,level=9", "xz,level=1", "xz,level=6", "xz,level=0"].map { "compress[tool=\($0)]" }
+            #expect(record.tasks.compactMap { $0["name"] as? String }.filter { $0.hasPrefix("compress[") } == members, "\(record.overview)")
+            for member in members {
+                #expect(record.status(member) == "succeeded", "\(member): \(record.overview)")
+                #expect(Int(record.outputs(member)["bytes"] ?? "") ?? 0 > 1000, "\(member): \(record.outputs(member))")
+            }
+            #expect(record.task(members[5])?["item"] as? String == #"{"tool":"xz","level":"0","ext":"xz"}"#)
+            #expect(record.status("report") == "succeeded")
+        }
+
+        /// workflows/nested-fan-out.yaml: the two-axis matrix is the nested
+        /// loop known up front (2 regions × 3 shards), and the run-time pairs
+        /// are the nested loop whose inner list depends on the outer item
+        /// (eu 2, us 3, ap 1 shards) — every pair once, named by it.
+        @Test func theNestedFanOutRecipeRunsEveryPairOnce() throws {
+            let sandbox = try RunSandbox()
+            let run = try FlowrunBinary.run(
+                sandbox.arguments(WorkflowsTests.folder + "/nested-fan-out.yaml", []), in: sandbox.path, environment: sandbox.environment)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            let names = record.tasks.compactMap { $0["name"] as? String }
+            let backups = ["eu", "us"].flatMap { region in ["1", "2", "3"].map { "backup[region=\(region),shard=\($0)]" } }
+            #expect(names.filter { $0.hasPrefix("backup[") } == backups, "\(names)")
+            #expect(record.stdout("backup[region=us,shard=2]") == "backing up shard 2 of us")
+            let restores = ["eu-1", "eu-2", "us-1", "us-2", "us-3", "ap-1"].map { "restore-" + $0 }
+            #expect(names.filter { $0.hasPrefix("restore-") } == restores, "\(names)")
+            #expect(record.stdout("restore-ap-1") == "restoring shard 1 of ap into a scratch database")
+            #expect(record.statuses.values.allSatisfy { $0 == "succeeded" }, "\(record.overview)")
+        }
     }
 }
