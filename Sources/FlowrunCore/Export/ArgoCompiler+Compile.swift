@@ -31,7 +31,11 @@ extension ArgoCompiler {
                 case .list(let items):
                     tasks.append(dagTask(plan, needs: needs, items: Self.items(items)))
                 case .records(let items):
-                    tasks.append(dagTask(plan, needs: needs, items: recordItems(items, template: fanOut.template)))
+                    if fanOut.template.nameTemplate == nil, let entry = plan.environment.firstIndex(where: { $0.name == "FLOWRUN_TASK" }) {
+                        // Named as flowrun names it, `test[os=linux,py=3.12]`, not by index.
+                        plan.environment[entry].word = [.variable(plan.values.variable(for: ArgoPath("item", Self.memberNameKey).tag, phase: false))]
+                    }
+                    tasks.append(dagTask(plan, needs: needs, items: recordItems(items, group: group, template: fanOut.template)))
                 case .range(let low, let high):
                     tasks.append(dagTask(plan, needs: needs, items: Self.items(low <= high ? (low...high).map(String.init) : [])))
                 case .expression(let template):
@@ -98,7 +102,7 @@ extension ArgoCompiler {
     /// record's compact JSON (`${{ item }}`), each top-level field its own
     /// key (`${{ item.KEY }}` → `{{item.KEY}}`). Argo reads one level of an
     /// item's keys, so `item.a.b` and fields named `index` or `item` are refused.
-    mutating func recordItems(_ items: [FanOutItem], template: TaskDefinition) -> ManifestValue {
+    mutating func recordItems(_ items: [FanOutItem], group: GroupDefinition, template: TaskDefinition) -> ManifestValue {
         for operand in template.itemFieldOperands {
             guard case .itemField(let path) = operand.path else { continue }
             if path.count > 1 {
@@ -108,13 +112,19 @@ extension ArgoCompiler {
             }
         }
         return .list(items.enumerated().map { offset, item in
-            var pairs: [(key: String, value: ManifestValue)] = [("index", .string(String(offset))), ("item", .string(ArgoItemJSON.text(item)))]
-            for field in item.fields where field.key != "index" && field.key != "item" {
+            let name = MemberNaming.defaultName(group: group.name, item: item, index: offset, fieldNames: true, axes: group.fanOut?.matrixAxes)
+            var pairs: [(key: String, value: ManifestValue)] = [
+                ("index", .string(String(offset))), ("item", .string(ArgoItemJSON.text(item))), (Self.memberNameKey, .string(name)),
+            ]
+            for field in item.fields where field.key != "index" && field.key != "item" && field.key != Self.memberNameKey {
                 pairs.append((field.key, .string(field.value.scalarText ?? ArgoItemJSON.text(field.value))))
             }
             return .map(pairs)
         })
     }
+
+    /// The key of a record's withItems entry that holds its member name.
+    static let memberNameKey = "flowrun_name"
 
     /// `withItems`: one `{index, item}` object per item, so members get both.
     static func items(_ items: [String]) -> ManifestValue {
