@@ -406,5 +406,39 @@ extension RunEndToEnd {
             #expect(record.stdout("restore-ap-1") == "restoring shard 1 of ap into a scratch database")
             #expect(record.statuses.values.allSatisfy { $0 == "succeeded" }, "\(record.overview)")
         }
+
+        /// `flowrun export --to argo` of a matrix: withItems of objects, one
+        /// per combination — `{index, item, flowrun_name, KEY…}` — that
+        /// `{{item.KEY}}` reads, valid against Argo's schema; `item.a.b`,
+        /// which Argo cannot read from an item, is refused at its place.
+        @Test func theArgoExportOfAMatrixIsWithItemsOfObjects() throws {
+            let run = try FlowrunBinary.run(["export", WorkflowsTests.folder + "/compress-matrix.yaml", "--to", "argo"])
+            #expect(run.exitStatus == 0, "\(run)")
+            let documents = try ArgoManifest.documents(run.stdout)
+            let workflows = documents.filter { $0["kind"] as? String == "Workflow" || $0["kind"] as? String == "WorkflowTemplate" }
+            try SchemaValidator.validate(workflows, label: "compress-matrix")
+            #expect(run.stdout.contains("value: \"{{item.tool}}\""), "\(run.stdout)")
+            #expect(run.stdout.contains("value: \"{{item.flowrun_name}}\""), "\(run.stdout)")
+            let spec = workflows.first?["spec"] as? [String: Any]
+            let templates = spec?["templates"] as? [[String: Any]] ?? []
+            let dagTasks = templates.flatMap { ($0["dag"] as? [String: Any])?["tasks"] as? [[String: Any]] ?? [] }
+            let items = try #require(dagTasks.compactMap { $0["withItems"] as? [[String: Any]] }.first, "\(run.stdout)")
+            #expect(items.count == 6)
+            #expect(items.first as? [String: String] == [
+                "index": "0", "item": #"{"tool":"gzip","level":"1","ext":"gz"}"#, "flowrun_name": "compress[tool=gzip,level=1]",
+                "tool": "gzip", "level": "1", "ext": "gz",
+            ])
+
+            let directory = try TemporaryDirectory()
+            let nested = try directory.write("""
+                groups:
+                  deploy:
+                    foreach: [{ at: { region: eu } }]
+                    task: { run: "echo ${{ item.at.region }}" }
+                """, to: "nested.yaml")
+            let refused = try FlowrunBinary.run(["export", nested, "--to", "argo"])
+            #expect(refused.exitStatus == 2, "\(refused)")
+            #expect(refused.diagnostics == ["\(nested):4:28: error: cannot export to Argo: 'item.at.region': Argo reads only an item's top-level keys; read 'at' and pick inside it in the script"], "\(refused)")
+        }
     }
 }
