@@ -12,7 +12,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "flowrun", targets: ["flowrun"]),
-        .library(name: "FlowrunCore", targets: ["FlowrunCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -30,24 +29,80 @@ let package = Package(
         // signal forwarding, epoll, pidfd, memmem), the supervisor process, and
         // http tasks' client on libcurl, loaded with dlopen.
         .target(name: "CFlowrunSystem"),
-        // Model, validation, planning, execution, reporting and export:
-        // YAML nodes → Workflow → Plan → run → events, console and record.
-        .target(name: "FlowrunCore", dependencies: ["FlowrunYAML", "CFlowrunSystem"], swiftSettings: strictSettings),
+
+        // The stages, one target each; data flows one way (docs/ARCHITECTURE.md):
+        // YAML → Loading → Planning → Engine → (events) → Reporting, all over Model and Values.
+        // Plain values: the workflow, its tasks, groups, joins and expressions,
+        // and the diagnostics that point into the file.
+        .target(name: "FlowrunModel", swiftSettings: strictSettings),
+        // Values and the text they become, shared by planning, engine and reporters:
+        // expression evaluation and templates, JSON, secret masking, safe terminal text.
+        .target(name: "FlowrunValues", dependencies: ["FlowrunModel", "CFlowrunSystem"], swiftSettings: strictSettings),
+        // YAML nodes → Workflow, or every diagnostic at once.
+        .target(name: "FlowrunLoading", dependencies: ["FlowrunYAML", "FlowrunModel"], swiftSettings: strictSettings),
+        // Workflow + command-line choices → Plan (and its text and JSON for --dry-run).
+        .target(name: "FlowrunPlanning", dependencies: ["FlowrunModel", "FlowrunValues"], swiftSettings: strictSettings),
+        // What the engine tells reporters: RunEvent, TaskStatus, the reporter protocols,
+        // and the console writer whose dropped lines the summary counts.
+        .target(name: "FlowrunEvents", dependencies: ["FlowrunModel", "FlowrunValues", "CFlowrunSystem"], swiftSettings: strictSettings),
+        // The run folder: its layout and names, events.jsonl, task logs, summary.json.
+        // Written by the engine, readable by reporters and commands without the engine.
+        .target(name: "FlowrunRecord", dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunEvents"], swiftSettings: strictSettings),
+        // Plan → processes, requests, sleeps → events and an exit code. No YAML, no loading.
+        .target(
+            name: "FlowrunEngine",
+            dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunEvents", "FlowrunRecord", "CFlowrunSystem"],
+            swiftSettings: strictSettings),
+        // Events → plain lines, JSON lines, the live view; the plan as a graph. Not the engine.
+        .target(
+            name: "FlowrunReporting",
+            dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunEvents", "FlowrunRecord"],
+            swiftSettings: strictSettings),
+        // Plan → an Argo Workflows manifest.
+        .target(name: "FlowrunExport", dependencies: ["FlowrunModel", "FlowrunPlanning"], swiftSettings: strictSettings),
         // Argument parsing and wiring only.
         .executableTarget(
             name: "flowrun",
             dependencies: [
-                "FlowrunCore",
+                "FlowrunModel", "FlowrunValues", "FlowrunLoading", "FlowrunPlanning", "FlowrunEvents",
+                "FlowrunRecord", "FlowrunEngine", "FlowrunReporting", "FlowrunExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
         ),
         // Replays (and, built with the fuzzer, fuzzes) loader + validator on raw bytes.
-        .executableTarget(name: "flowrun-fuzz", dependencies: ["FlowrunCore"], path: "Fuzz/flowrun-fuzz", swiftSettings: strictSettings),
+        .executableTarget(name: "flowrun-fuzz", dependencies: ["FlowrunModel", "FlowrunLoading", "FlowrunPlanning"], path: "Fuzz/flowrun-fuzz", swiftSettings: strictSettings),
         .testTarget(
             name: "FlowrunYAMLTests", dependencies: ["FlowrunYAML"],
             exclude: ["yaml-test-suite-known-differences.txt"], swiftSettings: strictSettings),
-        .testTarget(name: "FlowrunCoreTests", dependencies: ["FlowrunCore"], swiftSettings: strictSettings),
-        .testTarget(name: "FlowrunEndToEndTests", dependencies: ["FlowrunCore"], swiftSettings: strictSettings),
+        // Helpers the unit test targets share (validate YAML text, parse an expression).
+        .target(
+            name: "FlowrunTestSupport", dependencies: ["FlowrunModel", "FlowrunLoading"],
+            path: "Tests/FlowrunTestSupport", swiftSettings: strictSettings),
+        // Unit tests, one target per stage (folders mirror Sources/).
+        .testTarget(name: "FlowrunModelTests", dependencies: ["FlowrunModel", "FlowrunLoading", "FlowrunTestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "FlowrunLoadingTests", dependencies: ["FlowrunModel", "FlowrunLoading", "FlowrunPlanning", "FlowrunTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "FlowrunPlanningTests", dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "FlowrunValuesTests", dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(name: "FlowrunRecordTests", dependencies: ["FlowrunEvents", "FlowrunRecord"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "FlowrunEngineTests",
+            dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunEvents", "FlowrunRecord", "FlowrunEngine", "FlowrunTestSupport", "CFlowrunSystem"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "FlowrunReportingTests",
+            dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunEvents", "FlowrunReporting"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "FlowrunExportTests", dependencies: ["FlowrunModel", "FlowrunPlanning", "FlowrunExport", "FlowrunTestSupport"],
+            swiftSettings: strictSettings),
+        // The built binary on real workflow files, processes, signals and terminals.
+        .testTarget(name: "FlowrunEndToEndTests", dependencies: ["FlowrunLoading"], swiftSettings: strictSettings),
     ]
 )

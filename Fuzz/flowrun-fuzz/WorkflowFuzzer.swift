@@ -1,4 +1,6 @@
-import FlowrunCore
+import FlowrunModel
+import FlowrunLoading
+import FlowrunPlanning
 
 /// Runs raw bytes through the whole front end — load, validate, plan, render —
 /// and traps when an invariant that holds for any input is broken.

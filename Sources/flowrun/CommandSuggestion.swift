@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FlowrunCore
 
 /// `flowrun grpah x.yaml`: a first word that is no file and is close to a
 /// subcommand's name is a misspelt subcommand, not a workflow that cannot

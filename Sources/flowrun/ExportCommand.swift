@@ -1,8 +1,10 @@
 import ArgumentParser
-import FlowrunCore
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunModel
+import FlowrunRecord
+import FlowrunExport
 
 /// `flowrun export FILE --to argo [--image IMAGE] [--namespace NS] [--template] [--strict] [-o OUT]`
 struct ExportCommand: ParsableCommand {

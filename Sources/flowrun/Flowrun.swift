@@ -1,5 +1,5 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunEngine
 
 /// `flowrun` — run, validate and plan declarative workflows.
 @main

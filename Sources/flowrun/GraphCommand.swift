@@ -1,5 +1,5 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunReporting
 
 /// `flowrun graph [FILE] [--format dot|mermaid]`
 struct GraphCommand: ParsableCommand {

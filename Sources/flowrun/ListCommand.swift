@@ -1,5 +1,4 @@
 import ArgumentParser
-import FlowrunCore
 
 /// `flowrun list [FILE] [--output text|json]`
 struct ListCommand: ParsableCommand {

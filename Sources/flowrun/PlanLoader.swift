@@ -1,5 +1,7 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunModel
+import FlowrunLoading
+import FlowrunPlanning
 
 /// The front half every command shares: validate the file (diagnostics to
 /// stderr) and plan it, or exit 2.

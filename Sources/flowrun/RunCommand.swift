@@ -1,5 +1,10 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunModel
+import FlowrunPlanning
+import FlowrunEvents
+import FlowrunRecord
+import FlowrunEngine
+import FlowrunReporting
 
 /// `flowrun [FILE] [--dry-run] …` — the default command.
 struct RunCommand: ParsableCommand {

@@ -1,7 +1,8 @@
-import FlowrunCore
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunModel
+import FlowrunRecord
 
 /// Writing to stdout/stderr and knowing whether they are terminals.
 enum Terminal {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import FlowrunCore
+import FlowrunModel
+import FlowrunLoading
 
 /// `flowrun validate [FILE...]`
 struct ValidateCommand: ParsableCommand {

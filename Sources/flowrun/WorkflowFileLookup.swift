@@ -1,5 +1,4 @@
 import ArgumentParser
-import FlowrunCore
 #if canImport(Glibc)
 import Glibc
 #endif

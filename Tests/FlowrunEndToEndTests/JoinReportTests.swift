@@ -287,7 +287,7 @@ extension RunEndToEnd {
     }
 }
 
-/// What `PathText.shortened` does, for expectations (the test target cannot see FlowrunCore's internals).
+/// What `PathText.shortened` does, for expectations (the test target cannot see FlowrunReporting's internals).
 enum PathShape {
     static func shortened(_ path: String, to columns: Int) -> String {
         guard path.count > columns else { return path }

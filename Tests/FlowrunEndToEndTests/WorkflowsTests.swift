@@ -1,4 +1,4 @@
-import FlowrunCore
+import FlowrunLoading
 import Foundation
 import Testing
 

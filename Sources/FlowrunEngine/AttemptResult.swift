@@ -1,0 +1,36 @@
+import FlowrunEvents
+
+/// How one attempt of a task ended.
+struct AttemptResult: Sendable {
+    /// succeeded, failed, timedOut or cancelled.
+    var status: TaskStatus
+    var exitCode: Int?
+    var signal: Int?
+    /// The stash's stdout: the last 1 MiB, `::progress::` lines left out, trailing newline removed.
+    var stdout = ""
+    /// Set when the whole stdout is longer than the stash's 1 MiB (see `OversizedStdout`).
+    var oversizedStdout: OversizedStdout?
+    var outputs: [(key: String, value: String)] = []
+    /// Why it did not succeed, for people: "exit 3", "timed out after 5s", "HTTP 500 (expected 200)".
+    var reason: String?
+    /// Whether the attempt wrote to the task's log (which exists only once something was written).
+    var wroteLog = false
+
+    init(status: TaskStatus, exitCode: Int? = nil, signal: Int? = nil, reason: String? = nil) {
+        self.status = status
+        self.exitCode = exitCode
+        self.signal = signal
+        self.reason = reason
+    }
+}
+
+/// One attempt of a task in flight. `start` and `cancel` are called on the
+/// engine's queue; the attempt reports exactly once through the completion it
+/// was given, on that queue.
+protocol TaskAttempt: AnyObject {
+    func start()
+    /// Stop early (timeout, cancellation): the attempt still reports, with the given status.
+    func stop(as status: TaskStatus, reason: String)
+    /// Stop at once (a second Ctrl-C): SIGKILL, no grace.
+    func kill()
+}

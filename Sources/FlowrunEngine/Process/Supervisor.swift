@@ -1,0 +1,46 @@
+import CFlowrunSystem
+
+/// flowrun as two processes that watch each other, so that nothing a run
+/// started outlives it even when flowrun itself is killed with SIGKILL or by
+/// the OOM killer (SPEC §11).
+///
+/// The first process, the pid the shell knows, is a small C supervisor (it
+/// runs no Swift after the split, and allocates only for its last sweep of
+/// /proc, once the engine is gone): a child subreaper
+/// that passes stop signals on to its child, the engine, and when the engine
+/// is gone, however it went, kills every descendant left and exits with the
+/// engine's status (128+N when it died of signal N). The engine learns of the
+/// supervisor's death from a pipe only the supervisor holds
+/// (`RunEngine.watchSupervisor`) and then kills every task at once.
+///
+/// Why a pipe and not PR_SET_PDEATHSIG alone: a pipe's end of file cannot be
+/// missed, even if the supervisor died before the engine started listening
+/// (PDEATHSIG needs a getppid() check after it, and a handler in a signal
+/// path the engine already uses for SIGINT/SIGTERM/SIGHUP).
+package enum Supervisor {
+    /// Splits flowrun into supervisor and engine. Call first thing in `main`,
+    /// while the process has a single thread. Returns in the engine (or, if
+    /// the split fails, in the one unsupervised process).
+    package static func split() {
+        _ = flowrun_supervise()
+    }
+
+    /// In the engine: calls `gone` (on a thread of its own) once the
+    /// supervisor has died. False when flowrun runs unsupervised.
+    @discardableResult
+    static func whenGone(_ gone: @escaping @Sendable () -> Void) -> Bool {
+        let box = Unmanaged.passRetained(GoneCallback(gone))
+        let started = flowrun_watch_supervisor({ context in
+            guard let context else { return }
+            Unmanaged<GoneCallback>.fromOpaque(context).takeRetainedValue().call()
+        }, box.toOpaque())
+        if started != 0 { box.release() }
+        return started == 0
+    }
+}
+
+/// The closure `Supervisor.whenGone` hands through C.
+private final class GoneCallback: Sendable {
+    let call: @Sendable () -> Void
+    init(_ call: @escaping @Sendable () -> Void) { self.call = call }
+}

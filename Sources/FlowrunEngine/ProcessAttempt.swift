@@ -1,0 +1,507 @@
+import CFlowrunSystem
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunValues
+import FlowrunEvents
+import FlowrunRecord
+
+/// `run: SCRIPT`: one attempt as a process tree.
+///
+/// The shell starts in a session of its own (leading its process group, with
+/// no controlling terminal) with a tree marker in its
+/// environment. Its stdout and stderr come through two pipes, read by the
+/// `OutputPump` (one thread for all tasks): every chunk is appended to the
+/// task's log at once (the `TaskLog` is created at the first byte), and
+/// stdout's chunks are fed to a `StdoutCapture` (the last 1 MiB, progress
+/// lines out), so memory stays flat whatever the task prints. The attempt is
+/// over when the shell has exited, both pipes have closed and nothing of its
+/// tree is left: leftovers (a background job, a `setsid` daemon) are stopped
+/// like a timeout would stop them.
+final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
+    // @unchecked: state below is touched on `queue` (the engine's), except
+    // `capture`, `lastProgress`, `log` and the maskers, which only the pump's thread
+    // touches until both pipes have ended (handed back on `queue`).
+    struct Setup {
+        var shell: String
+        var script: String
+        var environment: [String]
+        var inherited: InheritedEnvironment?
+        var workingDirectory: String?
+        /// The task's log in the run record.
+        var log: TaskLog
+        /// The log's path through flowrun's handle on the run folder: the
+        /// files flowrun makes for an attempt (a long stdout, a long script)
+        /// are named after it, and never reached through a swapped folder.
+        var logPathForFiles: String
+        /// The attempt's number (from 1): names the files flowrun makes for it next to the log.
+        var attempt: Int
+        /// The run record's folder, and the name of this attempt's
+        /// `$FLOWRUN_OUTPUT` file in its `outputs/`.
+        var record: RunFolder
+        var outputFileName: String
+        var tree: ProcessTreeMarker
+        var grace: Duration
+        /// Keep flowrun's copies of the pipes' write ends until the shell has
+        /// exited (see `OutputPump.endWithoutWriters`): two more descriptors
+        /// while the task runs.
+        var holdsWriteEnds = false
+        /// Tells whether the attempt may have written its outputs file (nil: look).
+        var outputFiles: OutputFilesWatch?
+        /// Hides secrets in what goes to the log and `--stream` (nil: none).
+        var secretMasker: SecretMasker?
+    }
+
+    private let setup: Setup
+    private let queue: DispatchQueue
+    private let pump: OutputPump
+    private let reaper: ChildReaper
+    private let killer: ProcessTreeKiller
+    private let onProgress: (Int) -> Void
+    /// With `--stream`: each whole line of output (true: of stderr), on the pump's thread.
+    private let onLine: ((String, Bool) -> Void)?
+    private var partialLine: [UInt8] = []
+    private var partialErrorLine: [UInt8] = []
+    private let completion: (AttemptResult) -> Void
+    /// Whether flowrun has children that are not running task shells.
+    private let escapeesExist: () -> Bool
+    /// Descriptors ran short (EMFILE, ENFILE): hands the engine a retry to
+    /// run when a task ends; false if no task runs that would free any.
+    private let waitForDescriptors: (@escaping () -> Void) -> Bool
+    /// Whether one more task's descriptors fit under flowrun's limit now.
+    private let descriptorsFit: () -> Bool
+    /// Whether the attempt waits for descriptors (it has started nothing).
+    private var waitingForDescriptors = false
+    /// Retries made while no other task ran (see `waitsForDescriptors`).
+    private var idleDescriptorRetries = 0
+
+    /// The shell's pid (= its process group), 0 until started.
+    private(set) var pid: Int32 = 0
+    private var exit: ProcessExit?
+    private var stoppedAs: (status: TaskStatus, reason: String)?
+    private var stopping = false
+    private var treeGone = false
+    private var done = false
+    /// The pump's registrations of the read ends (stdout's, stderr's) whose
+    /// output has not ended yet.
+    private var openOutputs: [OutputPump.Registration] = []
+    private var capture: StdoutCapture
+    private let log: TaskLog
+    /// One masker per pipe: a secret may be cut across two chunks of one.
+    private let stdoutMasking: SecretMaskingStream?
+    private let stderrMasking: SecretMaskingStream?
+    private var lastProgress = -1
+    private var outputDeadlineSet = false
+    private var outputFilesStamp: UInt64 = 0
+    /// flowrun's copies of the pipes' write ends, held until the shell exits.
+    private var heldWriteEnds: [Int32] = []
+    private var stdoutRegistration: OutputPump.Registration?
+
+    init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
+         escapeesExist: @escaping () -> Bool, descriptorsFit: @escaping () -> Bool = { true },
+         waitForDescriptors: @escaping (@escaping () -> Void) -> Bool = { _ in false },
+         onProgress: @escaping (Int) -> Void, onLine: ((String, Bool) -> Void)? = nil,
+         completion: @escaping (AttemptResult) -> Void) {
+        self.onLine = onLine
+        self.waitForDescriptors = waitForDescriptors
+        self.descriptorsFit = descriptorsFit
+        self.escapeesExist = escapeesExist
+        self.setup = setup
+        self.queue = queue
+        self.pump = pump
+        self.reaper = reaper
+        self.killer = killer
+        self.onProgress = onProgress
+        self.completion = completion
+        log = setup.log
+        // The window is two bytes over the limit, so a value of exactly 1 MiB
+        // keeps its `\r\n` and stays whole; any longer value is spilled whole.
+        capture = StdoutCapture(
+            limit: ValueLimit.bytes + 2, spill: StdoutSpill.Location(log: setup.logPathForFiles, attempt: setup.attempt),
+            spillAfter: ValueLimit.bytes)
+        stdoutMasking = setup.secretMasker?.stream()
+        stderrMasking = setup.secretMasker?.stream()
+    }
+
+    var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
+
+    func start() {
+        // Neither the log nor $FLOWRUN_OUTPUT is created here: a task that
+        // prints nothing costs no log, one that writes no outputs no outputs
+        // file (`>>` creates it; each attempt has its own name).
+        outputFilesStamp = setup.outputFiles?.stamp ?? 0
+        // Under a tight limit, wait before the pipes: the log is opened
+        // later, when the task first prints, and must not be what fails.
+        if !descriptorsFit(), waitsForDescriptors(EMFILE) { return }
+        var stdoutPipe: [Int32] = [-1, -1]
+        var stderrPipe: [Int32] = [-1, -1]
+        guard flowrun_pipe_cloexec(&stdoutPipe) == 0 else {
+            let error = errno
+            if waitsForDescriptors(error) { return }
+            fail("cannot set up the task's output: \(String(cString: strerror(error)))")
+            return
+        }
+        guard flowrun_pipe_cloexec(&stderrPipe) == 0 else {
+            let error = errno
+            for end in stdoutPipe { close(end) }
+            if waitsForDescriptors(error) { return }
+            fail("cannot set up the task's output: \(String(cString: strerror(error)))")
+            return
+        }
+        var request = LaunchRequest(
+            shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
+            workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
+        if ScriptFile.isNeeded(for: setup.script) {
+            let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: "sh")
+            if let problem = ScriptFile.write(setup.script, to: path) {
+                for end in stdoutPipe + stderrPipe { close(end) }
+                fail(problem)
+                return
+            }
+            request.scriptFile = path
+        }
+        do {
+            // Held strongly until the exit (a weak reference would cost each attempt a side table).
+            pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
+        } catch {
+            for end in stdoutPipe + stderrPipe { close(end) }
+            if waitsForDescriptors(error.code) { return }
+            if error.code == E2BIG {
+                // Each value fits, but all of them together pass the kernel's limit (ARG_MAX).
+                fail("cannot start \(setup.shell): the task's environment is larger than the kernel accepts for a new process (\(setup.environment.reduce(0) { $0 + $1.utf8.count + 1 }.grouped) bytes of variables set by flowrun and env:, besides the inherited ones); pass large values through files")
+            } else {
+                fail("cannot start \(setup.shell): \(error)")
+            }
+            return
+        }
+        if setup.holdsWriteEnds {
+            heldWriteEnds = [stdoutPipe[1], stderrPipe[1]]
+        } else {
+            close(stdoutPipe[1])
+            close(stderrPipe[1])
+        }
+        let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
+        let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
+            data: { [self] chunk in
+                show(chunk, through: stdoutMasking) { shown in
+                    log.write(shown)
+                    if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
+                }
+                if let progress = capture.append(chunk) { reportProgress(progress) }
+            },
+            end: { [self] in
+                let capture = stdoutEnded()
+                pump.deliver { self.outputEnded(stdoutRead, capture: capture) }
+            }))
+        let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
+            data: { [self] chunk in
+                show(chunk, through: stderrMasking) { shown in
+                    log.write(shown)
+                    if onLine != nil { streamLines(shown, into: &partialErrorLine, isError: true) }
+                }
+            },
+            end: { [self] in
+                stderrEnded()
+                if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
+                pump.deliver { self.outputEnded(stderrRead, capture: nil) }
+            }))
+        openOutputs = [stdoutRegistration, stderrRegistration]
+        self.stdoutRegistration = stdoutRegistration
+    }
+
+    deinit {
+        for end in heldWriteEnds { close(end) }
+    }
+
+    /// On the pump's thread, when stdout has ended: the last partial line and
+    /// progress value, and the capture as it stands.
+    private func stdoutEnded() -> StdoutCapture {
+        stdoutMasking?.finish { shown in
+            log.write(shown)
+            if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
+        }
+        if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self), false) }
+        if let progress = capture.finish() { reportProgress(progress) }
+        return capture
+    }
+
+    /// On the pump's thread, when stderr has ended: what its masker held back.
+    private func stderrEnded() {
+        stderrMasking?.finish { log.write($0) }
+    }
+
+    /// On the pump's thread: output as it may be shown, secrets masked (a
+    /// few bytes that may begin one wait for the next chunk).
+    private func show(_ chunk: UnsafeRawBufferPointer, through masking: SecretMaskingStream?, _ sink: (UnsafeRawBufferPointer) -> Void) {
+        if let masking { masking.write(chunk, to: sink) } else { sink(chunk) }
+    }
+
+    /// Text flowrun itself writes to the log, secrets masked.
+    private func shown(_ text: String) -> String { setup.secretMasker?.mask(text) ?? text }
+
+    /// On the pump's thread: hands on whole lines, keeping a partial one
+    /// (at most 64 KiB of it) for the next chunk.
+    private func streamLines(_ chunk: UnsafeRawBufferPointer, into partialLine: inout [UInt8], isError: Bool) {
+        guard let onLine else { return }
+        var start = 0
+        for (offset, byte) in chunk.enumerated() where byte == UInt8(ascii: "\n") {
+            partialLine.append(contentsOf: chunk[start..<offset])
+            let line = String(decoding: partialLine, as: UTF8.self)
+            partialLine.removeAll(keepingCapacity: true)
+            if isError || !line.hasPrefix("::progress::") { onLine(line, isError) }
+            start = offset + 1
+        }
+        partialLine.append(contentsOf: chunk[start...])
+        if partialLine.count > 64 * 1024 {
+            onLine(String(decoding: partialLine, as: UTF8.self), isError)
+            partialLine.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// On the pump's thread: forwards whole-percent changes only.
+    private func reportProgress(_ value: Double) {
+        let percent = Int(value.rounded(.down))
+        guard percent != lastProgress else { return }
+        lastProgress = percent
+        guard !readsOnEngineQueue else {
+            // Already there (`releaseWriteEnds`), and the attempt ends next:
+            // a queued report would come after its end and be dropped.
+            onProgress(percent)
+            return
+        }
+        queue.async { [weak self] in self?.onProgress(percent) }
+    }
+
+    /// Whether output is being read on the engine's queue (the pump's thread in a batch).
+    private var readsOnEngineQueue = false
+
+    private var finalCapture: StdoutCapture?
+
+    /// One pipe's output ended (the pump has closed it); stdout's brings the capture.
+    private func outputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
+        noteOutputEnded(descriptor, capture: capture)
+        finishIfOver()
+    }
+
+    private func noteOutputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
+        openOutputs.removeAll { $0.descriptor == descriptor }
+        if let capture { finalCapture = capture }
+    }
+
+    private func exited(_ exit: ProcessExit) {
+        self.exit = exit
+        releaseWriteEnds()
+        finishIfOver()
+    }
+
+    /// Closes the write ends flowrun held. On the pump's thread the pipes
+    /// that have no writer left are read to their end at once; any other
+    /// pipe ends through the pump as usual (a background job still has it).
+    private func releaseWriteEnds() {
+        guard !heldWriteEnds.isEmpty else { return }
+        for end in heldWriteEnds { close(end) }
+        heldWriteEnds = []
+        guard pump.isCurrentThread else { return }
+        readsOnEngineQueue = true
+        defer { readsOnEngineQueue = false }
+        for registration in pump.endWithoutWriters(openOutputs) {
+            // The pump's part of an end, then the engine's: both are this thread's now.
+            if registration != stdoutRegistration { stderrEnded() }
+            noteOutputEnded(registration.descriptor, capture: registration == stdoutRegistration ? stdoutEnded() : nil)
+        }
+    }
+
+    /// Over when the shell has exited, nothing of its tree is left and both pipes have closed.
+    private func finishIfOver() {
+        guard !done, exit != nil else { return }
+        if !treeGone && !stopping {
+            if ProcessTreeKiller.hasLiveMembers(processGroup: pid) || escapeesExist() {
+                // Leftovers (a background job, a daemon): stop them as a timeout would.
+                stopTree()
+                return
+            }
+            treeGone = true
+        }
+        guard treeGone else { return }
+        // No writer of the tree is left, so the pipes end as soon as their last
+        // bytes are read; should something outside the tree still hold one (a
+        // setsid, env -i escapee), stop listening soon — whichever way the tree went.
+        if !openOutputs.isEmpty {
+            if !outputDeadlineSet {
+                outputDeadlineSet = true
+                queue.asyncAfter(deadline: .now() + 2) { [weak self] in
+                    guard let self, !self.done else { return }
+                    for registration in self.openOutputs { self.pump.close(registration) }
+                }
+            }
+            return
+        }
+        complete()
+    }
+
+    private func stopTree() {
+        guard !stopping else { return }
+        stopping = true
+        killer.terminate(tree, grace: setup.grace, on: queue) { [weak self] in
+            guard let self else { return }
+            self.treeGone = true
+            self.finishIfOver()
+        }
+    }
+
+    func stop(as status: TaskStatus, reason: String) {
+        guard !done, stoppedAs == nil else { return }
+        stoppedAs = (status, reason)
+        if waitingForDescriptors { return endWaitingForDescriptors(as: status, reason: reason) }
+        guard pid > 0 else { return }
+        stopTree()
+    }
+
+    func kill() {
+        if waitingForDescriptors { return endWaitingForDescriptors(as: stoppedAs?.status ?? .cancelled, reason: stoppedAs?.reason ?? "killed") }
+        guard !done, pid > 0 else { return }
+        if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
+        stopping = true
+        killer.kill(tree, on: queue) { [weak self] in
+            guard let self else { return }
+            self.treeGone = true
+            self.finishIfOver()
+        }
+    }
+
+    private func complete() {
+        guard !done else { return }
+        done = true
+        var result: AttemptResult
+        switch exit {
+        case .exited(let code)?:
+            result = AttemptResult(status: code == 0 ? .succeeded : .failed, exitCode: Int(code), reason: code == 0 ? nil : "exit \(code)")
+        case .signalled(let signal)?:
+            result = AttemptResult(status: .failed, exitCode: 128 + Int(signal), signal: Int(signal), reason: "killed by \(ProcessExit.signalled(signal))")
+        case nil:
+            result = AttemptResult(status: .failed)
+        }
+        if let stoppedAs {
+            result.status = stoppedAs.status
+            result.reason = stoppedAs.reason
+        }
+        result.stdout = finalCapture?.stash ?? ""
+        if let finalCapture, finalCapture.valueByteCount > ValueLimit.bytes {
+            result.oversizedStdout = OversizedStdout(byteCount: finalCapture.valueByteCount, file: finalCapture.spilledPath)
+            result.stdout = ValueLimit.tail(result.stdout)  // shown in the summary and join blocks, never used as the value
+        }
+        result.outputs = readOutputs()
+        if let problem = log.problem ?? finalCapture?.spillProblem {
+            // Output that could not be kept is output lost: say so, and fail.
+            result.status = result.status == .succeeded ? .failed : result.status
+            result.reason = problem
+        }
+        log.close()
+        result.wroteLog = log.exists
+        completion(result)
+    }
+
+    /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
+    private func readOutputs() -> [(key: String, value: String)] {
+        // Most attempts write none: no lookup at all when nothing was written
+        // in `outputs/` meanwhile.
+        if let outputFiles = setup.outputFiles, !outputFiles.mayHaveWritten(since: outputFilesStamp) { return [] }
+        // Relative to the run folder flowrun holds, never through a link.
+        let descriptor = setup.record.openOutputsFile(setup.outputFileName)
+        guard descriptor >= 0 else { return [] }
+        defer { close(descriptor) }
+        var info = stat()
+        fstat(descriptor, &info)
+        let size = Int(info.st_size)
+        var bytes = [UInt8](repeating: 0, count: min(size, OutputFileParser.sizeLimit + 1))
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
+        for problem in parsed.problems { log.write(shown("flowrun: $FLOWRUN_OUTPUT \(problem)\n")) }
+        return parsed.pairs
+    }
+
+    /// When `error` says descriptors ran short (EMFILE, ENFILE), the attempt
+    /// starts again once another task has ended and freed some; with no
+    /// other task running, every 50 ms for at most 5 s (descriptors a task
+    /// that just ended still held come free a moment later). False: fail.
+    private func waitsForDescriptors(_ error: Int32) -> Bool {
+        guard error == EMFILE || error == ENFILE else { return false }
+        waitingForDescriptors = true
+        if waitForDescriptors({ [weak self] in self?.startAfterWaiting() }) { return true }
+        guard idleDescriptorRetries < 100 else {
+            waitingForDescriptors = false
+            return false
+        }
+        idleDescriptorRetries += 1
+        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in self?.startAfterWaiting() }
+        return true
+    }
+
+    private func startAfterWaiting() {
+        guard waitingForDescriptors, !done else { return }
+        waitingForDescriptors = false
+        start()
+    }
+
+    /// Stopped (a timeout, a cancel) while it waited for descriptors: it
+    /// never started, so it ends at once.
+    private func endWaitingForDescriptors(as status: TaskStatus, reason: String) {
+        waitingForDescriptors = false
+        done = true
+        log.close()
+        var result = AttemptResult(status: status, reason: reason)
+        result.wroteLog = log.exists
+        queue.async { [result] in self.completion(result) }
+    }
+
+    private func fail(_ reason: String) {
+        log.write(shown("flowrun: \(reason)\n"))
+        log.close()
+        done = true
+        var result = AttemptResult(status: .failed, reason: reason)
+        result.wroteLog = log.exists
+        queue.async { [result] in self.completion(result) }
+    }
+}
+
+/// Children of flowrun that are not task shells: descendants that escaped
+/// their group and were re-parented to flowrun, the child subreaper.
+enum EscapedChildren {
+    /// Whether flowrun has a child that is not one of `leaders` (the running
+    /// task shells). Orphans are re-parented to the subreaper's main thread
+    /// (flowrun never spawns from it), so one file tells: its `children`.
+    /// `leaders` is asked for only when that file lists anyone (a task shell
+    /// lands there when the Dispatch thread that spawned it exits).
+    static func exist(besides leaders: () -> Set<Int32>) -> Bool {
+        guard childrenFile >= 0 else { return false }
+        // One pread from the start regenerates the list: no open and close per look.
+        var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        let count = withUnsafeMutableBytes(of: &buffer) { pread(childrenFile, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return false }
+        // More than fits here: read it whole.
+        let text = count < MemoryLayout.size(ofValue: buffer)
+            ? withUnsafeBytes(of: &buffer) { String(decoding: $0[..<count], as: UTF8.self) }
+            : wholeChildrenFile()
+        let running = leaders()
+        return text.split(separator: " ").contains { Int32($0).map { !running.contains($0) } ?? false }
+    }
+
+    /// The main thread's `children` file, open for the life of the process
+    /// (flowrun's pid does not change); -1 if it cannot be read.
+    private static let childrenFile: Int32 = {
+        let me = getpid()
+        return open("/proc/\(me)/task/\(me)/children", O_RDONLY | O_CLOEXEC)
+    }()
+
+    private static func wholeChildrenFile() -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { pread(childrenFile, $0.baseAddress, $0.count, off_t(bytes.count)) }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,182 @@
+import FlowrunEvents
+
+/// Joins (SPEC §5): complete at quorum and cancel the rest, fail when the
+/// quorum is out of reach, or stop waiting at the deadline with partial results.
+extension RunEngine {
+    /// The join's clock starts when the first of its members starts.
+    func joinClockStarts(_ index: Int) {
+        guard nodes[index].kind == .join, nodes[index].startedAt == nil else { return }
+        nodes[index].startedAt = elapsed
+        nodes[index].status = .running
+        if let timeout = nodes[index].timeout {
+            startTimer(.join(index), after: timeout) { $0.joinTimedOut(index) }
+        }
+        // A join that waits for joins starts their clocks too.
+        for join in nodes[index].joins { joinClockStarts(join) }
+    }
+
+    func joinMemberSettled(_ index: Int) {
+        guard !nodes[index].status.isFinal else { return }
+        nodes[index].settledMembers += 1
+        let succeeded = nodes[index].members.filter(countsAsSucceeded).count
+        nodes[index].succeededMembers = succeeded
+        let total = nodes[index].members.count
+        let required = nodes[index].required
+        if succeeded >= required {
+            completeJoin(index, .succeeded, why: "\(succeeded)/\(total) succeeded")
+        } else if total - nodes[index].settledMembers + succeeded < required {
+            completeJoin(index, .failed, why: "only \(succeeded) of \(total) can succeed, \(required) needed")
+        }
+    }
+
+    /// Whether a member counts toward `need` (SPEC §5): it succeeded, or it
+    /// failed with `continue_on_error: true` — allowed to fail, as for its
+    /// dependents; the join block still shows it failed.
+    func countsAsSucceeded(_ member: Int) -> Bool {
+        nodes[member].isOK
+    }
+
+    /// Joins with nothing to wait for complete at once.
+    func settleEmptyJoins() {
+        for index in nodes.indices where nodes[index].kind == .join && nodes[index].status == .pending && nodes[index].required == 0 {
+            completeJoin(index, .succeeded, why: "nothing to wait for")
+        }
+    }
+
+    private func joinTimedOut(_ index: Int) {
+        guard !nodes[index].status.isFinal, let join = nodes[index].joinDefinition else { return }
+        nodes[index].joinTimedOut = true
+        completeJoin(index, join.onTimeout == .continue ? .succeeded : .timedOut, why: "deadline passed")
+    }
+
+    private func completeJoin(_ index: Int, _ status: TaskStatus, why: String) {
+        cancelTimer(.join(index))
+        let unsettled = nodes[index].members.filter { !nodes[$0].status.isFinal }
+        settle(index, status, why: why)
+        // Members still running are no longer wanted: cancelled, not failed.
+        for member in unsettled where !nodes[member].status.isFinal {
+            cancel(member, reason: .joinSettled)
+        }
+    }
+
+    func emitJoinCompleted(_ index: Int, status: TaskStatus) {
+        let node = nodes[index]
+        var completed = event(.joinCompleted, index)
+        completed.status = status
+        completed.members = node.members.count
+        completed.succeeded = node.members.filter { nodes[$0].status == .succeeded }.count
+        completed.required = node.required
+        completed.timedOut = node.joinTimedOut
+        completed.duration = node.startedAt.map { elapsed - $0 } ?? 0
+        completed.missing = node.members.filter { !nodes[$0].status.isFinal }.map { nodes[$0].name }
+        completed.report = joinReport(index)
+        var report = memberReport(index, status: status, duration: completed.duration ?? 0, missing: node.joinTimedOut ? completed.missing ?? [] : [])
+        // The whole report goes to the record first; the event carries it capped, pointing there.
+        report.path = record.joinReportPath(for: node.name)
+        if record.writeJoinReport(shown(json: report.json()), for: node.name) != nil { report.path = nil }
+        completed.joinReport = report
+        emit(completed)
+    }
+
+    /// The join's members one by one (a group's members each), with their
+    /// stashes, or only what `report:` names.
+    private func memberReport(_ index: Int, status: TaskStatus, duration: Double, missing: [String]) -> JoinReport {
+        let node = nodes[index]
+        // What `report:` selects, per member name: nil shows every member's whole stash.
+        var selected: [String: [String]]?
+        if let items = node.joinDefinition?.report {
+            var fields: [String: [String]] = [:]
+            let names = node.members.map { nodes[$0].name }
+            for item in items {
+                // Member names may hold dots: the longest member name the entry starts with.
+                guard let name = names.filter({ item.text.hasPrefix($0 + ".") }).max(by: { $0.count < $1.count }) else { continue }
+                fields[name, default: []].append(String(item.text.dropFirst(name.count + 1)))
+            }
+            selected = fields
+        }
+        var members: [JoinReport.Member] = []
+        for member in node.members {
+            let fields = selected.map { $0[nodes[member].name] ?? [] }
+            if nodes[member].kind == .group {
+                let showsStash = fields.map { $0.contains("results") } ?? true
+                for inner in nodes[member].members {
+                    members.append(reportMember(inner, group: nodes[member].name, fields: showsStash ? nil : [], joinTimedOut: node.joinTimedOut, joinStatus: status))
+                }
+                // Other fields of the group itself (`status`), when named.
+                if let fields, fields.contains(where: { $0 != "results" }) {
+                    members.append(reportMember(member, group: nil, fields: fields.filter { $0 != "results" }, joinTimedOut: node.joinTimedOut, joinStatus: status))
+                }
+            } else {
+                members.append(reportMember(member, group: nil, fields: fields, joinTimedOut: node.joinTimedOut, joinStatus: status))
+            }
+        }
+        return JoinReport(name: node.name, status: status, timedOut: node.joinTimedOut, counted: node.members.count,
+                          succeeded: node.members.filter { nodes[$0].status == .succeeded }.count, required: node.required,
+                          duration: duration, missing: missing, members: members, path: nil)
+    }
+
+    /// One member's line of the report; `fields` nil means its whole stash.
+    private func reportMember(_ member: Int, group: String?, fields: [String]?, joinTimedOut: Bool, joinStatus: TaskStatus) -> JoinReport.Member {
+        let node = nodes[member]
+        let outcome: JoinReport.Outcome
+        switch node.status {
+        case .succeeded: outcome = .succeeded
+        case .failed, .timedOut:
+            outcome = node.definition?.value.continueOnError == true ? .failedAllowed : node.status == .failed ? .failed : .timedOut
+        case .cancelled: outcome = node.cancelReason == .joinSettled ? .notNeeded : .cancelled
+        case .skipped: outcome = .skipped
+        case .pending, .waiting, .running: outcome = joinTimedOut ? .missing : joinStatus == .succeeded ? .notNeeded : .cancelled
+        }
+        var values: [JoinReport.Value] = []
+        if let fields, node.status.isFinal {
+            for field in fields {
+                // `outputs.path` shows as `path=…`, like the whole stash's output keys.
+                let key = field.hasPrefix("outputs.") ? String(field.dropFirst("outputs.".count)) : field
+                values.append(JoinReport.Value(key: key, text: stashValue(of: member, field: field) ?? "", isStdout: field == "stdout"))
+            }
+        } else if node.kind == .task, node.status.isFinal {
+            for output in node.stash.outputs { values.append(JoinReport.Value(key: output.key, text: output.value, isStdout: false)) }
+            if !node.stash.stdout.isEmpty { values.append(JoinReport.Value(key: "stdout", text: node.stash.stdout, isStdout: true)) }
+        }
+        let duration = node.kind == .task ? node.stash.duration : node.startedAt.map { (node.finishedAt ?? elapsed) - $0 }
+        return JoinReport.Member(name: node.name, group: group, item: node.item?.text, outcome: outcome, duration: duration,
+                                 values: values, log: node.hasLog ? record.logPath(index: member, name: node.name) : nil)
+    }
+
+    /// The values a join reports: its `report:` entries, or every member's stash.
+    private func joinReport(_ index: Int) -> [(key: String, value: String)] {
+        let node = nodes[index]
+        if let items = node.joinDefinition?.report {
+            return items.map { item in (item.text, reportValue(member: item.member, field: item.field, fullText: item.text, members: node.members)) }
+        }
+        var values: [(key: String, value: String)] = []
+        // Only members that succeeded have a stash worth showing; the rest are `missing`.
+        for member in node.members where nodes[member].status == .succeeded {
+            let memberNode = nodes[member]
+            switch memberNode.kind {
+            case .task:
+                values.append(("\(memberNode.name).stdout", memberNode.stash.stdout))
+                for output in memberNode.stash.outputs { values.append(("\(memberNode.name).outputs.\(output.key)", output.value)) }
+            case .group:
+                values.append(("\(memberNode.name).results", groupResultsJSON(member)))
+            case .join:
+                values.append(("\(memberNode.name).status", memberNode.status.rawValue))
+            }
+        }
+        return values
+    }
+
+    /// A report entry's value; member names may hold dots, so match against members.
+    private func reportValue(member: String, field: String, fullText: String, members: [Int]) -> String {
+        let match = members.map { nodes[$0].name }.filter { fullText.hasPrefix($0 + ".") }.max { $0.count < $1.count }
+        guard let name = match, let memberIndex = indexByName[name] else { return "" }
+        let field = String(fullText.dropFirst(name.count + 1))
+        return stashValue(of: memberIndex, field: field) ?? ""
+    }
+
+    /// The join whose quorum (or deadline) cancelled a member: one it, or its group, counts for that has completed.
+    func cancellingJoin(of index: Int) -> String? {
+        let joins = nodes[index].joins + (nodes[index].group.map { nodes[$0].joins } ?? [])
+        return joins.first { nodes[$0].status.isFinal }.map { nodes[$0].name }
+    }
+}

@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunModel
+import FlowrunValues
+/// Making the attempt that runs a task's `run:` script as a process tree.
+extension RunEngine {
+    func makeProcessAttempt(for index: Int, script: Template, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
+        guard let reaper else {
+            return FailedAttempt(reason: "cannot watch child processes: \(reaperProblem ?? "unknown error")", queue: queue, completion: completion)
+        }
+        let name = nodes[index].name
+        let attempt = nodes[index].attempt
+        let task = nodes[index].definition  // the reference: its fields are read in place
+        do throws(TemplateRenderError) {
+            let rendered = try renderShell(script, for: index)
+            // What a task sets on top of flowrun's own environment, in the order FORMAT.md §8 gives.
+            var overrides: [(key: String, value: String)] = []
+            overrides.reserveCapacity(plan.workflow.env.count + (task?.value.env.count ?? 0) + 7)
+            for entry in plan.workflow.env { overrides.append((entry.name, try environmentValue(entry, for: index))) }
+            for entry in task?.value.env ?? [] { overrides.append((entry.name, try environmentValue(entry, for: index))) }
+            let outputFileName = record.outputFileName(index: index, name: name, attempt: attempt)
+            overrides.append(("FLOWRUN_TASK", name))
+            overrides.append(("FLOWRUN_RUN_ID", record.runID))
+            overrides.append(("FLOWRUN_OUTPUT", record.outputPathForTask(outputFileName)))
+            overrides.append(("FLOWRUN_ATTEMPT", String(attempt)))
+            if let item = nodes[index].item { overrides.append(("FLOWRUN_ITEM", item.text)) }
+            if let position = nodes[index].index { overrides.append(("FLOWRUN_INDEX", String(position))) }
+            let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
+            overrides.append((ProcessTreeMarker.variable, marker.value(inherited: inheritedTreeMarker)))
+            let environment = childEnvironment(overrides, ownKeysFrom: plan.workflow.env.count + (task?.value.env.count ?? 0))
+            let setup = ProcessAttempt.Setup(
+                shell: plan.workflow.shell, script: rendered, environment: environment.entries, inherited: environment.inherited,
+                workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
+                log: record.log(index: index, name: name, exists: nodes[index].hasLog),
+                logPathForFiles: record.logPathForFiles(index: index, name: name),
+                attempt: attempt,
+                record: record.folder, outputFileName: outputFileName,
+                tree: marker, grace: plan.workflow.killGrace,
+                // Five descriptors a running task instead of three (two pipes
+                // and the log): only where max_parallel such tasks fit the limit.
+                holdsWriteEnds: plan.maxParallel <= (Self.descriptorLimit - 64) / 5,
+                outputFiles: outputFiles, secretMasker: secretMasker)
+            return ProcessAttempt(
+                setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
+                escapeesExist: escapeesExist,
+                descriptorsFit: descriptorsFit, waitForDescriptors: descriptorWait,
+                onProgress: { [unowned self] percent in progressed(index, percent) },
+                onLine: streamsOutput ? { [reporters] line, isError in
+                    for reporter in reporters { reporter.output(task: name, line: line, isError: isError) }
+                } : nil,
+                completion: completion)
+        } catch {
+            return FailedAttempt(reason: error.description, queue: queue, completion: completion)
+        }
+    }
+
+    /// Whether one more running task's descriptors (two pipes and a log)
+    /// fit under the limit, with room kept for flowrun's own (the events
+    /// file, outputs files it reads, pidfds while it stops a tree). Looked
+    /// at only when `max_parallel` tasks might not fit; with no task
+    /// running, the answer is yes (the attempt then finds out by itself).
+    func descriptorsFitAnotherTask() -> Bool {
+        guard plan.maxParallel * 3 + 64 > Self.descriptorLimit else { return true }
+        if descriptorBaseline == nil { descriptorBaseline = Self.openDescriptorCount() }
+        let running = attempts.values.count { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }
+        return running == 0 || (descriptorBaseline ?? 0) + 8 + (running + 1) * 3 <= Self.descriptorLimit
+    }
+
+    /// How many descriptors flowrun has open (the entries of /proc/self/fd).
+    private static func openDescriptorCount() -> Int {
+        guard let directory = opendir("/proc/self/fd") else { return 16 }
+        defer { closedir(directory) }
+        var count = -1  // opendir's own
+        while readdir(directory) != nil { count += 1 }
+        return max(0, count - 2)  // . and ..
+    }
+
+    /// A task could not get its pipes (EMFILE, ENFILE): `retry` runs when
+    /// another task ends. False if no task shell runs (none would free any).
+    func waitForDescriptors(_ retry: @escaping () -> Void) -> Bool {
+        guard attempts.values.contains(where: { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }) else { return false }
+        descriptorWaiters.append(retry)
+        return true
+    }
+
+    /// After a task's end: the tasks that waited for descriptors try again,
+    /// on a later turn of the queue (the pump closes the ended task's read
+    /// ends as its batch ends; a start that still finds none waits again).
+    func retryDescriptorWaiters() {
+        guard !descriptorWaiters.isEmpty else { return }
+        queue.async { [self] in
+            let waiters = descriptorWaiters
+            descriptorWaiters = []
+            for retry in waiters { retry() }
+        }
+    }
+
+    /// An `env:` value filled in. The kernel refuses any one entry over
+    /// 128 KiB; flowrun says which, before exec can say "Argument list too long".
+    private func environmentValue(_ entry: EnvironmentEntry, for index: Int) throws(TemplateRenderError) -> String {
+        let value = try renderText(entry.value, for: index)
+        guard entry.name.utf8.count + value.utf8.count + 2 > ScriptFile.singleArgumentLimit else { return value }
+        throw TemplateRenderError(
+            location: entry.value.location,
+            message: "env \(entry.name) is \(Self.kibibytes(value.utf8.count)); one environment variable can hold at most 128 KiB (the kernel's limit): pass it in the script or through a file")
+    }
+
+    /// `500.0 KiB`.
+    static func kibibytes(_ size: Int) -> String {
+        let tenths = (size * 10 + 512) / 1024
+        return "\(tenths / 10).\(tenths % 10) KiB"
+    }
+
+    /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft
+    /// limit, raised to the hard limit at start: see `ProcessStartup`).
+    static let descriptorLimit: Int = {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int(clamping: min(limit.rlim_cur, 1 << 40))  // unlimited is all ones
+    }()
+
+    /// A task's entries on top of flowrun's environment, the last of each
+    /// name winning. They share the run's inherited block unless one of them
+    /// replaces an inherited variable; then the whole environment is built.
+    /// The first `userKeys` entries come from `env:`; the rest are flowrun's
+    /// own variables, which replace inherited ones only when flowrun itself
+    /// runs inside a flowrun task.
+    private func childEnvironment(_ overrides: [(key: String, value: String)], ownKeysFrom userKeys: Int) -> (entries: [String], inherited: InheritedEnvironment?) {
+        var entries: [String] = []
+        entries.reserveCapacity(overrides.count)
+        if userKeys == 0 && !inheritedEnvironment.hasFlowrunVariables {
+            // Only flowrun's own names, each once, none inherited: nothing to compare.
+            for override in overrides { entries.append(Self.entry(override.key, override.value)) }
+            return (entries, inheritedEnvironment)
+        }
+        var replacesInherited = false
+        // A handful of entries: comparing them beats hashing them into a Set.
+        for (position, override) in overrides.enumerated()
+        where !overrides[(position + 1)...].contains(where: { $0.key == override.key }) {
+            if position < userKeys || inheritedEnvironment.hasFlowrunVariables, inheritedEnvironment.names.contains(override.key) {
+                replacesInherited = true
+            }
+            entries.append(Self.entry(override.key, override.value))
+        }
+        guard replacesInherited else { return (entries, inheritedEnvironment) }
+        let replaced = Set(overrides.map(\.key))
+        return (baseEnvironment.filter { !replaced.contains($0.key) }.map { "\($0.key)=\($0.value)" } + entries, nil)
+    }
+
+    /// "KEY=VALUE" in one allocation.
+    private static func entry(_ key: String, _ value: String) -> String {
+        var entry = ""
+        entry.reserveCapacity(key.utf8.count + 1 + value.utf8.count)
+        entry += key
+        entry += "="
+        entry += value
+        return entry
+    }
+
+    func progressed(_ index: Int, _ percent: Int) {
+        guard nodes[index].status == .running else { return }
+        var progress = event(.taskProgress, index)
+        progress.progress = percent
+        emit(progress)
+    }
+}

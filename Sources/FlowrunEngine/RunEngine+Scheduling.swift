@@ -1,0 +1,276 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunModel
+import FlowrunValues
+import FlowrunEvents
+
+/// From "needs settled" to "finished": deciding, waiting for slots, attempts,
+/// retries, and telling whatever waits on a node that it has settled.
+extension RunEngine {
+    /// Every need of `index` has settled (and, for a member, its group has started).
+    func needsSettled(_ index: Int) {
+        guard nodes[index].status == .pending else { return }
+        if let reason = stopReason(for: index) {
+            settle(index, .cancelled, reason: reason)
+            return
+        }
+        switch nodes[index].kind {
+        case .group:
+            if nodes[index].needs.allSatisfy({ nodes[$0].isOK }) {
+                activateGroup(index)
+            } else {
+                settle(index, .skipped, why: "a need did not succeed")
+            }
+        case .join:
+            break
+        case .task:
+            guard let task = nodes[index].definition else { return }
+            let needs = nodes[index].needs
+            let runs: Bool
+            switch task.value.when {
+            case .success: runs = needs.allSatisfy { nodes[$0].isOK }
+            case .failure: runs = needs.contains { nodes[$0].isFailure && !nodes[$0].isOK }
+            case .always: runs = true
+            }
+            guard runs else {
+                settle(index, .skipped, why: task.value.when == .failure ? "no need failed" : "a need did not succeed")
+                return
+            }
+            if let condition = task.value.condition {
+                do throws(TemplateRenderError) {
+                    try ValueLimit.check(condition.value, at: condition.location, in: context(for: index), measuringValues: true)
+                } catch {
+                    settle(index, .failed, why: error.description)
+                    return
+                }
+                // Evaluation cannot fail: a value that does not exist reads as ''.
+                guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
+                    settle(index, .skipped, why: "if: \(condition.value) is false")
+                    return
+                }
+            }
+            enqueue(index)
+        }
+    }
+
+    /// Whether a node that became ready must be cancelled instead: the run is
+    /// stopping, or its group has timed out.
+    func stopReason(for index: Int) -> CancelReason? {
+        if nodes[index].isFinally { return killingEverything ? .signal : nil }
+        if let stopping { return stopping }
+        if let group = nodes[index].group, nodes[group].groupTimedOut { return .groupTimeout }
+        return nil
+    }
+
+    /// Asks for slots; starts at once if they are free, else reports what it waits on.
+    func enqueue(_ index: Int) {
+        guard let demand = nodes[index].demand else { return }
+        nodes[index].status = .waiting
+        pool.enqueue(index, demand: demand)
+        admitWaiters()
+        if nodes[index].status == .waiting {
+            var waiting = event(.taskWaiting, index)
+            waiting.waitingOn = pool.shortage(of: demand).map { short in
+                "\(short.name) \(short.inUse)/\(short.capacity)" + holders(of: short.resource)
+            }
+            emit(waiting)
+        }
+    }
+
+    /// " held by restore, index" — who holds a semaphore or group slot (not
+    /// the run's slots: that would be every running task).
+    private func holders(of resource: Int) -> String {
+        guard resource != Self.runSlots else { return "" }
+        let names = attempts.keys.sorted().filter { nodes[$0].holdsSlots && nodes[$0].demand?.amount(of: resource) != nil }.map { nodes[$0].name }
+        guard !names.isEmpty else { return "" }
+        return " held by " + names.prefix(3).joined(separator: ", ") + (names.count > 3 ? " and \(names.count - 3) more" : "")
+    }
+
+    func admitWaiters() {
+        for index in pool.admit() {
+            nodes[index].holdsSlots = true
+            startAttempt(index)
+        }
+    }
+
+    func releaseSlots(_ index: Int) {
+        guard nodes[index].holdsSlots, let demand = nodes[index].demand else { return }
+        nodes[index].holdsSlots = false
+        pool.release(demand)
+    }
+
+    private func startAttempt(_ index: Int) {
+        nodes[index].attempt += 1
+        nodes[index].status = .running
+        if nodes[index].startedAt == nil { nodes[index].startedAt = elapsed }
+        for join in nodes[index].joins { joinClockStarts(join) }
+        if let group = nodes[index].group {
+            for join in nodes[group].joins { joinClockStarts(join) }
+        }
+        var started = event(.taskStarted, index)
+        started.attempt = nodes[index].attempt
+        // What the engine applies, for a reader to check against the plan.
+        started.timeoutSeconds = nodes[index].timeout?.seconds
+        started.groupTimeoutSeconds = nodes[index].group.flatMap { nodes[$0].timeout?.seconds }
+        started.limits = nodes[index].demand.map(limitsJSON)
+        emit(started)
+
+        let attemptNumber = nodes[index].attempt
+        let attempt = makeAttempt(for: index) { [weak self] result in
+            self?.attemptFinished(index, attempt: attemptNumber, result)
+        }
+        attempts[index] = attempt
+        // The plan's deadline, defaults resolved there (finally's budget, http's whole-request limit).
+        if let timeout = nodes[index].timeout {
+            let reason = "timed out after \(timeout.text)" + (nodes[index].definition?.value.timeoutNote ?? "")
+            startTimer(.timeout(index), after: timeout) { engine in
+                engine.attempts[index]?.stop(as: .timedOut, reason: reason)
+            }
+        }
+        attempt.start()
+    }
+
+    private func attemptFinished(_ index: Int, attempt number: Int, _ result: AttemptResult) {
+        guard nodes[index].attempt == number, nodes[index].status == .running else { return }
+        attempts[index] = nil
+        retryDescriptorWaiters()
+        if result.wroteLog { nodes[index].hasLog = true }
+        cancelTimer(.timeout(index))
+        releaseSlots(index)
+        defer { admitWaiters() }
+
+        let task = nodes[index].definition!
+        let retriable = result.status == .failed || result.status == .timedOut
+        if retriable, number <= task.value.retries, stopReason(for: index) == nil {
+            // Back off without holding any slot, then queue again.
+            let delay = retryDelay(for: index, after: number)
+            nodes[index].status = .waiting
+            var retrying = event(.taskRetrying, index)
+            retrying.attempt = number + 1
+            retrying.status = result.status
+            retrying.reason = result.reason
+            retrying.delay = delay.seconds
+            emit(retrying)
+            startTimer(.retry(index), after: delay) { engine in
+                guard engine.nodes[index].status == .waiting else { return }
+                engine.nodes[index].status = .pending
+                engine.enqueue(index)
+            }
+            return
+        }
+        finish(index, with: result)
+    }
+
+    /// The wait before attempt `number + 1`: `retry_delay × backoff^(number−1)`,
+    /// never more than a day (SPEC §8) nor past the run's deadline.
+    func retryDelay(for index: Int, after number: Int) -> Duration {
+        guard let task = nodes[index].definition?.value else { return .zero }
+        var limit = NumericBounds.longestRetryDelay
+        if let runTimeout = plan.runTimeout {
+            // Just past the deadline: the run stops then, and the retry with it.
+            let left = Duration.milliseconds(Int64(max(0, (runTimeout.seconds - elapsed) * 1000).rounded()) + 1)
+            limit = min(limit, left)
+        }
+        return Duration.product(task.retryDelay, pow(task.backoff, Double(number - 1)), atMost: limit)
+    }
+
+    /// Records a task's final result and settles it.
+    func finish(_ index: Int, with result: AttemptResult) {
+        nodes[index].stash.stdout = result.stdout
+        nodes[index].stash.oversizedStdout = result.oversizedStdout.map(Shared.init)
+        nodes[index].stash.exitCode = result.exitCode
+        nodes[index].stash.outputs = result.outputs
+        nodes[index].stash.duration = nodes[index].startedAt.map { elapsed - $0 }
+        settle(index, result.status, why: result.reason, exitCode: result.exitCode, signal: result.signal)
+    }
+
+    func settle(_ index: Int, _ status: TaskStatus, reason: CancelReason) {
+        nodes[index].cancelReason = reason
+        settle(index, status, why: reason.rawValue)
+    }
+
+    /// Makes a node final, reports it, and tells its group, joins and dependents.
+    func settle(_ index: Int, _ status: TaskStatus, why: String? = nil, exitCode: Int? = nil, signal: Int? = nil) {
+        guard !nodes[index].status.isFinal else { return }
+        if nodes[index].status == .waiting, let demand = nodes[index].demand, !nodes[index].holdsSlots {
+            pool.remove(index, demand: demand)
+        }
+        cancelTimer(.retry(index))
+        nodes[index].status = status
+        nodes[index].finishedAt = elapsed
+        if nodes[index].isFinally { unsettledFinally -= 1 } else { unsettledMain -= 1 }
+
+        switch nodes[index].kind {
+        case .task:
+            var finished = event(.taskFinished, index)
+            finished.status = status
+            finished.attempt = nodes[index].attempt
+            finished.exitCode = exitCode
+            finished.signal = signal
+            finished.duration = nodes[index].stash.duration
+            finished.reason = why
+            if nodes[index].cancelReason == .joinSettled { finished.cancelledBy = cancellingJoin(of: index) }
+            if status.isFailure && nodes[index].definition?.value.continueOnError == true { finished.allowed = true }
+            if nodes[index].hasLog {
+                finished.path = record.logPath(index: index, name: nodes[index].name)
+                if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
+            }
+            emit(finished)
+            if (status == .failed || status == .timedOut) && !(nodes[index].definition?.value.continueOnError ?? false)
+                && plan.workflow.failFast && !nodes[index].isFinally {
+                stop(because: .failFast)
+            }
+        case .group:
+            var finished = event(.groupFinished, index)
+            finished.status = status
+            finished.members = nodes[index].members.count
+            finished.succeeded = nodes[index].members.filter { nodes[$0].status == .succeeded }.count
+            finished.reason = why
+            finished.duration = nodes[index].startedAt.map { elapsed - $0 }
+            emit(finished)
+        case .join:
+            emitJoinCompleted(index, status: status)
+        }
+
+        if status == .succeeded && startsWaitersFirst(index) { admitWaiters() }
+        if let group = nodes[index].group { memberSettled(group) }
+        for join in nodes[index].joins { joinMemberSettled(join) }
+        for dependent in nodes[index].dependents {
+            nodes[dependent].unsettledNeeds -= 1
+            if nodes[dependent].unsettledNeeds == 0 { needsSettled(dependent) }
+        }
+        finishIfDone()
+    }
+
+    /// Whether a task that succeeded may hand its freed slot to the next
+    /// waiter before its dependents, group and joins hear of it: the next
+    /// task starts sooner, and no waiter is chosen differently (dependents
+    /// queue behind every waiter already there). Not when a join could
+    /// complete and cancel waiters that would otherwise have started.
+    private func startsWaitersFirst(_ index: Int) -> Bool {
+        guard nodes[index].kind == .task, nodes[index].joins.isEmpty else { return false }
+        guard let group = nodes[index].group else { return true }
+        return nodes[group].joins.isEmpty
+    }
+
+    /// The last lines of a failed task's log, for the reporter.
+    func logTail(of index: Int, lines: Int = 10) -> [String] {
+        record.logTail(index: index, name: nodes[index].name, lines: lines)
+    }
+}
+
+extension Duration {
+    /// `duration × factor`, saturating at `limit` (and at zero below): the
+    /// product is formed in floating point, where it may be huge or infinite
+    /// (`backoff: 1000` to the 10,000th power), and only a bounded value is
+    /// turned back into an integer.
+    static func product(_ duration: Duration, _ factor: Double, atMost limit: Duration) -> Duration {
+        // No delay stays no delay, however large the factor (0 × ∞ is NaN).
+        guard duration > .zero else { return .zero }
+        let milliseconds = (duration.seconds * factor * 1000).rounded()
+        guard milliseconds.isFinite, milliseconds < limit.seconds * 1000 else { return limit }
+        guard milliseconds > 0 else { return .zero }
+        return .milliseconds(Int64(milliseconds))
+    }
+}

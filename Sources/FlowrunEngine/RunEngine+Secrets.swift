@@ -1,0 +1,55 @@
+import FlowrunValues
+import FlowrunEvents
+
+/// Where the engine hides secrets (SPEC §11): one choke point per kind of
+/// output. Events are masked once, in `emit`, before any reporter (the run
+/// record's `events.jsonl`, the console in every mode, join blocks) sees
+/// them; the summary's pieces are masked as they are written; task output
+/// is masked as it streams to the log and to `--stream` (`ProcessAttempt`,
+/// `HTTPAttempt`). What tasks receive and what expressions read keep the
+/// real values.
+extension RunEngine {
+    var secretMasker: SecretMasker? { plan.secretMasker }
+
+    /// `event` as it may be shown.
+    func shown(_ event: RunEvent) -> RunEvent {
+        guard let secretMasker else { return event }
+        return event.masked(by: secretMasker)
+    }
+
+    /// A piece of `summary.json` as it may be stored.
+    func shown(json: [UInt8]) -> [UInt8] {
+        secretMasker?.maskJSON(json) ?? json
+    }
+}
+
+extension RunEvent {
+    /// Every text that can carry a value (reasons, log tails, join reports,
+    /// what a task waits on) masked. Names (`subject`, `missing`) are kept:
+    /// they come from the workflow file, and the reporters key on them.
+    func masked(by masker: SecretMasker) -> RunEvent {
+        var event = self
+        event.reason = reason.map(masker.mask)
+        event.logTail = logTail.map(masker.mask)
+        event.waitingOn = waitingOn.map(masker.mask)
+        event.report = report?.map { (key: $0.key, value: masker.mask($0.value)) }
+        event.workflow = workflow.map(masker.mask)
+        event.path = path.map(masker.mask)
+        event.joinReport = joinReport.map { $0.masked(by: masker) }
+        return event
+    }
+}
+
+extension JoinReport {
+    /// Every member's values and item masked (names are the workflow's).
+    func masked(by masker: SecretMasker) -> JoinReport {
+        var report = self
+        for index in report.members.indices {
+            report.members[index].item = report.members[index].item.map(masker.mask)
+            for value in report.members[index].values.indices {
+                report.members[index].values[value].text = masker.mask(report.members[index].values[value].text)
+            }
+        }
+        return report
+    }
+}

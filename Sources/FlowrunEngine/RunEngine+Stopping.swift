@@ -1,0 +1,66 @@
+import FlowrunEvents
+
+/// Stopping early: fail fast, the run's deadline, signals; and `finally`.
+extension RunEngine {
+    /// Cancels one node: a task that has not started is settled `cancelled`,
+    /// a running one is stopped (SIGTERM to its tree, SIGKILL after the grace)
+    /// and settles when its tree is gone; a group or join cancels its members.
+    func cancel(_ index: Int, reason: CancelReason) {
+        guard !nodes[index].status.isFinal else { return }
+        switch nodes[index].kind {
+        case .task:
+            nodes[index].cancelReason = reason
+            if nodes[index].status == .running, let attempt = attempts[index] {
+                attempt.stop(as: .cancelled, reason: reason.rawValue)
+            } else {
+                settle(index, .cancelled, reason: reason)
+            }
+        case .group:
+            let members = nodes[index].members
+            if nodes[index].status == .pending {
+                settle(index, .cancelled, reason: reason)
+            }
+            for member in members { cancel(member, reason: reason) }
+        case .join:
+            for member in nodes[index].members { cancel(member, reason: reason) }
+        }
+    }
+
+    /// Stops the main phase: nothing new starts, running tasks are stopped,
+    /// then `finally` runs.
+    func stop(because reason: CancelReason) {
+        // Once stopping, or once finally has begun, there is nothing more to stop.
+        guard stopping == nil, !finallyStarted else { return }
+        stopping = reason
+        for index in nodes.indices where !nodes[index].isFinally && nodes[index].kind == .task && !nodes[index].status.isFinal {
+            cancel(index, reason: reason)
+        }
+        for index in nodes.indices where !nodes[index].isFinally && nodes[index].kind == .group && nodes[index].status == .pending {
+            cancel(index, reason: reason)
+        }
+        finishIfDone()
+    }
+
+    /// A second signal: kill every process now, `finally` included.
+    func killEverything() {
+        killingEverything = true
+        if stopping == nil { stopping = .signal }
+        for index in nodes.indices where !nodes[index].status.isFinal && nodes[index].kind == .task {
+            nodes[index].cancelReason = .signal
+            if let attempt = attempts[index] {
+                attempt.kill()
+            } else {
+                settle(index, .cancelled, reason: .signal)
+            }
+        }
+        finishIfDone()
+    }
+
+    func startFinally() {
+        finallyStarted = true
+        cancelTimer(.run)
+        for index in nodes.indices where nodes[index].isFinally && nodes[index].unsettledNeeds == 0 {
+            needsSettled(index)
+        }
+    }
+}

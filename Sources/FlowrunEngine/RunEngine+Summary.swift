@@ -1,0 +1,87 @@
+import FlowrunValues
+import FlowrunEvents
+import FlowrunRecord
+
+/// `summary.json`: the final state of every task, group and join.
+extension RunEngine {
+    /// Writes the summary as it goes, one task at a time. Nodes are read
+    /// field by field: a node read whole is a copy (some 20 references retained).
+    func writeSummary(into file: inout ChunkedFileWriter) {
+        var counts = JSONObjectWriter()
+        for (status, count) in statusCounts() { counts.add(key: status.rawValue, count) }
+        let countsJSON = counts.finish()
+        var json = JSONObjectWriter()
+        json.add("run_id", record.runID)
+        json.add("workflow", plan.workflow.name)
+        json.add("file", plan.workflow.file)
+        json.add("exit_code", Int(finalExitCode ?? exitCode()))
+        json.add("duration", elapsed)
+        json.add("stopped_by", stopping?.rawValue)
+        json.add("console_lines_dropped", ConsoleWriter.droppedLines)  // so far: the console is not the record
+        json.add("counts") { $0 += countsJSON }
+        file.bytes += shown(json: json.finish())
+        file.bytes.removeLast()  // the object stays open for "tasks", "groups" and "joins"
+        file.bytes.append(contentsOf: ",\"tasks\":[\n".utf8)
+        var groups: [UInt8] = []
+        var joins: [UInt8] = []
+        var firstTask = true
+        for index in nodes.indices {
+            switch nodes[index].kind {
+            case .task:
+                if !firstTask { file.bytes.append(contentsOf: ",\n".utf8) }
+                firstTask = false
+                file.bytes += shown(json: taskObject(index))
+                file.flushIfFull()
+            case .group:
+                if !groups.isEmpty { groups.append(contentsOf: ",\n".utf8) }
+                var object = commonFields(index)
+                object.add("members", nodes[index].members.map { nodes[$0].name })
+                object.add("timed_out", nodes[index].groupTimedOut)
+                groups += object.finish()
+            case .join:
+                if !joins.isEmpty { joins.append(contentsOf: ",\n".utf8) }
+                var object = commonFields(index)
+                object.add("members", nodes[index].members.map { nodes[$0].name })
+                object.add("required", nodes[index].required)
+                object.add("succeeded", nodes[index].members.filter { nodes[$0].status == .succeeded }.count)
+                object.add("timed_out", nodes[index].joinTimedOut)
+                joins += object.finish()
+            }
+        }
+        file.bytes.append(contentsOf: "\n],\"groups\":[".utf8)
+        file.bytes += groups
+        file.bytes.append(contentsOf: "],\"joins\":[".utf8)
+        file.bytes += joins
+        file.bytes.append(contentsOf: "]}\n".utf8)
+    }
+
+    private func taskObject(_ index: Int) -> [UInt8] {
+        var object = commonFields(index)
+        object.add("phase", nodes[index].isFinally ? "finally" : "main")
+        object.add("group", nodes[index].group.map { nodes[$0].name })
+        object.add("item", nodes[index].item?.text)
+        object.add("attempts", nodes[index].attempt)
+        object.add("exit_code", nodes[index].stash.exitCode)
+        object.add("duration", nodes[index].stash.duration)
+        if nodes[index].hasLog { object.add("log", record.logPath(index: index, name: nodes[index].name)) }
+        object.add("stdout", nodes[index].stash.stdout)
+        var outputs = JSONObjectWriter()
+        for output in nodes[index].stash.outputs { outputs.add(key: output.key, output.value) }
+        let outputsJSON = outputs.finish()
+        object.add("outputs") { $0 += outputsJSON }
+        return object.finish()
+    }
+
+    /// An object with the fields every node has. Each object is built on
+    /// its own and appended: a writer that took over the file's buffer was
+    /// found copying all of it at every append (a non-unique reference).
+    private func commonFields(_ index: Int) -> JSONObjectWriter {
+        var object = JSONObjectWriter()
+        object.add("name", nodes[index].name)
+        object.add("status", nodes[index].status.rawValue)
+        object.add("reason", nodes[index].cancelReason?.rawValue)
+        object.add("started", nodes[index].startedAt)
+        object.add("finished", nodes[index].finishedAt)
+        return object
+    }
+}

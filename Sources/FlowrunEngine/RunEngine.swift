@@ -1,0 +1,409 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunModel
+package import FlowrunPlanning
+package import FlowrunEvents
+package import FlowrunRecord
+
+/// Runs a plan: the Dispatch core.
+///
+/// Every piece of run state lives on one serial queue (`queue`): node
+/// statuses, slot accounting, timers and attempts. Nothing blocks on it and
+/// no thread is parked per waiting task: a task that waits for its needs is a
+/// counter, one that waits for slots is an entry in `SlotPool`, one that
+/// sleeps or backs off is a `DispatchSourceTimer`, one that runs a process
+/// is a pid in the reaper's table plus a pipe the `OutputPump` reads.
+/// That pump's thread also reaps exited children, and runs the engine's
+/// step for a finished task inline (`queue.sync`), spawning the next one
+/// without waking another thread.
+package final class RunEngine: @unchecked Sendable {
+    // @unchecked: all mutable state is confined to `queue`.
+    let queue = DispatchQueue(label: "flowrun.engine")
+    let plan: Plan
+    let record: RunRecord
+    let reporters: [any RunReporter]
+    /// CLOCK_MONOTONIC at the start, in seconds.
+    let startSeconds: Double
+
+    var nodes: [RunNode] = []
+    var indexByName: [String: Int] = [:]
+    var pool: SlotPool
+    /// Resource 0 of the pool: the run's `max_parallel` slots.
+    static let runSlots = 0
+    /// Pool resources by group and semaphore name.
+    let resourceOfGroup: [String: Int]
+    let resourceOfSemaphore: [String: Int]
+    /// A group's fan-out as its plan step gives it: what each member runs,
+    /// over which items, holding which slots, under which deadline.
+    struct FanOut {
+        var template: Shared<TaskDefinition>
+        var source: FanOutSource
+        var demand: SlotPool.Demand
+        var timeout: Duration?
+        var split: FanOutSplit?
+        var axes: [String]?
+    }
+
+    /// Each group's fan-out, by the group's node index.
+    var fanOuts: [Int: FanOut] = [:]
+    /// `limitsJSON` of each demand met so far.
+    var limitsTexts: [SlotPool.Demand: String] = [:]
+
+    var attempts: [Int: any TaskAttempt] = [:]
+    /// Reads every task's output on one thread.
+    let pump: OutputPump
+    let killer = ProcessTreeKiller()
+    /// Which attempts may have written outputs; nil: look for every attempt's file.
+    let outputFiles: OutputFilesWatch?
+    /// Created when the run starts; nil (with the reason) if children cannot be watched.
+    var reaper: ChildReaper?
+    var reaperProblem: String?
+    /// flowrun's own environment, the base of every task's, and the same as
+    /// the C strings a child receives.
+    let baseEnvironment: [String: String]
+    let inheritedEnvironment: InheritedEnvironment
+    /// The `FLOWRUN_TREE` flowrun itself inherited (it runs inside a task), if any.
+    let inheritedTreeMarker: String?
+    /// Whether flowrun has children that are not running task shells: one
+    /// closure for every attempt, not one each.
+    private(set) lazy var escapeesExist: () -> Bool = { [weak self] in
+        guard let self else { return false }
+        return EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
+    }
+    private var treeSerial = 0
+    /// What a timer is for: a node's deadline or retry delay, or the run's deadline.
+    enum TimerKey: Hashable {
+        case run
+        case timeout(Int), retry(Int), group(Int), join(Int)
+    }
+    var timers: [TimerKey: any DispatchSourceTimer] = [:]
+    /// When each timer fires (CLOCK_MONOTONIC seconds), to pause and resume
+    /// it across Ctrl-Z (see RunEngine+Suspension.swift).
+    var timerDeadlines: [TimerKey: Double] = [:]
+    /// Since when flowrun and its tasks are stopped (Ctrl-Z), or nil.
+    var suspendedAt: Double?
+    /// Tasks that wait for descriptors to come free, run when a task ends.
+    var descriptorWaiters: [() -> Void] = []
+    /// Descriptors flowrun had open before its first task (measured only
+    /// under a descriptor limit too low for `max_parallel` tasks).
+    var descriptorBaseline: Int?
+    /// `descriptorsFitAnotherTask` and `waitForDescriptors` for every
+    /// attempt: one closure each, not one per attempt.
+    private(set) lazy var descriptorsFit: () -> Bool = { [unowned self] in descriptorsFitAnotherTask() }
+    private(set) lazy var descriptorWait: (@escaping () -> Void) -> Bool = { [unowned self] retry in waitForDescriptors(retry) }
+    /// Events of the current pump batch not yet reported (see `emit`); the
+    /// buffer and the closure that delivers it are kept between batches.
+    private var deferredEvents: [RunEvent] = []
+    private var defersEvents = false
+    private lazy var deliverDeferredAtBatchEnd: () -> Void = { [weak self] in self?.deliverDeferredEvents() }
+    /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
+    var unsettledMain = 0
+    var unsettledFinally = 0
+    var finallyStarted = false
+    /// Set once the run is being stopped: nothing new starts in the main phase.
+    var stopping: CancelReason?
+    var stopSignal: Int32?
+    /// A second signal: everything is killed at once, `finally` included.
+    var killingEverything = false
+    var finished = false
+    /// The exit code, worked out once when the run has finished.
+    var finalExitCode: Int32?
+    private let done = DispatchSemaphore(value: 0)
+
+    /// `--stream`: task output goes to the reporters line by line as it arrives.
+    let streamsOutput: Bool
+
+    /// Makes the attempt that runs task `index` once. The engine's own
+    /// (`makeAttempt`: a process, a request, a sleep) unless a unit test
+    /// injects one (see `init(plan:record:reporters:attemptFactory:)`).
+    typealias AttemptFactory = (_ engine: RunEngine, _ index: Int, _ completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt
+
+    /// The test seam: nil in flowrun itself.
+    let attemptFactory: AttemptFactory?
+    /// Whether this engine owns flowrun's process: it reaps children, takes
+    /// signals, watches the supervisor and sweeps descendants at the end.
+    /// False only with an injected attempt factory, which starts no process:
+    /// a unit test's process (and its other tests' children) stays its own.
+    var ownsProcess: Bool { attemptFactory == nil }
+
+    package convenience init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false) {
+        self.init(plan: plan, record: record, reporters: reporters, streamsOutput: streamsOutput, attemptFactory: nil)
+    }
+
+    /// An engine whose attempts `attemptFactory` makes (a fake that starts no
+    /// process): for unit tests of scheduling. It reaps no children, handles
+    /// no signals and kills nothing at the end.
+    init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false, attemptFactory: AttemptFactory?) {
+        self.attemptFactory = attemptFactory
+        self.plan = plan
+        self.streamsOutput = streamsOutput
+        self.record = record
+        self.reporters = [record] + reporters
+        startSeconds = Self.monotonicSeconds()
+        (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
+        baseEnvironment = Self.currentEnvironment()
+        inheritedEnvironment = InheritedEnvironment(baseEnvironment)
+        inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
+        // First, on this (the main) thread, before any Dispatch thread exists:
+        // the reaper blocks SIGCHLD here so every later thread inherits that.
+        // The pump's thread, started next, inherits that block too: it reaps.
+        var reaper: ChildReaper?
+        if attemptFactory == nil {
+            do {
+                reaper = try ChildReaper(scope: .allChildren, wakeup: .eventLoop)
+            } catch {
+                reaperProblem = error.description
+            }
+        }
+        // Before the pump's thread: it must inherit SIGIO blocked too.
+        // Fake attempts write no outputs: no SIGIO notices in a test's process.
+        outputFiles = attemptFactory == nil ? record.watchOutputFiles() : nil
+        pump = OutputPump(engineQueue: queue)
+        record.writesEvents { [queue, pump] write in
+            if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
+        }
+        if let reaper {
+            do {
+                try pump.reapChildren(with: reaper)
+                self.reaper = reaper
+            } catch {
+                reaperProblem = error.description
+            }
+        }
+        buildNodes()
+    }
+
+    /// Seconds since the run started. Read a few times per task: straight
+    /// from clock_gettime, without ContinuousClock's 128-bit arithmetic.
+    var elapsed: Double { Self.monotonicSeconds() - startSeconds }
+
+    static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// Runs to the end and returns how it went. Blocks the calling thread (not a Dispatch worker).
+    package func run() -> RunOutcome {
+        if ownsProcess { installSignalHandlers() }
+        queue.async { self.begin() }
+        // After `begin` is queued: a supervisor found dead kills what began.
+        if ownsProcess { watchSupervisor() }
+        done.wait()
+        // Nothing of the run may outlive flowrun, not even a daemon that left
+        // its group, cleared its environment or changed its user: every
+        // descendant goes (orphans re-parent to flowrun, a child subreaper).
+        if ownsProcess { ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true) }
+        return RunOutcome(exitCode: queue.sync { finalExitCode ?? exitCode() }, recordDirectory: record.directory)
+    }
+
+    func nextTreeSerial() -> Int {
+        treeSerial += 1
+        return treeSerial
+    }
+
+    private static func currentEnvironment() -> [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return result
+    }
+
+    /// Reports an event. In a batch of the pump's (a task's end, the next
+    /// one's start) the reporters get the batch's events at its end, in
+    /// order: the next task is spawned before they are formatted.
+    func emit(_ event: RunEvent) {
+        let event = shown(event)  // secrets masked once, for every reporter
+        if defersEvents {
+            deferredEvents.append(event)
+        } else if pump.runAtBatchEnd(deliverDeferredAtBatchEnd) {
+            defersEvents = true
+            deferredEvents.append(event)
+        } else {
+            for reporter in reporters { reporter.report(event) }
+        }
+    }
+
+    /// Hands the reporters what `emit` held back.
+    func deliverDeferredEvents() {
+        guard defersEvents else { return }
+        defersEvents = false
+        for event in deferredEvents {
+            for reporter in reporters { reporter.report(event) }
+        }
+        deferredEvents.removeAll(keepingCapacity: true)
+    }
+
+    func event(_ kind: RunEvent.Kind, _ node: Int? = nil) -> RunEvent {
+        RunEvent(kind, elapsed: elapsed, subject: node.map { nodes[$0].name })
+    }
+
+    private func begin() {
+        var started = event(.runStarted)
+        started.runID = record.runID
+        started.workflow = plan.workflow.name
+        started.path = record.directory
+        started.timeoutSeconds = plan.runTimeout?.seconds
+        started.members = nodes.indices.count { nodes[$0].kind == .task }
+        emit(started)
+        if let timeout = plan.runTimeout {
+            startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }
+        }
+        let roots = nodes.indices.filter { !nodes[$0].isFinally && nodes[$0].unsettledNeeds == 0 && nodes[$0].kind != .join }
+        readyRoots(roots[...])
+    }
+
+    /// Queues the nodes that need nothing, a few hundred per turn of the
+    /// engine's queue: the first tasks' ends are handled in between, not
+    /// after thousands of roots were queued (each is a `task_waiting` event).
+    private func readyRoots(_ roots: ArraySlice<Int>) {
+        for index in roots.prefix(256) { needsSettled(index) }
+        let rest = roots.dropFirst(256)
+        guard rest.isEmpty else {
+            queue.async { self.readyRoots(rest) }
+            return
+        }
+        settleEmptyJoins()
+        finishIfDone()
+    }
+
+    /// Called when the main phase and `finally` have both settled.
+    func finishIfDone() {
+        guard !finished else { return }
+        if unsettledMain == 0 && !finallyStarted {
+            startFinally()
+        }
+        guard unsettledMain == 0, finallyStarted, unsettledFinally == 0 else { return }
+        finished = true
+        for timer in timers.values { timer.cancel() }
+        timers.removeAll()
+        timerDeadlines.removeAll()
+        var finishedEvent = event(.runFinished)
+        finishedEvent.runID = record.runID
+        finishedEvent.duration = elapsed
+        finishedEvent.counts = statusCounts()
+        var code = exitCode()
+        // A record that could not be written fails the run (unless a signal or timeout already did).
+        if code == 0 && record.failure != nil { code = 1 }
+        finalExitCode = code
+        finishedEvent.runExitCode = Int(code)
+        finishedEvent.path = record.directory
+        emit(finishedEvent)
+        deliverDeferredEvents()  // before the reporters finish
+        record.writePendingEvents()  // so that the summary knows whether events.jsonl is whole
+        if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
+        record.writeSummary { writeSummary(into: &$0) }
+        if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
+        for reporter in reporters { reporter.finish() }
+        if let failure = record.failure {
+            writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")
+        }
+        done.signal()
+    }
+
+    func statusCounts() -> [(status: TaskStatus, count: Int)] {
+        // By index: copying 100,000 nodes to count them showed in peak memory.
+        var counts: [TaskStatus: Int] = [:]
+        for index in nodes.indices where nodes[index].kind == .task { counts[nodes[index].status, default: 0] += 1 }
+        return TaskStatus.allCases.filter(\.isFinal).compactMap { status in counts[status].map { (status, $0) } }
+    }
+
+    /// SPEC §7: 128+N for a signal, 124 for the run's timeout, 1 when anything
+    /// failed that was not allowed to, else 0.
+    func exitCode() -> Int32 {
+        if let stopSignal { return 128 + stopSignal }
+        if stopping == .runTimeout { return 124 }
+        // By index: copying every node to look at it showed at 100,000 tasks.
+        return nodes.indices.contains(where: countsAsFailure) ? 1 : 0
+    }
+
+    private func countsAsFailure(_ index: Int) -> Bool {
+        // Fields read one by one: a node read whole is a copy (some 20 references retained).
+        guard nodes[index].status.isFailure else { return false }
+        return nodes[index].kind != .task || !(nodes[index].definition?.value.continueOnError ?? false)
+    }
+
+    // MARK: - Timers
+
+    /// A one-shot timer on the engine queue, replaced if `key` is reused.
+    func startTimer(_ key: TimerKey, after delay: Duration, _ action: @escaping (RunEngine) -> Void) {
+        timers[key]?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(delay.nanoseconds))
+        timerDeadlines[key] = Self.monotonicSeconds() + Double(delay.nanoseconds) / 1e9
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            // A source must be cancelled before its last reference goes, even after it fired.
+            self.timers.removeValue(forKey: key)?.cancel()
+            self.timerDeadlines[key] = nil
+            action(self)
+        }
+        timers[key] = timer
+        timer.resume()
+    }
+
+    func cancelTimer(_ key: TimerKey) {
+        // Twice per task, and most runs have no timers: no key hashed for nothing.
+        guard !timers.isEmpty else { return }
+        guard let timer = timers.removeValue(forKey: key) else { return }
+        timer.cancel()
+        timerDeadlines[key] = nil
+    }
+
+    // MARK: - Signals
+
+    /// SIGINT, SIGTERM and SIGHUP stop the run (a second one kills
+    /// everything); SIGTSTP stops flowrun with its tasks and SIGCONT resumes
+    /// them. They come through the pump, like child exits. A signal flowrun's
+    /// caller ignored stays ignored (`nohup flowrun …`): SIGTSTP ignored
+    /// takes SIGCONT's handling with it.
+    private func installSignalHandlers() {
+        var signals = [SIGINT, SIGTERM, SIGHUP].filter { !ProcessStartup.callerIgnores($0) }
+        if !ProcessStartup.callerIgnores(SIGTSTP) { signals += [SIGTSTP, SIGCONT] }
+        do {
+            try pump.forwardSignals(signals) { [weak self] signalNumber in
+                self?.received(signal: signalNumber)
+            }
+        } catch {
+            // sigaction fails only for an invalid signal; say so rather than crash.
+            writeAll(STDERR_FILENO, "flowrun: cannot handle signals: \(error)\n")
+        }
+    }
+
+    private func received(signal signalNumber: Int32) {
+        switch signalNumber {
+        case SIGTSTP:
+            suspend()
+        case SIGCONT:
+            resumeAfterSuspension()
+        default:
+            if stopSignal == nil {
+                // The first signal. If fail_fast or the run's timeout is already
+                // stopping the run, it only decides the exit code; finally still runs.
+                stopSignal = signalNumber
+                if stopping == nil { stop(because: .signal) }
+            } else if !killingEverything {
+                killEverything()
+            }
+        }
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, saturating at `Int.max` (about 292 years) rather than trapping.
+    var nanoseconds: Int {
+        guard self > .zero else { return 0 }
+        let (product, overflow) = Int(clamping: components.seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return Int.max }
+        let (sum, sumOverflow) = product.addingReportingOverflow(Int(components.attoseconds / 1_000_000_000))
+        return sumOverflow ? Int.max : sum
+    }
+}

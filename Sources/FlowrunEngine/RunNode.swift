@@ -1,0 +1,99 @@
+import FlowrunModel
+import FlowrunEvents
+
+/// One task, group or join while a run is in progress. Owned by the engine's
+/// serial queue and addressed by index; tasks of a fan-out are appended when
+/// their group starts.
+struct RunNode {
+    enum Kind { case task, group, join }
+
+    var kind: Kind
+    var name: String
+    var status: TaskStatus = .pending
+    /// What this node waits for, by index (for a member: its own needs only;
+    /// the group's needs are met when the group starts).
+    var needs: [Int] = []
+    /// Nodes that list this one in `needs`.
+    var dependents: [Int] = []
+    /// Needs not yet settled (+1 for a member until its group starts).
+    var unsettledNeeds = 0
+    /// The group a task belongs to.
+    var group: Int?
+    /// Joins that count this node as a member.
+    var joins: [Int] = []
+    var isFinally = false
+    var cancelReason: CancelReason?
+    /// The deadline the plan gave this node: a task's per attempt, a
+    /// group's or a join's own. Read from the plan step, never recomputed.
+    var timeout: Duration?
+    var startedAt: Double?
+    var finishedAt: Double?
+
+    // Tasks. Definitions are shared, not copied: 100,000 fan-out members
+    // point at one template. Read a field through the reference
+    // (`definition?.value.timeout`): copying a definition out (a kilobyte)
+    // retains every field it has, on every task's hot path.
+    var definition: Shared<TaskDefinition>?
+    var item: FanOutItem?
+    var index: Int?
+    var attempt = 0
+    /// Whether an attempt wrote to the task's log (a task that printed nothing has none).
+    var hasLog = false
+    var demand: SlotPool.Demand?
+    var holdsSlots = false
+    var stash = Stash()
+
+    // Groups (a fan-out's template and items: `RunEngine.fanOuts`).
+    var members: [Int] = []
+    var unsettledMembers = 0
+    var groupTimedOut = false
+
+    // Joins.
+    private var sharedJoin: Shared<JoinDefinition>?
+    var joinDefinition: JoinDefinition? {
+        get { sharedJoin?.value }
+        set { sharedJoin = newValue.map(Shared.init) }
+    }
+    var required = 0
+    var succeededMembers = 0
+    var settledMembers = 0
+    var joinTimedOut = false
+
+    init(kind: Kind, name: String) {
+        self.kind = kind
+        self.name = name
+    }
+
+    /// Whether dependents with `when: success` may run after this node.
+    var isOK: Bool {
+        switch status {
+        case .succeeded: return true
+        case .failed, .timedOut: return kind == .task && (definition?.value.continueOnError ?? false)
+        default: return false
+        }
+    }
+
+    /// Whether this node counts as a failure for `when: failure`.
+    var isFailure: Bool { status.isFailure }
+}
+
+/// What a finished task leaves behind for expressions and joins.
+struct Stash {
+    var stdout = ""
+    /// Set when stdout is longer than `ValueLimit.bytes`: `stdout` then holds
+    /// only its end (for the summary and join blocks), never read as the value.
+    /// A reference: one pointer per node, as nearly every node has none.
+    var oversizedStdout: Shared<OversizedStdout>?
+
+    /// The length of stdout in bytes, whole.
+    var stdoutByteCount: Int { oversizedStdout?.value.byteCount ?? stdout.utf8.count }
+    var exitCode: Int?
+    var duration: Double?
+    var outputs: [(key: String, value: String)] = []
+
+    func output(_ key: String) -> String? {
+        outputs.last { $0.key == key }?.value
+    }
+}
+
+/// An immutable value behind one reference, so many nodes can hold it for the price of a pointer.

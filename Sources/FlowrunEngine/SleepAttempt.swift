@@ -1,0 +1,54 @@
+import Dispatch
+import FlowrunModel
+import FlowrunEvents
+
+/// `sleep: 2s` or `sleep: 1s..3s`: a timer, no process.
+final class SleepAttempt: TaskAttempt, @unchecked Sendable {
+    // @unchecked: used only on the engine queue it was given.
+    private let queue: DispatchQueue
+    private let duration: Duration
+    private let completion: (AttemptResult) -> Void
+    private var timer: (any DispatchSourceTimer)?
+    private var done = false
+
+    init(_ sleep: SleepDuration, queue: DispatchQueue, completion: @escaping (AttemptResult) -> Void) {
+        self.queue = queue
+        self.completion = completion
+        switch sleep {
+        case .fixed(let duration):
+            self.duration = duration
+        case .range(let low, let high):
+            let milliseconds = Int64.random(in: Int64(low.seconds * 1000)...Int64(high.seconds * 1000))
+            duration = .milliseconds(milliseconds)
+        }
+    }
+
+    func start() {
+        if duration <= .zero {
+            // Never complete inside start(): the engine is still setting the attempt up.
+            queue.async { [weak self] in self?.complete(AttemptResult(status: .succeeded, exitCode: 0)) }
+            return
+        }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(duration.nanoseconds))
+        timer.setEventHandler { [weak self] in self?.complete(AttemptResult(status: .succeeded, exitCode: 0)) }
+        self.timer = timer
+        timer.resume()
+    }
+
+    func stop(as status: TaskStatus, reason: String) {
+        complete(AttemptResult(status: status, reason: reason))
+    }
+
+    func kill() {
+        complete(AttemptResult(status: .cancelled, reason: "killed"))
+    }
+
+    private func complete(_ result: AttemptResult) {
+        guard !done else { return }
+        done = true
+        timer?.cancel()
+        timer = nil
+        completion(result)
+    }
+}

@@ -1,0 +1,257 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// flowrun's own output during a run (every console reporter: plain, the
+/// live view, JSON lines, `--stream`), written so that the engine never
+/// waits for whoever reads it (SPEC §7).
+///
+/// `write` only appends to a bounded buffer (1 MiB) and returns; one thread
+/// per descriptor drains it with ordinary blocking writes. The descriptor is
+/// never made non-blocking: it is often the caller's terminal, and
+/// `O_NONBLOCK` would change it for the shell too. When the buffer is full
+/// (the reader stalls), the text handed over is dropped whole — callers hand
+/// over whole lines — and counted (a text larger than the whole buffer
+/// still goes when nothing else waits). When a write fails (EPIPE: the reader
+/// left; EFBIG, EIO, ENOSPC…), the writer stops writing to that descriptor
+/// for good and counts what it did not write. The run record is not console
+/// and never goes through here.
+///
+/// The writing thread blocks SIGPIPE and SIGXFSZ for itself, so a write to a
+/// closed pipe or past a file size limit fails with an error on that thread
+/// instead of killing flowrun, whatever the process's dispositions.
+package final class ConsoleWriter: Sendable {
+    /// Standard output: where every console reporter writes.
+    package static let standardOutput = ConsoleWriter(descriptor: STDOUT_FILENO)
+    /// Standard error: the closing "lines dropped" note.
+    package static let standardError = ConsoleWriter(descriptor: STDERR_FILENO)
+
+    /// Bytes waiting to be written at most; more and new text is dropped.
+    package static let defaultCapacity = 1 << 20
+
+    /// Lines dropped so far on stdout and stderr together.
+    package static var droppedLines: Int {
+        standardOutput.dropped + standardError.dropped
+    }
+
+    package let descriptor: Int32
+    package let capacity: Int
+
+    /// Everything the writing thread and the writers share, behind this one lock.
+    private struct State {
+        var pending: [UInt8] = []
+        /// Bytes the thread took and is writing now.
+        var inFlight = 0
+        /// Newlines in `inFlight`'s bytes: the lines lost if the thread never finishes.
+        var inFlightLines = 0
+        var dropped = 0
+        /// The errno of the write that failed; nothing is written after it.
+        var failure: Int32?
+        var threadStarted = false
+        /// The thread waits for `wake`; a writer that finds it so signals once.
+        var threadIdle = false
+        /// The last time bytes reached the descriptor (or the thread started).
+        var lastProgress = ContinuousClock.now
+    }
+
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+
+    /// stdout's or stderr's writer for 1 and 2, else a writer of its own.
+    package static func shared(for descriptor: Int32) -> ConsoleWriter {
+        switch descriptor {
+        case STDOUT_FILENO: standardOutput
+        case STDERR_FILENO: standardError
+        default: ConsoleWriter(descriptor: descriptor)
+        }
+    }
+
+    /// Whether this is stdout's or stderr's writer (drained by `settle`).
+    package var isStandard: Bool { self === Self.standardOutput || self === Self.standardError }
+
+    package init(descriptor: Int32, capacity: Int = ConsoleWriter.defaultCapacity) {
+        self.descriptor = descriptor
+        self.capacity = capacity
+    }
+
+    /// Lines this writer dropped (buffer full, reader gone, or given up at exit).
+    package var dropped: Int { state.withLock { $0.dropped } }
+
+    /// The errno of the failed write after which this writer stopped, if any.
+    package var failure: Int32? { state.withLock { $0.failure } }
+
+    /// Bytes handed over and not yet written.
+    package var backlog: Int { state.withLock { $0.pending.count + $0.inFlight } }
+
+    /// Queues `text`, which should be whole lines; false (and counted) when dropped.
+    /// `lines`: what to count when dropped, if not the newlines in `text`
+    /// (a live frame counts the lines it adds, not the region it redraws).
+    @discardableResult
+    package func write(_ text: String, countingAs lines: Int? = nil) -> Bool {
+        var text = text
+        return text.withUTF8 { write(UnsafeRawBufferPointer($0), countingAs: lines) }
+    }
+
+    @discardableResult
+    package func write(_ bytes: UnsafeRawBufferPointer, countingAs lines: Int? = nil) -> Bool {
+        guard !bytes.isEmpty else { return true }
+        let (accepted, startThread, signal) = state.withLock { state -> (Bool, Bool, Bool) in
+            let queued = state.pending.count + state.inFlight
+            // Text larger than the whole buffer (a huge join block) still goes when nothing waits.
+            guard state.failure == nil, queued + bytes.count <= capacity || queued == 0 else {
+                state.dropped += lines ?? Self.lines(in: bytes)
+                return (false, false, false)
+            }
+            state.pending.append(contentsOf: bytes)
+            let start = !state.threadStarted
+            state.threadStarted = true
+            let signal = state.threadIdle
+            state.threadIdle = false
+            return (true, start, signal)
+        }
+        if startThread { startWriting() }
+        if signal { wake.signal() }
+        return accepted
+    }
+
+    /// Counts lines a caller dropped on its own because this writer was behind
+    /// (the live view holds frames back rather than cut one in half).
+    package func countDropped(lines: Int) {
+        state.withLock { $0.dropped += lines }
+    }
+
+    /// Waits until everything handed over is written, the descriptor failed,
+    /// or no byte got through for `stall` (or `limit` passed in all). What is
+    /// left then is counted as dropped and abandoned. True when all was written.
+    @discardableResult
+    package func drain(stall: Duration = .seconds(2), limit: Duration = .seconds(10)) -> Bool {
+        if waitUntilWritten(stall: stall, limit: limit) { return true }
+        state.withLock { state in
+            guard state.failure == nil else { return }
+            state.dropped += Self.lines(in: state.pending) + state.inFlightLines
+            state.pending = []
+            state.inFlightLines = 0
+            state.failure = EAGAIN  // given up on: nothing more is written
+        }
+        return false
+    }
+
+    /// Waits as `drain` does, but gives nothing up: true when all was written.
+    @discardableResult
+    package func waitUntilWritten(stall: Duration = .seconds(2), limit: Duration) -> Bool {
+        let start = ContinuousClock.now
+        while true {
+            let (done, failed, lastProgress) = state.withLock { state in
+                (state.failure != nil || (state.pending.isEmpty && state.inFlight == 0), state.failure != nil, state.lastProgress)
+            }
+            if done { return !failed }
+            let now = ContinuousClock.now
+            if now - max(lastProgress, start) >= stall || now - start >= limit { return false }
+            usleep(2_000)
+        }
+    }
+
+    /// At the end of a run: drains stdout (bounded), then says on stderr how
+    /// many console lines were dropped, if any, and drains that (bounded).
+    /// Returns the lines dropped.
+    @discardableResult
+    package static func settle(stall: Duration = .seconds(2), limit: Duration = .seconds(10)) -> Int {
+        standardOutput.drain(stall: stall, limit: limit)
+        let dropped = droppedLines
+        if dropped > 0 {
+            let why = standardOutput.failure.flatMap { $0 == EAGAIN ? nil : $0 }
+                .map { "the reader went away (\(String(cString: strerror($0))))" } ?? "the reader was not reading"
+            standardError.write("flowrun: \(dropped) console line\(dropped == 1 ? "" : "s") dropped: \(why)\n")
+        }
+        standardError.drain(stall: stall, limit: limit)
+        return dropped
+    }
+
+    // MARK: The writing thread
+
+    private func startWriting() {
+        startThread(named: "flowrun-console") { [self] in
+            var signals = sigset_t()
+            sigemptyset(&signals)
+            sigaddset(&signals, SIGPIPE)
+            sigaddset(&signals, SIGXFSZ)
+            pthread_sigmask(SIG_BLOCK, &signals, nil)
+            writeForever()
+        }
+    }
+
+    private func writeForever() {
+        while true {
+            let chunk = state.withLock { state -> [UInt8]? in
+                guard state.failure == nil else { return nil }
+                guard !state.pending.isEmpty else {
+                    state.threadIdle = true
+                    return []
+                }
+                let chunk = state.pending
+                state.pending = []
+                state.inFlight = chunk.count
+                state.inFlightLines = Self.lines(in: chunk)
+                return chunk
+            }
+            guard let chunk else { return }
+            if chunk.isEmpty {
+                wake.wait()
+                continue
+            }
+            let failure = chunk.withUnsafeBytes { writeAll($0) }
+            state.withLock { state in
+                state.inFlight = 0
+                if state.failure != nil {
+                    // `drain` gave up on this writer and counted these lines already.
+                } else if let failure {
+                    state.dropped += failure.unwrittenLines + Self.lines(in: state.pending)
+                    state.pending = []
+                    state.failure = failure.errno
+                } else {
+                    state.lastProgress = ContinuousClock.now
+                }
+                state.inFlightLines = 0
+            }
+            if failure != nil { return }
+        }
+    }
+
+    /// Writes every byte; on a failure, its errno and the lines not fully written.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> (errno: Int32, unwrittenLines: Int)? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written > 0 {
+                offset += written
+                state.withLock { $0.lastProgress = ContinuousClock.now }
+                continue
+            }
+            let error = written < 0 ? errno : EIO
+            if error == EINTR { continue }
+            if error == EAGAIN || error == EWOULDBLOCK {
+                // Someone else made the descriptor non-blocking: wait until it takes more.
+                var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&poller, 1, 1000)
+                continue
+            }
+            // A line cut in the middle counts as not written.
+            let lineStart = bytes[..<offset].lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+            return (error, Self.lines(in: UnsafeRawBufferPointer(rebasing: bytes[lineStart...])))
+        }
+        return nil
+    }
+
+    /// Newlines in `bytes`, at least 1 for a non-empty text without one.
+    static func lines(in bytes: some Sequence<UInt8>) -> Int {
+        var count = 0
+        var any = false
+        for byte in bytes {
+            any = true
+            if byte == UInt8(ascii: "\n") { count += 1 }
+        }
+        return any ? max(1, count) : 0
+    }
+}

@@ -1,0 +1,248 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import FlowrunValues
+
+/// Something that happened during a run. The engine emits these; reporters
+/// (plain, json, tty) and the run record's `events.jsonl` consume the same
+/// stream, so every output mode carries the same events.
+package struct RunEvent: Sendable {
+    package enum Kind: String, Sendable, CaseIterable {
+        case runStarted = "run_started"
+        case taskWaiting = "task_waiting"
+        case taskStarted = "task_started"
+        case taskProgress = "task_progress"
+        /// With `--stream` and `--output json` only (not in events.jsonl): a line a task printed.
+        case taskOutput = "task_output"
+        case taskRetrying = "task_retrying"
+        case taskFinished = "task_finished"
+        case groupFinished = "group_finished"
+        case joinCompleted = "join_completed"
+        case runFinished = "run_finished"
+    }
+
+    package var kind: Kind
+    /// Seconds since the run started.
+    package var elapsed: Double
+    /// Wall-clock time, seconds since the epoch.
+    package var timestamp: Double
+    /// The task, group or join the event is about (nil for run events).
+    package var subject: String?
+    package var status: TaskStatus?
+    package var attempt: Int?
+    package var exitCode: Int?
+    package var signal: Int?
+    package var duration: Double?
+    package var progress: Int?
+    package var reason: String?
+    /// task_started: the attempt's deadline and its group's, in seconds, as
+    /// the engine started them (nil: none); run_started: the run's deadline.
+    package var timeoutSeconds: Double?
+    package var groupTimeoutSeconds: Double?
+    /// task_started: the slots the task holds, a JSON object shaped like a
+    /// plan step's `limits` (`{"run":4,"group":{…},"semaphores":[…]}`).
+    package var limits: String?
+    /// What a waiting task waits on: `["db 1/1"]`.
+    package var waitingOn: [String]?
+    /// task_retrying: seconds until the next attempt.
+    package var delay: Double?
+    /// task_finished: the log file; run_started: the run folder.
+    package var path: String?
+    /// task_finished of a failure: the last lines of its log.
+    package var logTail: [String]?
+    /// join_completed / group_finished.
+    package var members: Int?
+    package var succeeded: Int?
+    package var required: Int?
+    package var timedOut: Bool?
+    package var missing: [String]?
+    /// join_completed: what it reports, in order: name → value (whole, not shortened).
+    package var report: [(key: String, value: String)]?
+    /// join_completed: the members one by one with their stash (SPEC §5).
+    package var joinReport: JoinReport?
+    /// task_output: `stdout` or `stderr`, and the line (without its line break).
+    package var stream: String?
+    package var line: String?
+    /// task_finished of a failure that `continue_on_error` allows.
+    package var allowed: Bool?
+    /// task_finished of a member a join cancelled: that join.
+    package var cancelledBy: String?
+    /// run_started / run_finished.
+    package var runID: String?
+    package var workflow: String?
+    package var counts: [(status: TaskStatus, count: Int)]?
+    package var runExitCode: Int?
+
+    /// join_completed carries this many members, each value cut to this many bytes.
+    static let joinMembersInEvent = 200
+    static let joinValueBytesInEvent = 1024
+
+    package init(_ kind: Kind, elapsed: Double, subject: String? = nil) {
+        self.kind = kind
+        self.elapsed = elapsed
+        self.subject = subject
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        timestamp = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// One line of `events.jsonl` and of `--output json` (schema: docs/events-json.md).
+    package var jsonLine: String {
+        var bytes: [UInt8] = []
+        appendJSONLine(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `jsonLine`'s bytes (no line break) to `buffer`.
+    package func appendJSONLine(to buffer: inout [UInt8]) {
+        // Built on its own, then appended: a writer that took the buffer
+        // over (swapped in and back) was measured copying all of it at every
+        // event, 2.1 µs an event once 60 KB were waiting to be written.
+        var json = JSONObjectWriter()
+        json.add("event", kind.rawValue)
+        json.add("time") { ClockText.appendISO8601(timestamp, to: &$0) }
+        json.add("elapsed", elapsed)
+        json.add("run_id", runID)
+        json.add("workflow", workflow)
+        let subjectKey: StaticString
+        switch kind {
+        case .groupFinished: subjectKey = "group"
+        case .joinCompleted: subjectKey = "join"
+        default: subjectKey = "task"
+        }
+        json.add(subjectKey, subject)
+        json.add("status", status?.rawValue)
+        json.add("attempt", attempt)
+        json.add("timeout_seconds", timeoutSeconds)
+        json.add("group_timeout_seconds", groupTimeoutSeconds)
+        if let limits { json.addRaw("limits", limits) }
+        json.add("exit_code", exitCode)
+        json.add("signal", signal)
+        json.add("duration", duration)
+        json.add("progress", progress)
+        json.add("reason", reason)
+        json.add("waiting_on", waitingOn)
+        json.add("delay", delay)
+        json.add("path", path)
+        json.add("log_tail", logTail)
+        json.add("members", members)
+        json.add("succeeded", succeeded)
+        json.add("required", required)
+        json.add("timed_out", timedOut)
+        json.add("missing", missing)
+        if let report {
+            json.addRaw("report", "[" + report.map { JSONText.object([("name", $0.key), ("value", $0.value)]) }.joined(separator: ",") + "]")
+        }
+        if let joinReport {
+            // Capped: the event names the file holding the report whole.
+            joinReport.addMembers(to: &json, limit: Self.joinMembersInEvent, valueBytes: Self.joinValueBytesInEvent)
+        }
+        json.add("stream", stream)
+        json.add("line", line)
+        json.add("allowed", allowed)
+        json.add("cancelled_by", cancelledBy)
+        if let counts {
+            var object = JSONObjectWriter()
+            for (status, count) in counts { object.add(key: status.rawValue, count) }
+            json.addRaw("counts", object.result)
+        }
+        json.add("exit_code", runExitCode)
+        buffer.append(contentsOf: json.finish())
+    }
+}
+
+/// A timestamp's date and time of day as text, to the millisecond.
+package struct ClockText {
+    /// `2026-11-22`
+    var date: String
+    /// `14:03:07.250`
+    package var time: String
+
+    package init(_ seconds: Double, local: Bool) {
+        let (second, milliseconds) = Self.split(seconds)
+        let cached = Self.cachedSecond(second, local: local)
+        date = cached.date
+        time = cached.time + Self.millisecondTexts[milliseconds]
+    }
+
+    /// `14:03:07.250`, appended to `text`.
+    package static func appendTime(_ seconds: Double, local: Bool, to text: inout String) {
+        let (second, milliseconds) = split(seconds)
+        text += cachedSecond(second, local: local).time
+        text += millisecondTexts[milliseconds]
+    }
+
+    /// `2026-11-22T02:51:03.123Z` (UTC), as JSON: quoted.
+    static func appendISO8601(_ seconds: Double, to bytes: inout [UInt8]) {
+        let (second, milliseconds) = split(seconds)
+        let cached = cachedSecond(second, local: false)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: cached.date.utf8)
+        bytes.append(UInt8(ascii: "T"))
+        bytes.append(contentsOf: cached.time.utf8)
+        bytes.append(contentsOf: millisecondTexts[milliseconds].utf8)
+        bytes.append(UInt8(ascii: "Z"))
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func split(_ seconds: Double) -> (second: Int, milliseconds: Int) {
+        let whole = Int(seconds.rounded(.down))
+        return (whole, min(999, max(0, Int((seconds - Double(whole)) * 1000))))
+    }
+
+    /// Several timestamps per task, nearly all within a second of the last:
+    /// the calendar part is worked out once a second.
+    private static func cachedSecond(_ second: Int, local: Bool) -> Second {
+        lastSecond.withLock { cache in
+            let slot = local ? 1 : 0
+            if cache[slot].second != second {
+                cache[slot] = calendar(second, local: local)
+            }
+            return cache[slot]
+        }
+    }
+
+    private struct Second {
+        var second: Int
+        var date: String
+        /// `14:03:07`
+        var time: String
+    }
+
+    private static let lastSecond = Mutex([Second(second: -1, date: "", time: ""), Second(second: -1, date: "", time: "")])
+
+    /// `.000` … `.999`
+    private static let millisecondTexts: [String] = (0..<1000).map { "." + padded($0, 3) }
+
+    private static func calendar(_ second: Int, local: Bool) -> Second {
+        var whole = time_t(second)
+        var parts = tm()
+        if local { localtime_r(&whole, &parts) } else { gmtime_r(&whole, &parts) }
+        return Second(
+            second: second,
+            date: "\(parts.tm_year + 1900)-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))",
+            time: "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))")
+    }
+
+    /// `value` with leading zeros to `width` digits.
+    private static func padded(_ value: Int, _ width: Int) -> String {
+        let digits = String(value)
+        return String(repeating: "0", count: max(0, width - digits.utf8.count)) + digits
+    }
+}
+
+/// Where events go. Called on the engine's serial queue, one event at a time.
+package protocol RunReporter: Sendable {
+    func report(_ event: RunEvent)
+    /// Called once after `run_finished`, to flush.
+    func finish()
+    /// With `--stream` (and, for the live view's rows, on a terminal): one
+    /// whole line a task printed on stdout or (`isError`) stderr, as it
+    /// arrives. Called on the output thread, not the engine's queue.
+    func output(task: String, line: String, isError: Bool)
+}
+
+extension RunReporter {
+    package func output(task: String, line: String, isError: Bool) {}
+}

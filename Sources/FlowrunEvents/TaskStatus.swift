@@ -1,0 +1,33 @@
+/// Where a task, group or join stands (SPEC §2, §4, §5).
+package enum TaskStatus: String, Sendable, Codable, CaseIterable {
+    // Live.
+    case pending, waiting, running
+    // Final.
+    case succeeded, failed
+    case timedOut = "timed_out"
+    case cancelled, skipped
+
+    package var isFinal: Bool {
+        switch self {
+        case .pending, .waiting, .running: return false
+        default: return true
+        }
+    }
+
+    /// Failed or timed out: what `when: failure` and the exit code look at.
+    package var isFailure: Bool { self == .failed || self == .timedOut }
+}
+
+/// Why something was cancelled: decides whether it fails the run.
+package enum CancelReason: String, Sendable, Codable {
+    /// A join met its quorum or passed its deadline with `on_timeout: continue`: not a failure.
+    case joinSettled = "join_settled"
+    /// The group's deadline passed.
+    case groupTimeout = "group_timeout"
+    /// `fail_fast` after another task failed.
+    case failFast = "fail_fast"
+    /// The run's `timeout` fired.
+    case runTimeout = "run_timeout"
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run.
+    case signal
+}

@@ -1,0 +1,79 @@
+import FlowrunModel
+
+/// Named semaphores as Argo semaphores: one ConfigMap key per pool holding
+/// its capacity, and `synchronization.semaphores` on each user's template.
+///
+/// Argo semaphores count holders, not weights. A pool that any task uses
+/// with a weight above 1 is emulated conservatively so its capacity is
+/// never exceeded: the pool's key holds `capacity - (heaviest weight - 1)`,
+/// and every weighted user also holds a second key of capacity 1, so at most
+/// one weighted user runs at a time and it always finds its weight free.
+struct ArgoSemaphores {
+    struct Pool {
+        var name: String
+        var key: String
+        var capacity: Int
+        /// The key weighted users also hold; nil when every use weighs 1.
+        var weightedKey: String?
+        var heaviest: Int
+    }
+
+    let configMapName: String
+    private(set) var pools: [Pool] = []
+
+    init(workflow: Workflow, configMapName: String, problems: inout ArgoExportProblems) {
+        self.configMapName = configMapName
+        var heaviest: [String: SemaphoreUse] = [:]
+        for task in Self.allTasks(of: workflow) {
+            for use in task.semaphores where use.weight > (heaviest[use.name]?.weight ?? 1) { heaviest[use.name] = use }
+        }
+        var keys = Set(workflow.semaphores.map(\.name))
+        for declaration in workflow.semaphores {
+            var pool = Pool(name: declaration.name, key: declaration.name, capacity: declaration.capacity, weightedKey: nil, heaviest: 1)
+            if let use = heaviest[declaration.name] {
+                var weightedKey = declaration.name + ".weighted"
+                while keys.contains(weightedKey) { weightedKey += "-" }
+                keys.insert(weightedKey)
+                pool.weightedKey = weightedKey
+                pool.heaviest = use.weight
+                pool.capacity = declaration.capacity - (use.weight - 1)
+                problems.emulate(
+                    "Argo semaphores have no weights: pool '\(declaration.name)' (capacity \(declaration.capacity)) gets \(pool.capacity) "
+                        + "slots of weight 1, and tasks with a weight above 1 also hold '\(weightedKey)' (capacity 1), so the pool "
+                        + "never exceeds \(declaration.capacity) but runs fewer light tasks",
+                    at: use.location)
+            }
+            pools.append(pool)
+        }
+    }
+
+    /// `synchronization:` for a task's template, nil when it uses no pool.
+    func synchronization(for task: TaskDefinition) -> ManifestValue? {
+        var references: [ManifestValue] = []
+        for use in task.semaphores {
+            guard let pool = pools.first(where: { $0.name == use.name }) else { continue }
+            references.append(reference(pool.key))
+            if use.weight > 1, let weightedKey = pool.weightedKey { references.append(reference(weightedKey)) }
+        }
+        guard !references.isEmpty else { return nil }
+        return .map([("semaphores", .list(references))])
+    }
+
+    private func reference(_ key: String) -> ManifestValue {
+        .map([("configMapKeyRef", .map([("name", .string(configMapName)), ("key", .string(key))]))])
+    }
+
+    /// The ConfigMap's `data`: each key's capacity (ConfigMap values are strings).
+    var data: ManifestValue {
+        var pairs: [(key: String, value: ManifestValue)] = []
+        for pool in pools {
+            pairs.append((pool.key, .string(String(pool.capacity))))
+            if let weightedKey = pool.weightedKey { pairs.append((weightedKey, .string("1"))) }
+        }
+        return .map(pairs)
+    }
+
+    static func allTasks(of workflow: Workflow) -> [TaskDefinition] {
+        workflow.mainTasks + workflow.groups.compactMap(\.fanOut?.template) + workflow.finally
+    }
+}

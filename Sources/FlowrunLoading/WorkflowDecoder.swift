@@ -1,0 +1,118 @@
+import FlowrunYAML
+import FlowrunModel
+
+/// Turns a YAML tree into a `Workflow`, collecting every problem instead of
+/// stopping at the first; the checks that need the whole workflow
+/// (references, cycles, limits) run afterwards in `WorkflowChecker`.
+struct WorkflowDecoder {
+    let file: String
+    let source: SourceText
+    let names: NameTable
+    var diagnostics: [Diagnostic] = []
+
+    init(file: String, source: SourceText, names: NameTable) {
+        self.file = file
+        self.source = source
+        self.names = names
+    }
+
+    static let topLevelKeys = [
+        "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
+        "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
+    ]
+
+    mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
+        var workflow = Workflow(file: file, name: defaultName)
+        guard let fields = fields(of: root, what: "the workflow", allowed: Self.topLevelKeys) else { return workflow }
+
+        if let node = fields["name"]?.value, let name = string(node, what: "name") { workflow.name = name }
+        if let node = fields["description"]?.value { workflow.description = string(node, what: "description") }
+        if let node = fields["max_parallel"]?.value { workflow.maxParallel = int(node, what: "max_parallel", in: NumericBounds.slots) }
+        if let node = fields["timeout"]?.value { workflow.timeout = positiveDuration(node, what: "timeout") }
+        if let node = fields["fail_fast"]?.value, let value = bool(node, what: "fail_fast") { workflow.failFast = value }
+        if let node = fields["kill_grace"]?.value, let value = duration(node, what: "kill_grace") { workflow.killGrace = value.value }
+        if let node = fields["shell"]?.value, let shell = string(node, what: "shell") {
+            if shell.isEmpty { error("shell must not be empty", at: node) } else { workflow.shell = shell }
+        }
+        if let node = fields["env"]?.value { workflow.env = environment(node, context: .workflow) }
+        if let node = fields["vars"]?.value { workflow.vars = variables(node) }
+        if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
+        if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }
+        if let node = fields["tasks"]?.value {
+            workflow.tasks = tasks(named(node, what: "tasks"), context: .main)
+        }
+        if let node = fields["groups"]?.value {
+            workflow.groups = named(node, what: "groups").compactMap { group($0.key, $0.value) }
+        }
+        if let node = fields["joins"]?.value {
+            workflow.joins = named(node, what: "joins").compactMap { join($0.key, $0.value) }
+        }
+        if let node = fields["finally"]?.value {
+            workflow.finally = tasks(named(node, what: "finally"), context: .finally)
+        }
+        return workflow
+    }
+
+    /// Each entry's task, in order, those with errors left out. Into an array
+    /// sized up front: a task definition is about a kilobyte, and growing
+    /// the array would copy them all a few times.
+    private mutating func tasks(_ entries: [(key: Located<String>, value: YAMLNode)], context: TaskContext) -> [TaskDefinition] {
+        var tasks: [TaskDefinition] = []
+        tasks.reserveCapacity(entries.count)
+        for entry in entries {
+            if let task = task(entry.key, entry.value, context: context) { tasks.append(task) }
+        }
+        return tasks
+    }
+
+    /// The entries of a `tasks:`/`groups:`/`joins:`/`finally:` mapping, with
+    /// names checked against SPEC §1's pattern.
+    mutating func named(_ node: YAMLNode, what: String) -> [(key: Located<String>, value: YAMLNode)] {
+        if case .scalar(let scalar) = node.content, scalar.isNull { return [] }
+        guard let pairs = mapping(node, what: what) else { return [] }
+        var seen = Set<String>()
+        return pairs.compactMap { pair in
+            guard let name = pair.key.scalar?.text else {
+                error("a name in \(what) must be a plain string, found \(pair.key.kindDescription)", at: pair.key)
+                return nil
+            }
+            if !Self.isValidName(name) {
+                error("'\(name)' is not a valid name: use letters, digits, '_', '.' and '-', not starting with '.' or '-'", at: pair.key)
+            }
+            // The YAML loader has already reported a key repeated in one mapping.
+            guard seen.insert(name).inserted else { return nil }
+            return (Located(name, at: location(pair.key)), pair.value)
+        }
+    }
+
+    /// `[A-Za-z0-9_][A-Za-z0-9_.-]*`
+    static func isValidName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first else { return false }
+        func isWordCharacter(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.isASCII && (("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "_")
+        }
+        return isWordCharacter(first) && name.unicodeScalars.allSatisfy { isWordCharacter($0) || $0 == "." || $0 == "-" }
+    }
+
+    private mutating func variables(_ node: YAMLNode) -> [Variable] {
+        guard let pairs = mapping(node, what: "vars") else { return [] }
+        return pairs.compactMap { pair in
+            guard let name = pair.key.scalar?.text else { return nil }
+            guard let scalar = pair.value.scalar else {
+                error("the value of vars.\(name) must be a string or a number, found \(pair.value.kindDescription)", at: pair.value)
+                return nil
+            }
+            return Variable(name: name, value: scalar.isNull ? "" : scalar.text, location: location(pair.key))
+        }
+    }
+
+    private mutating func semaphoreDeclarations(_ node: YAMLNode) -> [SemaphoreDeclaration] {
+        guard let pairs = mapping(node, what: "semaphores") else { return [] }
+        return pairs.compactMap { pair in
+            guard let name = pair.key.scalar?.text else { return nil }
+            if !Self.isValidName(name) { error("'\(name)' is not a valid semaphore name", at: pair.key) }
+            guard let capacity = int(pair.value, what: "the capacity of semaphore '\(name)'", in: NumericBounds.slots) else { return nil }
+            return SemaphoreDeclaration(name: name, capacity: capacity, location: location(pair.key))
+        }
+    }
+}

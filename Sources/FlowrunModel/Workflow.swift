@@ -1,0 +1,96 @@
+/// A validated workflow file: plain values, each user-facing one with the
+/// `SourceLocation` it came from.
+public struct Workflow: Sendable {
+    public var file: String
+    /// `name:`, or the file's name without its extension.
+    public var name: String
+    public var description: String?
+    /// Running tasks at once for the whole run; nil means the CPU count.
+    public var maxParallel: Int?
+    /// The whole-run deadline.
+    public var timeout: Located<Duration>?
+    public var failFast: Bool = false
+    public var killGrace: Duration = .seconds(5)
+    public var shell: String = "/bin/sh"
+    public var env: [EnvironmentEntry] = []
+    public var vars: [Variable] = []
+    /// `secrets: [NAME, ...]`: vars and environment variables whose values
+    /// are shown as `***` wherever flowrun prints or writes them.
+    public var secrets: [Located<String>] = []
+    public var semaphores: [SemaphoreDeclaration] = []
+    public var tasks: [TaskDefinition] = []
+    public var groups: [GroupDefinition] = []
+    public var joins: [JoinDefinition] = []
+    public var finally: [TaskDefinition] = []
+
+    public init(file: String, name: String) {
+        self.file = file
+        self.name = name
+    }
+
+    /// Every task that runs in the main phase: top-level tasks and static group members.
+    public var mainTasks: [TaskDefinition] {
+        tasks + groups.flatMap(\.members)
+    }
+
+    /// `mainTasks.count`, without the copy.
+    public var mainTaskCount: Int {
+        groups.reduce(tasks.count) { $0 + $1.members.count }
+    }
+}
+
+/// A value and where it was written.
+public struct Located<Value: Sendable>: Sendable {
+    public var value: Value
+    public var location: SourceLocation
+
+    public init(_ value: Value, at location: SourceLocation) {
+        self.value = value
+        self.location = location
+    }
+}
+
+extension Located: Equatable where Value: Equatable {}
+extension Located: Hashable where Value: Hashable {}
+
+/// A name used to point at a task, group or join (`needs`, `wait`).
+public typealias Reference = Located<String>
+
+/// `vars: {bucket: nightly}`; `--var bucket=x` replaces the value.
+public struct Variable: Sendable {
+    public var name: String
+    public var value: String
+    public var location: SourceLocation
+
+    package init(name: String, value: String, location: SourceLocation) {
+        self.name = name
+        self.value = value
+        self.location = location
+    }
+}
+
+/// One environment variable whose value is a template.
+public struct EnvironmentEntry: Sendable {
+    public var name: String
+    public var value: Template
+    public var location: SourceLocation
+
+    package init(name: String, value: Template, location: SourceLocation) {
+        self.name = name
+        self.value = value
+        self.location = location
+    }
+}
+
+/// `semaphores: {network: 3}` — a named pool shared by any tasks.
+public struct SemaphoreDeclaration: Sendable {
+    public var name: String
+    public var capacity: Int
+    public var location: SourceLocation
+
+    package init(name: String, capacity: Int, location: SourceLocation) {
+        self.name = name
+        self.capacity = capacity
+        self.location = location
+    }
+}

@@ -1,0 +1,215 @@
+// FoundationEssentials, not Foundation: the whole of Foundation (with ICU)
+// costs every flowrun process milliseconds of loading, for one JSONEncoder.
+import FoundationEssentials
+import FlowrunModel
+import FlowrunValues
+
+/// The plan as JSON (`flowrun FILE --dry-run --output json`); the schema is
+/// `docs/plan-json.md`. Durations are in seconds; absent values are null.
+extension Plan {
+    package static let jsonSchemaVersion = "flowrun-plan/1"
+
+    package var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(PlanDocument(self))) ?? Data("{}".utf8)
+        return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
+    }
+}
+
+private struct PlanDocument: Encodable {
+    struct WorkflowInfo: Encodable {
+        var name: String, file: String, description: String?
+        var max_parallel: Int, timeout_seconds: Double?, fail_fast: Bool, kill_grace_seconds: Double, shell: String
+        var vars: [String: String], env: [String: String]
+    }
+
+    struct Semaphore: Encodable {
+        var name: String, capacity: Int, users: [String]
+    }
+
+    struct Action: Encodable {
+        var type: String
+        var script: String?
+        var seconds: Double?, min_seconds: Double?, max_seconds: Double?
+        var method: String?, url: String?, headers: [String: String]?, body: String?, expect: Int?
+    }
+
+    struct Limits: Encodable {
+        struct GroupLimit: Encodable { var name: String, concurrency: Int }
+        struct SemaphoreLimit: Encodable { var name: String, weight: Int, capacity: Int }
+        var run: Int, group: GroupLimit?, semaphores: [SemaphoreLimit]
+    }
+
+    struct FanOutInfo: Encodable {
+        var count: Int?, source: String, items: [String]?, name_template: String?
+        var split: String?, axes: [String]?, members: [Member]?
+    }
+
+    /// A member known before the run: its name and its item (text, or an object for a record).
+    struct Member: Encodable {
+        var name: String, item: Item
+    }
+
+    struct Item: Encodable {
+        var value: FanOutItem
+
+        func encode(to encoder: any Encoder) throws {
+            switch value {
+            case .text(let text), .literal(let text):
+                var container = encoder.singleValueContainer()
+                try container.encode(text)
+            case .list(let items):
+                var container = encoder.unkeyedContainer()
+                for item in items { try container.encode(Item(value: item)) }
+            case .record(let fields):
+                var container = encoder.container(keyedBy: Key.self)
+                for field in fields { try container.encode(Item(value: field.value), forKey: Key(stringValue: field.key)) }
+            }
+        }
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+    }
+
+    struct Step: Encodable {
+        var name: String, kind: String, stage: Int, line: Int, column: Int
+        var needs: [String], group: String?, joins: [String]
+        var description: String?
+        // Tasks and fan-outs.
+        var action: Action?, when: String?, `if`: String?, timeout_seconds: Double?, group_timeout_seconds: Double?
+        var retries: Int?, retry_delay_seconds: Double?, backoff: Double?, continue_on_error: Bool?
+        var env: [String: String]?, cwd: String?, limits: Limits?, fan_out: FanOutInfo?
+        // Groups.
+        var members: [String]?, concurrency: Int?
+        // Joins.
+        var wait: [String]?, need: String?, required: Int?, on_timeout: String?, report: [String]?
+    }
+
+    var schema = Plan.jsonSchemaVersion
+    var dry_run = true
+    var workflow: WorkflowInfo
+    var semaphores: [Semaphore]
+    var only: [String]
+    var stages: [[String]]
+    var steps: [Step]
+    var finally: [Step]
+
+    init(_ plan: Plan) {
+        let workflow = plan.workflowShown
+        self.workflow = WorkflowInfo(
+            name: workflow.name, file: workflow.file, description: workflow.description,
+            max_parallel: plan.maxParallel, timeout_seconds: workflow.timeout?.value.seconds, fail_fast: workflow.failFast,
+            kill_grace_seconds: workflow.killGrace.seconds, shell: workflow.shell,
+            vars: Dictionary(workflow.vars.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
+            env: Dictionary(workflow.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }))
+        semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
+        only = plan.only
+        stages = plan.stages.map { $0.map(\.name) }
+        steps = plan.steps.map { Self.step($0, vars: workflow.vars) }
+        finally = plan.finallySteps.map { Self.step($0) }
+    }
+
+    private static func step(_ step: PlanStep, vars: [Variable] = []) -> Step {
+        var result = Step(
+            name: step.name, kind: step.kind.rawValue, stage: step.stage + 1,
+            line: step.location.line, column: step.location.column,
+            needs: step.needs, group: step.group, joins: step.joins)
+        if let task = step.task {
+            result.description = task.description
+            result.action = action(task.action)
+            result.when = task.when.rawValue
+            result.if = task.condition?.value.description
+            result.timeout_seconds = step.timers.timeout?.seconds
+            result.group_timeout_seconds = step.timers.groupTimeout?.seconds
+            result.retries = task.retries
+            result.retry_delay_seconds = task.retryDelay.seconds
+            result.backoff = task.backoff
+            result.continue_on_error = task.continueOnError
+            result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
+            result.cwd = task.cwd?.source
+            if let limits = step.limits {
+                result.limits = Limits(
+                    run: limits.runSlots,
+                    group: limits.group.map { Limits.GroupLimit(name: $0.name, concurrency: $0.concurrency) },
+                    semaphores: limits.semaphores.map { Limits.SemaphoreLimit(name: $0.name, weight: $0.weight, capacity: $0.capacity) })
+            }
+            if step.kind == .fanOut, let source = step.fanOutSource {
+                result.fan_out = FanOutInfo(
+                    count: step.fanOutCount, source: sourceText(source, axes: step.fanOutAxes), items: staticItems(source),
+                    name_template: task.nameTemplate?.source, split: step.fanOutSplit?.text, axes: step.fanOutAxes,
+                    members: members(step, source: source, template: task.nameTemplate, vars: vars))
+            }
+        }
+        switch step.kind {
+        case .group:
+            result.members = step.members
+            result.concurrency = step.concurrency
+            result.timeout_seconds = step.timers.timeout?.seconds
+            if let source = step.fanOutSource {
+                result.fan_out = FanOutInfo(
+                    count: step.fanOutCount, source: sourceText(source, axes: step.fanOutAxes), items: staticItems(source), name_template: nil,
+                    axes: step.fanOutAxes)
+            }
+        case .join:
+            if let join = step.join {
+                result.description = join.description
+                result.wait = step.members
+                result.need = join.need.value.description
+                result.required = join.need.value.required(of: step.members.count)
+                result.timeout_seconds = join.timeout?.value.seconds
+                result.on_timeout = join.onTimeout.rawValue
+                result.report = join.report?.map(\.text)
+            }
+        case .task, .fanOut:
+            break
+        }
+        return result
+    }
+
+    private static func action(_ action: TaskAction) -> Action {
+        switch action {
+        case .run(let script):
+            return Action(type: "run", script: script.source)
+        case .sleep(.fixed(let duration)):
+            return Action(type: "sleep", seconds: duration.seconds)
+        case .sleep(.range(let low, let high)):
+            return Action(type: "sleep", min_seconds: low.seconds, max_seconds: high.seconds)
+        case .http(let request):
+            return Action(
+                type: "http", method: request.method, url: URLRedaction.redact(request.url.source),
+                headers: Dictionary(request.headers.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }),
+                body: request.body?.source, expect: request.expect)
+        }
+    }
+
+    /// The members of a list or matrix known before the run (a range is described, not listed).
+    private static func members(_ step: PlanStep, source: FanOutSource, template: Template?, vars: [Variable]) -> [Member]? {
+        guard let group = step.group,
+              let names = MemberNaming.staticNames(group: group, source: source, template: template, axes: step.fanOutAxes, vars: vars) else { return nil }
+        switch source {
+        case .list(let items): return zip(names, items).map { Member(name: $0, item: Item(value: .text($1))) }
+        case .records(let items): return zip(names, items).map { Member(name: $0, item: Item(value: $1)) }
+        case .range, .expression: return nil
+        }
+    }
+
+    private static func sourceText(_ source: FanOutSource, axes: [String]?) -> String {
+        switch source {
+        case .list: return "list"
+        case .records: return axes == nil ? "records" : "matrix"
+        case .range(let low, let high): return "range \(low)..\(high)"
+        case .expression(let template): return template.source
+        }
+    }
+
+    /// Items known before the run: a literal list (a range is described, not listed).
+    private static func staticItems(_ source: FanOutSource) -> [String]? {
+        if case .list(let items) = source { return items }
+        return nil
+    }
+}

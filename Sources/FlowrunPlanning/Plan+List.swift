@@ -1,0 +1,87 @@
+// FoundationEssentials, not Foundation: see Plan+JSON.swift.
+import FoundationEssentials
+import FlowrunValues
+
+/// What a workflow can run: `flowrun list [FILE]`. Every task, fan-out,
+/// group, join and `finally` task in plan order, with its description.
+extension Plan {
+    /// One row of the listing; the JSON form is documented in docs/FORMAT.md.
+    package struct ListEntry: Sendable, Encodable, Equatable {
+        package var name: String
+        /// task, fan-out, group, join or finally.
+        package var kind: String
+        package var description: String?
+        /// The group a task or fan-out belongs to.
+        package var group: String?
+        /// A group's members (a fan-out as its template, `G[*]`), a join's `wait:`.
+        package var members: [String]
+
+        enum CodingKeys: String, CodingKey { case name, kind, description, group }
+
+        // `description` is always there (null when none); `group` only for a member.
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(kind, forKey: .kind)
+            try container.encode(description, forKey: .description)
+            try container.encodeIfPresent(group, forKey: .group)
+        }
+    }
+
+    package var listEntries: [ListEntry] {
+        let groupDescriptions = Dictionary(
+            workflow.groups.map { ($0.name, $0.description) }, uniquingKeysWith: { first, _ in first })
+        let main = steps.map { step -> ListEntry in
+            let description: String?
+            switch step.kind {
+            case .task, .fanOut: description = step.task?.description
+            case .group: description = groupDescriptions[step.name] ?? nil
+            case .join: description = step.join?.description
+            }
+            let members = step.kind == .group || step.kind == .join ? step.members : []
+            return ListEntry(name: step.name, kind: step.kind.rawValue, description: description, group: step.group, members: members)
+        }
+        let last = finallySteps.map {
+            ListEntry(name: $0.name, kind: "finally", description: $0.task?.description, group: $0.group, members: [])
+        }
+        return main + last
+    }
+
+    /// Aligned columns for a terminal: name, kind, description, then where
+    /// the step sits (its group, a group's members, what a join waits for).
+    /// Every field is masked and escaped: they come from the file.
+    package var listText: String {
+        let rows = listEntries.map { entry -> [String] in
+            var detail = ""
+            if let group = entry.group { detail = "in " + group }
+            if entry.kind == "group" { detail = "members: " + entry.members.joined(separator: ", ") }
+            if entry.kind == "join" { detail = "waits for: " + entry.members.joined(separator: ", ") }
+            // Masked first (a secret sits whole in its field), then escaped.
+            return [TerminalText.escapedName(shown(entry.name))]
+                + [entry.kind, entry.description ?? "", detail].map { TerminalText.escaped(shown($0)) }
+        }
+        guard !rows.isEmpty else { return "" }
+        var widths = [Int](repeating: 0, count: 3)
+        for row in rows {
+            for column in 0..<3 { widths[column] = max(widths[column], TerminalText.width(row[column])) }
+        }
+        return rows.map { row in
+            var line = ""
+            for column in 0..<4 {
+                guard column < 3 else { line += row[column]; break }
+                // An empty description column takes no room when no row has one.
+                guard widths[column] > 0 else { continue }
+                line += row[column] + String(repeating: " ", count: widths[column] - TerminalText.width(row[column]) + 2)
+            }
+            return String(line.reversed().drop { $0 == " " }.reversed())
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// `flowrun list --output json`: an array of {name, kind, description, group?}.
+    package var listJSON: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(listEntries)) ?? Data("[]".utf8)
+        return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
+    }
+}

@@ -1,0 +1,173 @@
+import FlowrunModel
+import FlowrunValues
+
+/// The plan for people: `flowrun FILE --dry-run`.
+extension Plan {
+    package var text: String {
+        var lines: [String] = []
+        let workflow = workflowShown
+        lines.append("Plan for \(workflow.name) (\(workflow.file)) — dry run: nothing was executed")
+        if let description = workflow.description { lines.append("  " + description) }
+        var settings = ["max_parallel \(maxParallel)\(workflow.maxParallel == nil ? " (CPU count)" : "")"]
+        settings.append("timeout \(workflow.timeout?.value.text ?? "none")")
+        settings.append("fail_fast \(workflow.failFast)")
+        settings.append("kill_grace \(workflow.killGrace.text)")
+        settings.append("shell \(workflow.shell)")
+        lines.append("  " + settings.joined(separator: " · "))
+        if !workflow.vars.isEmpty {
+            lines.append("  vars: " + workflow.vars.map { "\($0.name)=\(Self.quoted($0.value))" }.joined(separator: ", "))
+        }
+        if !workflow.env.isEmpty {
+            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" }.joined(separator: ", "))
+        }
+        for semaphore in semaphores {
+            let users = semaphore.users.isEmpty ? "unused" : "used by " + semaphore.users.joined(separator: ", ")
+            lines.append("  semaphore \(semaphore.name): capacity \(semaphore.capacity), \(users)")
+        }
+        if !only.isEmpty { lines.append("  --only \(only.joined(separator: ", ")): running those and what they need") }
+
+        for (number, stage) in stages.enumerated() {
+            lines.append("")
+            lines.append("Stage \(number + 1)" + (number == 0 ? " — starts at once" : ""))
+            for step in stage { lines += Self.describe(step, vars: workflow.vars) }
+        }
+        if !finallySteps.isEmpty {
+            lines.append("")
+            lines.append("Finally (after everything else has settled, whatever happened)")
+            for step in finallySteps { lines += Self.describe(step, vars: workflow.vars) }
+        }
+        let taskCount = steps.filter { $0.kind == .task }.count + finallySteps.count
+        let fanOuts = steps.filter { $0.kind == .fanOut }
+        let fanOutMembers = fanOuts.compactMap(\.fanOutCount).reduce(0, +)
+        let unknown = fanOuts.filter { $0.fanOutCount == nil }.count
+        var total = "\(taskCount + fanOutMembers) tasks"
+        if unknown > 0 { total += " + \(unknown) fan-out\(unknown == 1 ? "" : "s") sized at run time" }
+        let groupCount = steps.filter { $0.kind == .group }.count
+        let joinCount = steps.filter { $0.kind == .join }.count
+        lines.append("")
+        lines.append("\(total), \(groupCount) group\(groupCount == 1 ? "" : "s"), \(joinCount) join\(joinCount == 1 ? "" : "s")")
+        // Each line's secrets masked first (a multi-line value sits whole in
+        // its line), then its control characters escaped: names, items,
+        // values and scripts come from the file and `--var`, and none of
+        // their control characters reaches the terminal raw.
+        return lines.map { TerminalText.escaped(shown($0)) }.joined(separator: "\n") + "\n"
+    }
+
+    private static func describe(_ step: PlanStep, vars: [Variable]) -> [String] {
+        var lines: [String] = []
+        func row(_ label: String, _ value: String) {
+            lines.append("      " + (label + ":").padding(to: 10) + " " + value)
+        }
+        switch step.kind {
+        case .task, .fanOut:
+            let heading = step.kind == .fanOut
+                ? "fan-out, \(step.fanOutCount.map { "\($0) member\($0 == 1 ? "" : "s")" } ?? "member count known at run time (\(step.name))")"
+                : "task"
+            lines.append("  \(step.name)  [\(heading)]")
+            guard let task = step.task else { break }
+            if let description = task.description { row("about", description) }
+            switch task.action {
+            case .run(let script): row("run", oneLine(script.source))
+            case .sleep(let duration): row("sleep", duration.text + (duration.isRange ? " (random)" : ""))
+            case .http(let request): row("http", "\(request.method) \(URLRedaction.redact(request.url.source)) (expect \(request.expect))")
+            }
+            if let source = step.fanOutSource { row("foreach", describe(source, axes: step.fanOutAxes)) }
+            if let split = step.fanOutSplit { row("split", split.text) }
+            if let name = task.nameTemplate { row("names", name.source) }
+            if let source = step.fanOutSource, case .records(let items) = source, let group = step.group,
+               let names = MemberNaming.staticNames(group: group, source: source, template: task.nameTemplate, axes: step.fanOutAxes, vars: vars) {
+                // The expanded matrix or list of mappings: each member and its item.
+                let width = min(names.map(\.count).max() ?? 0, 60)
+                for (offset, name) in names.enumerated() {
+                    let line = name.padding(to: width) + "  " + items[offset].displayText
+                    lines.append("      " + (offset == 0 ? "members:".padding(to: 10) : String(repeating: " ", count: 10)) + " " + line)
+                }
+            }
+            if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
+            if let condition = task.condition { row("if", condition.value.description) }
+            if let limits = step.limits { row("limits", describe(limits)) }
+            var policy: [String] = []
+            if let timeout = step.timers.timeout { policy.append("timeout \(timeout.text) per attempt") }
+            if let groupTimeout = step.timers.groupTimeout { policy.append("group deadline \(groupTimeout.text)") }
+            if task.retries > 0 {
+                policy.append("retries \(task.retries) (delay \(task.retryDelay.text), backoff ×\(task.backoff.formatted))")
+            }
+            if task.continueOnError { policy.append("continue_on_error") }
+            if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
+            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" }.joined(separator: ", ")) }
+            if let cwd = task.cwd { row("cwd", cwd.source) }
+        case .group:
+            let count = step.fanOutSource == nil ? "\(step.members.count) members" : describeGroupSize(step)
+            lines.append("  \(step.name)  [group, \(count)]")
+            row("members", step.members.joined(separator: ", "))
+            if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ")) }
+            var policy: [String] = []
+            if let concurrency = step.concurrency { policy.append("concurrency \(concurrency)") }
+            if let timeout = step.timers.timeout { policy.append("deadline \(timeout.text)") }
+            if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
+        case .join:
+            guard let join = step.join else { break }
+            lines.append("  \(step.name)  [join]")
+            row("wait", step.members.joined(separator: ", "))
+            let required = join.need.value.required(of: step.members.count)
+            row("need", "\(join.need.value) (\(required) of \(step.members.count) must succeed)")
+            if let timeout = join.timeout?.value { row("deadline", "\(timeout.text), then \(join.onTimeout == .continue ? "continue with partial results" : "fail")") }
+            row("report", join.report.map { $0.map(\.text).joined(separator: ", ") } ?? "every member's stash")
+        }
+        if !step.joins.isEmpty { row("joins", step.joins.joined(separator: ", ")) }
+        return lines
+    }
+
+    private static func describeGroupSize(_ step: PlanStep) -> String {
+        let statics = step.members.count - 1
+        let fanOut = step.fanOutCount.map(String.init) ?? "*"
+        return statics > 0 ? "\(statics) + \(fanOut) members" : "\(fanOut) members"
+    }
+
+    private static func describe(_ limits: TaskLimits) -> String {
+        var parts = ["run slot (\(limits.runSlots) at once)"]
+        if let group = limits.group { parts.append("group \(group.name) (\(group.concurrency) at once)") }
+        for semaphore in limits.semaphores {
+            parts.append("\(semaphore.name) \(semaphore.weight)/\(semaphore.capacity)")
+        }
+        return parts.joined(separator: " + ")
+    }
+
+    private static func describe(_ source: FanOutSource, axes: [String]?) -> String {
+        switch source {
+        case .records(let items):
+            let count = "\(items.count) \(items.count == 1 ? "combination" : "combinations")"
+            if let axes { return "matrix " + (axes.isEmpty ? "of include: only" : axes.joined(separator: " × ")) + ", " + count }
+            return "\(items.count) mapping\(items.count == 1 ? "" : "s")"
+        case .list(let items):
+            let shown = items.prefix(5).map { quoted($0) }.joined(separator: ", ")
+            return "[" + shown + (items.count > 5 ? ", … (\(items.count) items)" : "") + "]"
+        case .range(let low, let high): return "range \(low)…\(high)"
+        case .expression(let template): return template.source + " (read at run time)"
+        }
+    }
+
+    private static func oneLine(_ text: String) -> String {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+        guard let first = lines.first else { return "" }
+        let shown = first.count > 70 ? first.prefix(70) + "…" : first
+        return String(shown) + (lines.count > 1 ? "  (+\(lines.count - 1) more line\(lines.count == 2 ? "" : "s"))" : "")
+    }
+
+    private static func quoted(_ value: String) -> String {
+        value.contains(where: { $0 == " " || $0 == "," || $0 == "\"" }) || value.isEmpty ? "\"\(value)\"" : value
+    }
+}
+
+extension SleepDuration {
+    var isRange: Bool {
+        if case .range = self { return true }
+        return false
+    }
+}
+
+extension String {
+    package func padding(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -1,0 +1,94 @@
+package import FlowrunModel
+package import FlowrunValues
+
+/// What will run, in which order, under which limits and timers: the value
+/// the execution stage consumes and `--dry-run` prints.
+package struct Plan: Sendable {
+    /// The workflow after command-line overrides (`--var`, `--max-parallel`, `--fail-fast`).
+    package var workflow: Workflow
+    /// Running tasks at once for the whole run, resolved (the CPU count by default).
+    package var maxParallel: Int
+    /// The whole run's deadline (`timeout:` at the top), nil for none. The
+    /// engine starts its run timer and bounds retry delays with this value.
+    package var runTimeout: Duration?
+    /// Main-phase steps (tasks, fan-outs, groups, joins), by stage then by position in the file.
+    package var steps: [PlanStep]
+    /// `finally` tasks, in the same order rules.
+    package var finallySteps: [PlanStep]
+    package var semaphores: [PlannedSemaphore]
+    /// The names `--only` selected; empty when everything runs.
+    package var only: [String]
+    /// Hides the values `secrets:` names in everything flowrun shows and
+    /// stores; nil when the workflow has none (or all are unset).
+    package var secretMasker: SecretMasker?
+
+    /// Steps grouped by stage: everything in stage N can start once what it
+    /// waits for in earlier stages has settled.
+    package var stages: [[PlanStep]] {
+        var stages: [[PlanStep]] = []
+        for step in steps {
+            while stages.count <= step.stage { stages.append([]) }
+            stages[step.stage].append(step)
+        }
+        return stages.filter { !$0.isEmpty }
+    }
+}
+
+/// One task, fan-out, group or join in the plan.
+package struct PlanStep: Sendable {
+    package var name: String
+    package var kind: DependencyGraph.Kind
+    package var location: SourceLocation
+    package var stage: Int
+    /// What this step waits for: its own `needs` plus, for a group member, the group's.
+    package var needs: [String]
+    package var group: String?
+    /// Joins that count this step as one of their members.
+    package var joins: [String]
+    /// For tasks and fan-outs: what it runs and under which policy (shared
+    /// with the run's nodes, not copied).
+    package var sharedTask: Shared<TaskDefinition>?
+    package var task: TaskDefinition? { sharedTask?.value }
+    /// For tasks and fan-outs: the slots it must hold all at once. The
+    /// engine builds its slot demand from this, nothing else.
+    package var limits: TaskLimits?
+    /// The deadlines the engine starts for this step, defaults resolved
+    /// (an http task's 5 minutes, a `finally` task's 5 minutes).
+    package var timers: Timers
+    /// For fan-outs: the member count, nil until the run computes it.
+    package var fanOutCount: Int?
+    package var fanOutSource: FanOutSource?
+    /// For fan-outs: `split:` of a computed `foreach`.
+    package var fanOutSplit: FanOutSplit? = nil
+    /// For fan-outs and groups: a matrix's axes (the combinations are `fanOutSource`).
+    package var fanOutAxes: [String]? = nil
+    /// For groups: static members and the fan-out template; for joins: `wait`.
+    package var members: [String]
+    /// For groups: `concurrency`. For joins: the join itself.
+    package var concurrency: Int?
+    package var join: JoinDefinition?
+}
+
+/// The slots a task holds while running (all of them or none).
+package struct TaskLimits: Sendable {
+    package var runSlots: Int
+    package var group: (name: String, concurrency: Int)?
+    package var semaphores: [(name: String, weight: Int, capacity: Int)]
+}
+
+/// The deadlines that can stop a step.
+package struct Timers: Sendable {
+    /// Per attempt of a task; a group's or join's own deadline.
+    package var timeout: Duration?
+    /// The deadline of the group a task belongs to.
+    package var groupTimeout: Duration?
+    /// The whole run's deadline (not for `finally`, which has its own budget).
+    package var runTimeout: Duration?
+}
+
+/// A named pool, and who uses it.
+package struct PlannedSemaphore: Sendable {
+    package var name: String
+    package var capacity: Int
+    package var users: [String]
+}

@@ -1,0 +1,191 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+package import FlowrunModel
+import FlowrunValues
+
+/// Command-line choices that change a plan.
+package struct PlanOptions: Sendable {
+    package var variables: [(name: String, value: String)] = []
+    package var maxParallel: Int?
+    package var failFast = false
+    package var only: [String] = []
+
+    package init() {}
+}
+
+/// A problem with the command line rather than the file (exit 2).
+package struct PlanningError: Error, Sendable, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
+}
+
+/// The planning stage: Workflow → Plan.
+package enum Planner {
+    /// The default for `max_parallel`: the number of online CPUs.
+    /// A `finally` task's budget when it sets no `timeout:` (SPEC §5).
+    package static let finallyDefaultTimeout = Duration.seconds(300)
+
+    package static var cpuCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
+    package static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
+        var workflow = workflow
+        try apply(options, to: &workflow)
+        let maxParallel = workflow.maxParallel ?? cpuCount
+        let graph = DependencyGraph(mainPhaseOf: workflow)
+        let selected = try selection(for: options.only, in: graph)
+        let steps = mainSteps(workflow, graph: graph, maxParallel: maxParallel, selected: selected)
+        let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
+        let finallyStages = finallyGraph.stages()
+        // Definitions by index, not copied out (a kilobyte each).
+        let finallyTasks = Dictionary(workflow.finally.indices.map { (workflow.finally[$0].name, $0) }, uniquingKeysWith: { first, _ in first })
+        let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
+        let finallySteps = order(finallyGraph, stages: finallyStages).map { index in
+            let task = finallyTasks[finallyGraph.nodes[index].name]!
+            var step = taskStep(workflow.finally[task], node: finallyGraph.nodes[index], capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: nil)
+            step.stage = finallyStages[index]
+            step.timers.runTimeout = nil
+            // finally has its own budget, 5 minutes unless the task says otherwise
+            // (an http task's whole-request limit is the same 5 minutes).
+            step.timers.timeout = workflow.finally[task].attemptTimeout ?? finallyDefaultTimeout
+            return step
+        }
+        var users: [String: [String]] = [:]
+        // By index and through the shared definition: a step or a definition
+        // copied out retains every field it has.
+        for phase in [steps, finallySteps] {
+            for index in phase.indices {
+                for use in phase[index].sharedTask?.value.semaphores ?? [] { users[use.name, default: []].append(phase[index].name) }
+            }
+        }
+        let semaphores = workflow.semaphores.map { declaration in
+            PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])
+        }
+        let secretMasker = SecretMasker(values: try secretValues(of: workflow))
+        return Plan(workflow: workflow, maxParallel: maxParallel, runTimeout: workflow.timeout?.value, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
+                    only: options.only, secretMasker: secretMasker)
+    }
+
+    private static func apply(_ options: PlanOptions, to workflow: inout Workflow) throws(PlanningError) {
+        for (name, value) in options.variables {
+            guard let index = workflow.vars.firstIndex(where: { $0.name == name }) else {
+                let hint = Suggestion.hint(for: name, in: workflow.vars.map(\.name))
+                throw PlanningError(message: "--var \(name)=…: the workflow declares no variable '\(name)'\(hint)")
+            }
+            workflow.vars[index].value = value
+        }
+        if let maxParallel = options.maxParallel {
+            guard maxParallel >= 1 else { throw PlanningError(message: "--max-parallel must be at least 1") }
+            workflow.maxParallel = maxParallel
+        }
+        if options.failFast { workflow.failFast = true }
+    }
+
+    /// Everything `--only` names plus whatever it needs; nil selects everything.
+    private static func selection(for only: [String], in graph: DependencyGraph) throws(PlanningError) -> Set<Int>? {
+        guard !only.isEmpty else { return nil }
+        var selected = Set<Int>()
+        var queue: [Int] = []
+        for name in only {
+            guard let index = graph.indexByName[name] else {
+                let hint = Suggestion.hint(for: name, in: graph.nodes.filter { $0.kind != .fanOut }.map(\.name))
+                throw PlanningError(message: "--only \(name): no task, group or join has that name\(hint)")
+            }
+            queue.append(index)
+        }
+        while let next = queue.popLast() {
+            guard selected.insert(next).inserted else { continue }
+            queue.append(contentsOf: graph.dependencies[next])
+        }
+        return selected
+    }
+
+    /// Node indices by stage, then by position in the file.
+    private static func order(_ graph: DependencyGraph, stages: [Int]) -> [Int] {
+        // The keys once, not a node copied out per comparison.
+        let keys = graph.nodes.indices.map { (stage: stages[$0], location: graph.nodes[$0].location) }
+        return graph.nodes.indices.sorted { (keys[$0].stage, keys[$0].location) < (keys[$1].stage, keys[$1].location) }
+    }
+
+    private static func mainSteps(_ workflow: Workflow, graph: DependencyGraph, maxParallel: Int, selected: Set<Int>?) -> [PlanStep] {
+        let stages = graph.stages()
+        let groups = Dictionary(workflow.groups.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // Definitions by index, not copied out (a kilobyte each).
+        let tasks = Dictionary(workflow.tasks.indices.map { (workflow.tasks[$0].name, $0) }, uniquingKeysWith: { first, _ in first })
+        let members = Dictionary(workflow.groups.flatMap { group in group.members.map { ($0.name, $0) } }, uniquingKeysWith: { first, _ in first })
+        let joins = Dictionary(workflow.joins.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
+        var joinsOf: [String: [String]] = [:]
+        for join in workflow.joins {
+            for member in join.wait { joinsOf[member.value, default: []].append(join.name) }
+        }
+
+        var steps: [PlanStep] = []
+        steps.reserveCapacity(graph.nodes.count)
+        for index in order(graph, stages: stages) where selected?.contains(index) ?? true {
+            let node = graph.nodes[index]
+            var step: PlanStep
+            switch node.kind {
+            case .task:
+                let group = node.group.flatMap { groups[$0] }
+                if let task = tasks[node.name] {
+                    step = taskStep(workflow.tasks[task], node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
+                } else {
+                    step = taskStep(members[node.name]!, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
+                }
+            case .fanOut:
+                let group = groups[node.group!]!
+                step = taskStep(group.fanOut!.template, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
+                step.fanOutCount = group.fanOut!.source.staticCount
+                step.fanOutSource = group.fanOut!.source
+                step.fanOutSplit = group.fanOut!.split
+                step.fanOutAxes = group.fanOut!.matrixAxes
+            case .group:
+                let group = groups[node.name]!
+                step = PlanStep(
+                    name: node.name, kind: .group, location: node.location, stage: 0, needs: group.needs.map(\.value),
+                    group: nil, joins: [], sharedTask: nil, limits: nil,
+                    timers: Timers(timeout: group.timeout?.value, groupTimeout: nil, runTimeout: workflow.timeout?.value),
+                    fanOutCount: nil, fanOutSource: group.fanOut?.source,
+                    members: group.members.map(\.name) + (group.fanOut.map { [$0.template.name] } ?? []),
+                    concurrency: group.concurrency, join: nil)
+                step.fanOutCount = group.fanOut?.source.staticCount
+                step.fanOutAxes = group.fanOut?.matrixAxes
+            case .join:
+                let join = joins[node.name]!
+                step = PlanStep(
+                    name: node.name, kind: .join, location: node.location, stage: 0, needs: join.wait.map(\.value),
+                    group: nil, joins: [], sharedTask: nil, limits: nil,
+                    timers: Timers(timeout: join.timeout?.value, groupTimeout: nil, runTimeout: workflow.timeout?.value),
+                    fanOutCount: nil, fanOutSource: nil, members: join.wait.map(\.value), concurrency: nil, join: join)
+            }
+            step.stage = stages[index]
+            step.joins = joinsOf[node.name] ?? []
+            // A member `--only` selected without its group runs outside it:
+            // no group starts, so neither its deadline nor its slots apply.
+            if let group = node.group, let selected, let groupIndex = graph.indexByName[group], !selected.contains(groupIndex) {
+                step.timers.groupTimeout = nil
+                step.limits?.group = nil
+            }
+            steps.append(step)
+        }
+        return steps
+    }
+
+    private static func taskStep(
+        _ task: TaskDefinition, node: DependencyGraph.Node, capacities: [String: Int], workflow: Workflow, maxParallel: Int, group: GroupDefinition?
+    ) -> PlanStep {
+        let limits = TaskLimits(
+            runSlots: maxParallel,
+            group: group.flatMap { group in group.concurrency.map { (group.name, $0) } },
+            semaphores: task.semaphores.map { ($0.name, $0.weight, capacities[$0.name] ?? 0) })
+        return PlanStep(
+            name: task.name, kind: node.kind, location: task.location, stage: 0,
+            needs: task.needs.map(\.value).filter { $0 != group?.name } + (group?.needs.map(\.value) ?? []),
+            group: group?.name, joins: [], sharedTask: Shared(task), limits: limits,
+            timers: Timers(timeout: task.attemptTimeout, groupTimeout: group?.timeout?.value, runTimeout: workflow.timeout?.value),
+            fanOutCount: nil, fanOutSource: nil, members: [], concurrency: nil, join: nil)
+    }
+}

@@ -1,0 +1,257 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The run's folder, made fresh and held open for the whole run (SPEC §11):
+/// every record file is opened relative to these descriptors, never by a
+/// path another user could redirect, and with `O_NOFOLLOW|O_EXCL` when made.
+///
+/// Made with `mkdir` under a base folder that only flowrun's user (or root)
+/// controls: `.flowrun/runs` (or `--log-dir`), created `0700` when missing.
+/// Folders are `0700` and files `0600` whatever the umask.
+///
+/// Shared between the engine's queue and the pump's thread: the descriptors
+/// never change, and the first write failure sits behind a `Mutex`.
+package final class RunFolder: Sendable {
+    /// The run's id, the folder's name.
+    let runID: String
+    /// The folder as the user named it: `BASE/RUN_ID`.
+    let path: String
+    /// The run folder.
+    let descriptor: Int32
+    /// `logs/`, opened once: a task that replaces it cannot redirect a log.
+    let logs: Int32
+    /// How flowrun names the folder it holds: `/proc/self/fd/N` where /proc
+    /// says so, else the folder's absolute path.
+    package let pathForFlowrun: String
+    /// Whether `pathForFlowrun` is the /proc handle.
+    private let procNamesHandle: Bool
+    /// Whether the umask takes bits from `0600`/`0700`, so that every file
+    /// made needs an `fchmod`.
+    let umaskNarrowsModes: Bool
+    /// The first record file that could not be written, and why.
+    private let firstFailure = Mutex<String?>(nil)
+
+    struct Refusal: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Makes `BASE/RUN_ID` (a new id if one is taken) with `logs/` and
+    /// `outputs/` in it. `base` nil means `.flowrun/runs` under the current
+    /// directory.
+    init(base: String?, makeRunID: () -> String) throws(Refusal) {
+        let base = base ?? ".flowrun/runs"
+        let baseDescriptor = try Self.openBase(base)
+        defer { close(baseDescriptor) }
+        var made: (id: String, descriptor: Int32)?
+        var umaskNarrowsModes = false
+        var lastError: Int32 = 0
+        for _ in 0..<8 {
+            let id = makeRunID()
+            guard mkdirat(baseDescriptor, id, 0o700) == 0 else {
+                lastError = errno
+                if lastError == EEXIST { continue }  // taken (or planted): another id
+                break
+            }
+            let opened = try Self.openMade(id, in: baseDescriptor, shownAs: base + "/" + id)
+            made = (id, opened.descriptor)
+            umaskNarrowsModes = opened.narrowed
+            break
+        }
+        guard let made else {
+            throw Refusal(description: "cannot create a run folder in \(base): \(String(cString: strerror(lastError)))")
+        }
+        runID = made.id
+        self.umaskNarrowsModes = umaskNarrowsModes
+        path = base + "/" + made.id
+        descriptor = made.descriptor
+        var logs: Int32 = -1
+        do throws(Refusal) {
+            logs = try Self.makeFolder("logs", in: descriptor, shownAs: path + "/logs")
+            close(try Self.makeFolder("outputs", in: descriptor, shownAs: path + "/outputs"))
+        } catch {
+            if logs >= 0 { close(logs) }
+            close(descriptor)
+            throw error
+        }
+        self.logs = logs
+        (pathForFlowrun, procNamesHandle) = Self.handlePath(descriptor: descriptor, path: path)
+    }
+
+    deinit {
+        close(logs)
+        close(descriptor)
+    }
+
+    // MARK: Files
+
+    /// Creates `name` in `folder` (a descriptor of this record) for writing:
+    /// never through a link, never an existing file. -1 with errno set.
+    func create(_ name: String, in folder: Int32, appending: Bool = false) -> Int32 {
+        let file = openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (appending ? O_APPEND : 0), 0o600)
+        if file >= 0, umaskNarrowsModes { fchmod(file, 0o600) }
+        return file
+    }
+
+    /// Opens a record file this run made before (a log that an earlier
+    /// attempt wrote): not through a link, and only if it is still a plain
+    /// file with one name. -1 with errno set.
+    func reopenForAppending(_ name: String, in folder: Int32) -> Int32 {
+        let file = openat(folder, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard file >= 0 else { return -1 }
+        var info = stat()
+        guard fstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
+            close(file)
+            errno = EPERM
+            return -1
+        }
+        return file
+    }
+
+    /// Opens `outputs/NAME` for reading, relative to the run folder and
+    /// never through a link (a task may have replaced `outputs/`, so the
+    /// folder is looked up again). -1 if it is not there or not a plain file.
+    package func openOutputsFile(_ name: String) -> Int32 {
+        let outputs = openat(descriptor, "outputs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard outputs >= 0 else { return -1 }
+        defer { close(outputs) }
+        let file = openat(outputs, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard file >= 0 else { return -1 }
+        var info = stat()
+        guard fstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(file)
+            return -1
+        }
+        // The task made it with its umask: private like every other record file.
+        if info.st_mode & 0o7777 != 0o600, info.st_uid == geteuid() { fchmod(file, 0o600) }
+        return file
+    }
+
+    // MARK: Failures
+
+    /// Notes that a record file could not be written; the first one is kept.
+    func noteFailure(_ description: String) {
+        firstFailure.withLock { if $0 == nil { $0 = description } }
+    }
+
+    /// The first record write that failed ("cannot write PATH: REASON"), if any.
+    var failure: String? { firstFailure.withLock { $0 } }
+
+    // MARK: Making the folders
+
+    /// Opens the base folder, making it (and missing parents) `0700`, after
+    /// checking every folder of its path (`.flowrun` and `runs` for the
+    /// default; each part of `--log-dir`, below the current directory when
+    /// relative): one another user could redirect is refused, the way ssh
+    /// refuses a key in a loose folder.
+    private static func openBase(_ base: String) throws(Refusal) -> Int32 {
+        guard !base.isEmpty else { throw Refusal(description: "the run record needs a folder; --log-dir is empty") }
+        let root = base.hasPrefix("/") ? "/" : "."
+        var current = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard current >= 0 else { throw Refusal(description: "cannot open \(root): \(String(cString: strerror(errno)))") }
+        let components = base.split(separator: "/").filter { $0 != "." }.map(String.init)
+        if root == "/" || components.isEmpty, let problem = trustProblem(of: current) {
+            close(current)
+            throw Refusal(description: "refusing to write the run record under \(root == "/" ? "/" : base): it \(problem)")
+        }
+        var shown = root
+        for component in components {
+            let child = shown == "." ? component : shown == "/" ? "/" + component : shown + "/" + component
+            var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if next < 0 && errno == ENOENT {
+                if mkdirat(current, component, 0o700) != 0 && errno != EEXIST {
+                    let reason = String(cString: strerror(errno))
+                    close(current)
+                    throw Refusal(description: "cannot create \(child): \(reason)")
+                }
+                next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if next >= 0 { forceMode(next, 0o700) }
+            }
+            let reason = String(cString: strerror(errno))
+            close(current)
+            guard next >= 0 else { throw Refusal(description: "cannot open \(child): \(reason)") }
+            current = next
+            shown = child
+            if let problem = trustProblem(of: current) {
+                close(current)
+                throw Refusal(description: "refusing to write the run record under \(child): it \(problem)")
+            }
+        }
+        return current
+    }
+
+    /// Sets a folder flowrun just made to `mode` if the umask took bits from it.
+    private static func forceMode(_ folder: Int32, _ mode: mode_t) {
+        var info = stat()
+        if fstat(folder, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o7777 != mode { fchmod(folder, mode) }
+    }
+
+    /// Why a folder flowrun writes in could be redirected by another user,
+    /// or nil if it cannot: it must belong to flowrun's user (or root) and
+    /// not be writable by group or others, unless it has the sticky bit
+    /// (like /tmp, where no one may rename another's entry).
+    private static func trustProblem(of folder: Int32) -> String? {
+        var info = stat()
+        guard fstat(folder, &info) == 0 else { return "cannot be checked: \(String(cString: strerror(errno)))" }
+        let me = geteuid()
+        if info.st_uid != me && info.st_uid != 0 {
+            return "belongs to uid \(info.st_uid), not to you (uid \(me)); another user could redirect the record (use --log-dir with a folder of yours)"
+        }
+        if info.st_mode & 0o022 != 0 && info.st_mode & S_ISVTX == 0 {
+            let mode = String(info.st_mode & 0o7777, radix: 8)
+            return "is writable by \(info.st_mode & 0o002 != 0 ? "others" : "its group") (mode 0\(mode)) without the sticky bit; another user could redirect the record (chmod go-w it, or use --log-dir with a folder of yours)"
+        }
+        return nil
+    }
+
+    /// Opens the run folder just made in `base` and checks it is the one
+    /// flowrun made (its own, private, not a link swapped in), then forces
+    /// `0700`; `narrowed` tells whether the umask had taken bits from it.
+    private static func openMade(_ name: String, in base: Int32, shownAs path: String) throws(Refusal) -> (descriptor: Int32, narrowed: Bool) {
+        let folder = openat(base, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard folder >= 0 else {
+            throw Refusal(description: "cannot open \(path) right after making it: \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard fstat(folder, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
+            close(folder)
+            throw Refusal(description: "\(path) was replaced right after flowrun made it; nothing written")
+        }
+        let narrowed = info.st_mode & 0o7777 != 0o700
+        if narrowed { fchmod(folder, 0o700) }
+        return (folder, narrowed)
+    }
+
+    /// Makes a fresh folder `name` in `parent`, `0700`, and opens it.
+    private static func makeFolder(_ name: String, in parent: Int32, shownAs path: String) throws(Refusal) -> Int32 {
+        guard mkdirat(parent, name, 0o700) == 0 else {
+            throw Refusal(description: "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        return try openMade(name, in: parent, shownAs: path).descriptor
+    }
+
+    /// How a task names the run folder: through flowrun's own handle on it
+    /// (`/proc/PID/fd/N`, PID being the process that holds it and starts the
+    /// tasks), so a task writes its `$FLOWRUN_OUTPUT` file into this run's
+    /// folder even if the path were swapped; the absolute path where /proc
+    /// cannot say so.
+    func pathForTasks() -> String {
+        procNamesHandle ? "/proc/\(getpid())/fd/\(descriptor)" : pathForFlowrun
+    }
+
+    /// `/proc/self/fd/N` when that names the folder held, else its absolute
+    /// path (what a task with its own `cwd:` can use too).
+    private static func handlePath(descriptor: Int32, path: String) -> (String, isHandle: Bool) {
+        let own = "/proc/self/fd/\(descriptor)"
+        var viaProc = stat()
+        var held = stat()
+        if stat(own, &viaProc) == 0, fstat(descriptor, &held) == 0, viaProc.st_dev == held.st_dev, viaProc.st_ino == held.st_ino {
+            return (own, true)
+        }
+        if path.hasPrefix("/") { return (path, false) }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return (path, false) }
+        return (String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path, false)
+    }
+}

@@ -1,0 +1,237 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+package import FlowrunEvents
+
+/// The run's folder, `.flowrun/runs/RUN_ID/` (or `--log-dir`), private and
+/// never written through a link (`RunFolder`):
+///
+///     events.jsonl              one event a line, written as it happens (a step's lines in one write)
+///     logs/000042-NAME.log      everything task 42 printed (stdout and stderr), all attempts
+///     outputs/000042-NAME.N     the `$FLOWRUN_OUTPUT` file of its attempt N
+///     summary.json              the final state, written when the run ends
+///
+/// Files are named by the task's node index (`RecordFileName`): two tasks
+/// never share one. A file that cannot be written fails the run (exit 1,
+/// `failure` says which and why); `events.jsonl` keeps whole lines only and
+/// `summary.json` is whole or absent.
+///
+/// Written only from the engine's serial queue (logs: see `TaskLog`).
+package final class RunRecord: RunReporter, @unchecked Sendable {
+    // @unchecked: every method runs on the engine's serial queue.
+    package let runID: String
+    /// The folder as the user named it: `BASE/RUN_ID`.
+    package let directory: String
+    package let folder: RunFolder
+    private let eventsDescriptor: Int32
+    /// Bytes of whole lines in events.jsonl: where a failed write is cut back to.
+    private var eventsLength: off_t = 0
+    /// Set when events.jsonl could not be written: no more lines go to it.
+    private var eventsFailed = false
+
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// Makes a fresh run folder in `baseDirectory` (nil: `.flowrun/runs`
+    /// under the current directory), with a new id if one is taken.
+    package init(baseDirectory: String?, makeRunID: () -> String = RunRecord.makeRunID) throws(Failure) {
+        do throws(RunFolder.Refusal) {
+            folder = try RunFolder(base: baseDirectory, makeRunID: makeRunID)
+        } catch {
+            throw Failure(description: error.description)
+        }
+        runID = folder.runID
+        directory = folder.path
+        eventsDescriptor = folder.create("events.jsonl", in: folder.descriptor, appending: true)
+        if eventsDescriptor < 0 { throw Failure(description: "cannot write \(directory)/events.jsonl: \(String(cString: strerror(errno)))") }
+    }
+
+    deinit {
+        if eventsDescriptor >= 0 { close(eventsDescriptor) }
+    }
+
+    /// `20261122-025301-4f1c09a2b7d3e865`: sortable by the local time it
+    /// started, and 64 random bits from the system's generator (getrandom),
+    /// so no one can guess the next one.
+    package static func makeRunID() -> String {
+        var now = time(nil)
+        var parts = tm()
+        localtime_r(&now, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        var generator = SystemRandomNumberGenerator()
+        let random = String(generator.next() as UInt64, radix: 16)
+        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))-\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))-"
+            + String(repeating: "0", count: 16 - random.count) + random
+    }
+
+    /// The first record file that could not be written ("cannot write PATH: REASON").
+    package var failure: String? { folder.failure }
+
+    // MARK: Task files
+
+    /// Task `index`'s log as the user finds it: `DIR/logs/000042-NAME.log`.
+    package func logPath(index: Int, name: String) -> String {
+        directory + "/logs/" + RecordFileName.stem(index: index, name: name) + ".log"
+    }
+
+    /// Task `index`'s log, to write: made at its first byte, or reopened
+    /// when an earlier attempt made it (`exists`).
+    package func log(index: Int, name: String, exists: Bool) -> TaskLog {
+        let stem = RecordFileName.stem(index: index, name: name)
+        return TaskLog(folder: folder, fileName: stem + ".log", path: directory + "/logs/" + stem + ".log", exists: exists)
+    }
+
+    /// Task `index`'s log through flowrun's handle on the run folder
+    /// (`/proc/PID/fd/N/logs/…`, which tasks can open too): what the files
+    /// flowrun makes beside a log (a long stdout, a long script) are named
+    /// after, so that a swapped run folder never redirects them.
+    package func logPathForFiles(index: Int, name: String) -> String {
+        logsForTasks + RecordFileName.stem(index: index, name: name) + ".log"
+    }
+
+    private lazy var logsForTasks: String = folder.pathForTasks() + "/logs/"
+
+    /// The last lines of task `index`'s log.
+    package func logTail(index: Int, name: String, lines: Int) -> [String] {
+        LogTail.read(folder.logs, RecordFileName.stem(index: index, name: name) + ".log", lines: lines)
+    }
+
+    /// `outputs/000042-NAME.N`: the file name of attempt N's `$FLOWRUN_OUTPUT`.
+    package func outputFileName(index: Int, name: String, attempt: Int) -> String {
+        RecordFileName.stem(index: index, name: name) + "." + String(attempt)
+    }
+
+    /// `$FLOWRUN_OUTPUT` as the task gets it: through flowrun's handle on the run folder.
+    package func outputPathForTask(_ fileName: String) -> String {
+        var path = ""
+        path.reserveCapacity(outputsForTasks.utf8.count + fileName.utf8.count)
+        path += outputsForTasks
+        path += fileName
+        return path
+    }
+
+    /// `…/outputs/`, made when the first task starts: in the process that
+    /// holds the folder and starts tasks, whatever forked before.
+    private lazy var outputsForTasks: String = folder.pathForTasks() + "/outputs/"
+
+    // MARK: Events
+
+    /// Event lines not yet written. The engine's queue writes them once the
+    /// step that produced them is over (`writesEvents(scheduling:)`), so a burst of
+    /// events costs one write, and nothing waits longer than that step.
+    private var pendingEvents: [UInt8] = []
+    private var scheduleWrite: ((@escaping @Sendable () -> Void) -> Void)?
+    /// `writePendingEvents` as a closure made once, not once per step. Weak:
+    /// a write queued for later must not outlive the record (nor keep it).
+    private lazy var writePendingEventsWork: @Sendable () -> Void = { [weak self] in self?.writePendingEvents() }
+
+    /// Gathers the event lines of each engine step into one write:
+    /// `schedule` runs its work once the current step is over. Without it,
+    /// every event is written at once.
+    package func writesEvents(scheduling schedule: @escaping (@escaping @Sendable () -> Void) -> Void) {
+        scheduleWrite = schedule
+    }
+
+    package func report(_ event: RunEvent) {
+        let flushIsScheduled = !pendingEvents.isEmpty
+        event.appendJSONLine(to: &pendingEvents)
+        pendingEvents.append(UInt8(ascii: "\n"))
+        guard let scheduleWrite else {
+            writePendingEvents()
+            return
+        }
+        if pendingEvents.count >= 64 * 1024 {
+            writePendingEvents()
+        } else if !flushIsScheduled {
+            scheduleWrite(writePendingEventsWork)
+        }
+    }
+
+    /// Writes the pending lines. If that fails (disk full, file size limit),
+    /// events.jsonl is cut back to its last whole line, the run fails, and
+    /// no more lines are written.
+    package func writePendingEvents() {
+        guard !pendingEvents.isEmpty else { return }
+        defer { pendingEvents.removeAll(keepingCapacity: true) }
+        guard !eventsFailed else { return }
+        let (written, reason) = pendingEvents.withUnsafeBytes { bytes -> (Int, Int32) in
+            var offset = 0
+            while offset < bytes.count {
+                let count = write(eventsDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return (offset, errno)
+                }
+                if count == 0 { return (offset, EIO) }
+                offset += count
+            }
+            return (offset, 0)
+        }
+        guard reason != 0 else {
+            eventsLength += off_t(written)
+            return
+        }
+        eventsFailed = true
+        let whole = pendingEvents[..<written].lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+        eventsLength += off_t(whole)
+        _ = ftruncate(eventsDescriptor, eventsLength)
+        folder.noteFailure("cannot write \(directory)/events.jsonl: \(String(cString: strerror(reason)))")
+    }
+
+    package func finish() {
+        writePendingEvents()
+    }
+
+    // MARK: Summary
+
+    /// Writes `summary.json` piece by piece (a 100,000-task summary is never
+    /// held whole), atomically: an exclusive temporary file renamed into
+    /// place. If it cannot be written whole, there is none, and the run fails.
+    package func writeSummary(_ produce: (inout ChunkedFileWriter) -> Void) {
+        let temporary = "summary.json.tmp"
+        var descriptor = folder.create(temporary, in: folder.descriptor)
+        if descriptor < 0 && errno == EEXIST {
+            // Left by someone in our own folder: remove the name (not what it points at) and make ours.
+            unlinkat(folder.descriptor, temporary, 0)
+            descriptor = folder.create(temporary, in: folder.descriptor)
+        }
+        guard descriptor >= 0 else {
+            folder.noteFailure("cannot write \(directory)/summary.json: \(String(cString: strerror(errno)))")
+            return
+        }
+        var writer = ChunkedFileWriter(descriptor: descriptor)
+        produce(&writer)
+        writer.flush()
+        close(descriptor)
+        var reason = writer.failure
+        if reason == nil, renameat(folder.descriptor, temporary, folder.descriptor, "summary.json") != 0 { reason = errno }
+        if let reason {
+            unlinkat(folder.descriptor, temporary, 0)
+            folder.noteFailure("cannot write \(directory)/summary.json: \(String(cString: strerror(reason)))")
+        }
+    }
+}
+
+/// Writes every byte, retrying short writes and EINTR.
+package func writeAll(_ descriptor: Int32, _ text: String) {
+    var text = text
+    text.withUTF8 { _ = writeAll(descriptor, UnsafeRawBufferPointer($0)) }
+}
+
+/// Writes every byte of a buffer, retrying short writes and EINTR. False
+/// (with errno set) if a write failed.
+@discardableResult
+package func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        offset += written
+    }
+    return true
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import FlowrunEvents
+@testable import FlowrunRecord
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The run folder is made fresh (`mkdir`, a new id when one is taken), and
+/// record file names are unique by construction (SPEC §7, §11).
+@Suite struct RunRecordFolderTests {
+    /// A base folder for run folders, removed afterwards.
+    private final class Base {
+        let path: String
+        init() throws {
+            var template = Array((FileManager.default.temporaryDirectory.path + "/flowrun-record.XXXXXX").utf8CString)
+            let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+            path = String(cString: try #require(made))
+        }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    /// An id that is taken by a link planted there (to a folder of the
+    /// "attacker"'s) is not used: the record takes the next id, and nothing
+    /// is written through the link.
+    @Test func anIdTakenByAPlantedLinkIsSkipped() throws {
+        let base = try Base()
+        try FileManager.default.createDirectory(atPath: base.path + "/attacker", withIntermediateDirectories: false)
+        #expect(symlink(base.path + "/attacker", base.path + "/20261125-000000-planted") == 0)
+        var ids = ["20261125-000000-planted", "20261125-000000-fresh"].makeIterator()
+        let record = try RunRecord(baseDirectory: base.path, makeRunID: { ids.next()! })
+        #expect(record.runID == "20261125-000000-fresh")
+        #expect(record.directory == base.path + "/20261125-000000-fresh")
+        record.report(RunEvent(.runStarted, elapsed: 0, subject: nil))
+        record.finish()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: base.path + "/attacker").isEmpty)
+        var info = stat()
+        #expect(lstat(record.directory, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_mode & 0o7777 == 0o700)
+        #expect(FileManager.default.fileExists(atPath: record.directory + "/events.jsonl"))
+    }
+
+    /// When every id tried is taken, the record is refused (the run exits 2), naming the folder.
+    @Test func everyIdTakenIsRefused() throws {
+        let base = try Base()
+        try FileManager.default.createDirectory(atPath: base.path + "/taken", withIntermediateDirectories: false)
+        #expect(throws: RunRecord.Failure.self) { try RunRecord(baseDirectory: base.path, makeRunID: { "taken" }) }
+        do {
+            _ = try RunRecord(baseDirectory: base.path, makeRunID: { "taken" })
+        } catch {
+            #expect(error.description == "cannot create a run folder in \(base.path): File exists")
+        }
+    }
+
+    /// `YYYYMMDD-HHMMSS-` and 16 hex digits (64 random bits); no two alike.
+    @Test func runIdsAreSortableWithSixtyFourRandomBits() {
+        let ids = (0..<1000).map { _ in RunRecord.makeRunID() }
+        for id in ids { #expect(id.wholeMatch(of: #/\d{8}-\d{6}-[0-9a-f]{16}/#) != nil, "\(id)") }
+        #expect(Set(ids).count == ids.count)
+    }
+
+    /// Names that sanitizing alone would merge keep their own files, and
+    /// the readable part stays short whatever the name's length.
+    @Test func fileNamesAreUniqueByIndexAndShort() {
+        let names = ["東京", "大阪", "a/b", "a_b", "a b", String(repeating: "x", count: 300) + "1", String(repeating: "x", count: 300) + "2",
+                     "../up", ".hidden", "line\nbreak", "\u{1B}[31mred", "\u{202E}txt.exe"]
+        let stems = names.enumerated().map { RecordFileName.stem(index: $0.offset, name: $0.element) }
+        #expect(Set(stems).count == names.count)
+        #expect(stems[0] == "000000-東京" && stems[2] == "000002-a_b" && stems[3] == "000003-a_b")
+        for stem in stems {
+            #expect(stem.utf8.count <= 7 + RecordFileName.readableLimit, "\(stem)")
+            #expect(!stem.contains("/") && !stem.unicodeScalars.contains { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }, "\(stem)")
+        }
+        #expect(RecordFileName.stem(index: 1_234_567, name: "build") == "1234567-build")
+    }
+}
