@@ -108,6 +108,13 @@ extension WorkflowDecoder {
             }
         }
 
+        // Each exclude and include is matched against every combination: bound the work.
+        let rules = (exclude?.value.sequence?.count ?? 0) + (include?.value.sequence?.count ?? 0)
+        let work = rules.multipliedReportingOverflow(by: max(count, 1))
+        guard !work.overflow, work.partialValue <= Self.matrixWorkLimit else {
+            error("the matrix's \(rules) include and exclude entries against its \(count.grouped) combinations are too many to match (at most \(Self.matrixWorkLimit.grouped) pairs)", at: node)
+            return nil
+        }
         // 2. exclude
         if let exclude { applyExclude(exclude, axes: axes, to: &combinations) }
         // 3. include
@@ -219,6 +226,9 @@ extension WorkflowDecoder {
             combinations.append(Combination(fields: ordered + extras, isOriginal: false))
         }
     }
+
+    /// Include/exclude entries × combinations: a fraction of a second to match.
+    static let matrixWorkLimit = 1_000_000
 
     /// Keys `item.KEY` can read: letters, digits, `_` and `-`.
     static func isFieldName(_ key: String) -> Bool {
