@@ -440,5 +440,30 @@ extension RunEndToEnd {
             #expect(refused.exitStatus == 2, "\(refused)")
             #expect(refused.diagnostics == ["\(nested):4:28: error: cannot export to Argo: 'item.at.region': Argo reads only an item's top-level keys; read 'at' and pick inside it in the script"], "\(refused)")
         }
+
+        /// A hostile matrix cannot stall validation: 100,000 combinations
+        /// validate, but 11 includes matched against all of them (1.1 million
+        /// pairs) are refused at the matrix, in well under the time limit.
+        @Test func includeAndExcludeWorkIsBounded() throws {
+            let directory = try TemporaryDirectory()
+            let a = (0..<1000).map(String.init).joined(separator: ", ")
+            let b = (0..<100).map(String.init).joined(separator: ", ")
+            let includes = (0..<11).map { "        - { a: \"\($0)\", extra: x\($0) }" }.joined(separator: "\n")
+            let file = try directory.write("""
+                groups:
+                  g:
+                    matrix:
+                      a: [\(a)]
+                      b: [\(b)]
+                      include:
+                \(includes)
+                    task: { run: echo }
+                """, to: "big.yaml")
+            let run = try FlowrunBinary.run(["validate", file], timeout: .seconds(60))
+            #expect(run.exitStatus == 2, "\(run)")
+            #expect(run.diagnostics == [
+                "\(file):4:7: error: the matrix's 11 include and exclude entries against its 100,000 combinations are too many to match (at most 1,000,000 pairs)"
+            ], "\(run)")
+        }
     }
 }
