@@ -7,7 +7,7 @@ extension RunEngine {
     /// The values one task (or a group's `foreach`) sees.
     struct NodeContext: ExpressionContext {
         let engine: RunEngine
-        let item: String?
+        let item: FanOutItem?
         let index: Int?
 
         func value(of path: OperandPath) -> ExpressionValue? {
@@ -24,7 +24,7 @@ extension RunEngine {
     }
 
     /// A template inserted as text (env, cwd, http, names, foreach).
-    func renderText(_ template: Template, for node: Int?, item: String? = nil, index: Int? = nil) throws(TemplateRenderError) -> String {
+    func renderText(_ template: Template, for node: Int?, item: FanOutItem? = nil, index: Int? = nil) throws(TemplateRenderError) -> String {
         let context = NodeContext(engine: self, item: item ?? node.flatMap { nodes[$0].item }, index: index ?? node.flatMap { nodes[$0].index })
         return try TemplateRenderer.render(template, mode: .text, in: context)
     }

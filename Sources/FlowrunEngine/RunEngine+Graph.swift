@@ -93,9 +93,10 @@ extension RunEngine {
         if step.kind == .fanOut {
             // What every member will hold and its deadline, for when the group starts.
             if let group = step.group.flatMap({ indexByName[$0] }), let template = step.sharedTask, let source = step.fanOutSource {
-                fanOuts[group] = FanOut(template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout,
-                                        items: step.fanOutItems.map(Set.init), runsAfter: step.runsAfter.flatMap { indexByName[$0] },
-                                        sequential: step.sequential)
+                fanOuts[group] = FanOut(
+                    template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout,
+                    items: step.fanOutItems.map(Set.init), runsAfter: step.runsAfter.flatMap { indexByName[$0] },
+                    sequential: step.sequential, split: step.fanOutSplit, axes: step.fanOutAxes)
             }
             return
         }

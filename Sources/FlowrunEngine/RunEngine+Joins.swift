@@ -139,7 +139,7 @@ extension RunEngine {
             if !node.stash.stdout.isEmpty { values.append(JoinReport.Value(key: "stdout", text: node.stash.stdout, isStdout: true)) }
         }
         let duration = node.kind == .task ? node.stash.duration : node.startedAt.map { (node.finishedAt ?? elapsed) - $0 }
-        return JoinReport.Member(name: node.name, group: group, item: node.item, outcome: outcome, duration: duration,
+        return JoinReport.Member(name: node.name, group: group, item: node.item?.text, outcome: outcome, duration: duration,
                                  values: values, log: node.hasLog ? record.logPath(index: member, name: node.name) : nil)
     }
 

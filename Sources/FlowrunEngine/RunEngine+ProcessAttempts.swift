@@ -24,7 +24,7 @@ extension RunEngine {
             overrides.append(("FLOWRUN_RUN_ID", record.runID))
             overrides.append(("FLOWRUN_OUTPUT", record.outputPathForTask(outputFileName)))
             overrides.append(("FLOWRUN_ATTEMPT", String(attempt)))
-            if let item = nodes[index].item { overrides.append(("FLOWRUN_ITEM", item)) }
+            if let item = nodes[index].item { overrides.append(("FLOWRUN_ITEM", item.text)) }
             if let position = nodes[index].index { overrides.append(("FLOWRUN_INDEX", String(position))) }
             let marker = ProcessTreeMarker(runID: record.runID, serial: nextTreeSerial())
             overrides.append((ProcessTreeMarker.variable, marker.value(inherited: inheritedTreeMarker)))

@@ -27,14 +27,17 @@ extension RunEngine {
 
     /// The value an operand reads for the node `reader` (nil for a group's
     /// `foreach`); `item`/`index` are a fan-out member's.
-    func operandValue(_ path: OperandPath, item: String?, index: Int?) -> ExpressionValue {
+    func operandValue(_ path: OperandPath, item: FanOutItem?, index: Int?) -> ExpressionValue {
         switch path {
         case .variable(let name):
             return .string(plan.workflow.vars.last { $0.name == name }?.value ?? "")
         case .environment(let name):
             return .string(getenv(name).map { String(cString: $0) } ?? "")
         case .item:
-            return .string(item ?? "")
+            return .string(item?.text ?? "")
+        case .itemField(let path):
+            // A field no item has fails the group before it starts; one this item lacks reads ''.
+            return .string(item?.field(at: path)?.text ?? "")
         case .index:
             return index.map { .number(Double($0)) } ?? .string("")
         case .task(let name, let field):
@@ -87,7 +90,7 @@ extension RunEngine {
     func groupResultsJSON(_ group: Int) -> String {
         GroupResults.json(nodes[group].members.map { member in
             let node = nodes[member]
-            return GroupResults.Member(name: node.name, item: node.item, status: node.status, stdout: node.stash.stdout, outputs: node.stash.outputs)
+            return GroupResults.Member(name: node.name, item: node.item?.text, status: node.status, stdout: node.stash.stdout, outputs: node.stash.outputs)
         })
     }
 }

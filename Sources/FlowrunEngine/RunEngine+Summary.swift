@@ -63,7 +63,7 @@ extension RunEngine {
         var object = commonFields(index)
         object.add("phase", nodes[index].isFinally ? "finally" : "main")
         object.add("group", nodes[index].group.map { nodes[$0].name })
-        object.add("item", nodes[index].item)
+        object.add("item", nodes[index].item?.text)
         object.add("attempts", nodes[index].attempt)
         object.add("exit_code", nodes[index].stash.exitCode)
         object.add("duration", nodes[index].stash.duration)

@@ -47,6 +47,8 @@ package final class RunEngine: @unchecked Sendable {
         /// In a `sequential: true` group: the member the first item runs after, if any.
         var runsAfter: Int? = nil
         var sequential = false
+        var split: FanOutSplit? = nil
+        var axes: [String]? = nil
     }
 
     /// Each group's fan-out, by the group's node index.

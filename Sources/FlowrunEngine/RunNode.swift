@@ -39,7 +39,7 @@ struct RunNode {
     // (`definition?.value.timeout`): copying a definition out (a kilobyte)
     // retains every field it has, on every task's hot path.
     var definition: Shared<TaskDefinition>?
-    var item: String?
+    var item: FanOutItem?
     var index: Int?
     var attempt = 0
     /// Whether an attempt wrote to the task's log (a task that printed nothing has none).

@@ -36,6 +36,12 @@ extension ArgoCompiler {
                 switch fanOut.source {
                 case .list(let items):
                     tasks.append(dagTask(plan, needs: needs, items: Self.items(items)))
+                case .records(let items):
+                    if fanOut.template.nameTemplate == nil, let entry = plan.environment.firstIndex(where: { $0.name == "FLOWRUN_TASK" }) {
+                        // Named as flowrun names it, `test[os=linux,py=3.12]`, not by index.
+                        plan.environment[entry].word = [.variable(plan.values.variable(for: ArgoPath("item", Self.memberNameKey).tag, phase: false))]
+                    }
+                    tasks.append(dagTask(plan, needs: needs, items: recordItems(items, group: group, template: fanOut.template)))
                 case .range(let low, let high):
                     tasks.append(dagTask(plan, needs: needs, items: Self.items(low <= high ? (low...high).map(String.init) : [])))
                 case .expression(let template):
@@ -97,6 +103,34 @@ extension ArgoCompiler {
         }
         return templates
     }
+
+    /// `withItems` of records: `{index, item, KEY: value, …}` — `item` is the
+    /// record's compact JSON (`${{ item }}`), each top-level field its own
+    /// key (`${{ item.KEY }}` → `{{item.KEY}}`). Argo reads one level of an
+    /// item's keys, so `item.a.b` and fields named `index` or `item` are refused.
+    mutating func recordItems(_ items: [FanOutItem], group: GroupDefinition, template: TaskDefinition) -> ManifestValue {
+        for operand in template.itemFieldOperands {
+            guard case .itemField(let path) = operand.path else { continue }
+            if path.count > 1 {
+                problems.refuse("'\(operand.text)': Argo reads only an item's top-level keys; read '\(path[0])' and pick inside it in the script", at: operand.location)
+            } else if path[0] == "index" || path[0] == "item" {
+                problems.refuse("'\(operand.text)': on Argo an item's '\(path[0])' key holds flowrun's own \(path[0]); rename the field", at: operand.location)
+            }
+        }
+        return .list(items.enumerated().map { offset, item in
+            let name = MemberNaming.defaultName(group: group.name, item: item, index: offset, fieldNames: true, axes: group.fanOut?.matrixAxes)
+            var pairs: [(key: String, value: ManifestValue)] = [
+                ("index", .string(String(offset))), ("item", .string(ArgoItemJSON.text(item))), (Self.memberNameKey, .string(name)),
+            ]
+            for field in item.fields where field.key != "index" && field.key != "item" && field.key != Self.memberNameKey {
+                pairs.append((field.key, .string(field.value.scalarText ?? ArgoItemJSON.text(field.value))))
+            }
+            return .map(pairs)
+        })
+    }
+
+    /// The key of a record's withItems entry that holds its member name.
+    static let memberNameKey = "flowrun_name"
 
     /// `withItems`: one `{index, item}` object per item, so members get both.
     static func items(_ items: [String]) -> ManifestValue {

@@ -105,6 +105,8 @@ struct ArgoCompiler {
             return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
         case .item:
             return ArgoValue(path: ArgoPath("item", "item"))
+        case .itemField(let path):
+            return ArgoValue(path: ArgoPath("item", path[0]))
         case .index:
             return ArgoValue(path: ArgoPath("item", "index"))
         case .task(let name, let field):

@@ -136,9 +136,16 @@ package struct ExpressionParser {
     private func resolve(_ path: String, at offset: Int) throws(ExpressionError) -> OperandPath {
         if path == "item" { return .item }
         if path == "index" { return .index }
+        if path.hasPrefix("item.") {
+            let keys = path.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard !keys.contains(where: \.isEmpty) else {
+                throw ExpressionError(message: "expected item.KEY (or item.KEY.KEY), found '\(path)'", offset: offset)
+            }
+            return .itemField(keys)
+        }
         guard let dot = path.firstIndex(of: ".") else {
             throw ExpressionError(
-                message: "unknown value '\(path)'; expected vars.NAME, env.NAME, tasks.T.…, groups.G.…, joins.J.…, item, index or a quoted string",
+                message: "unknown value '\(path)'; expected vars.NAME, env.NAME, tasks.T.…, groups.G.…, joins.J.…, item, item.KEY, index or a quoted string",
                 offset: offset)
         }
         let root = String(path[..<dot])

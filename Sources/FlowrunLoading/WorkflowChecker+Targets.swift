@@ -5,33 +5,6 @@ extension WorkflowChecker {
     mutating func checkTargets(graph: DependencyGraph, reachability: DependencyGraph.Reachability) {
         checkDefault(graph: graph)
         checkSequentialGroups(graph: graph, reachability: reachability)
-        checkMemberNameCollisions()
-    }
-
-    /// Members of fan-outs whose items are in the file have their names
-    /// now: two fan-outs whose members would share a name would have one
-    /// renamed `~2` at run time, by which group happened to start first —
-    /// said here instead. (A member named like a declared task, or repeated
-    /// items of one fan-out, get `~2` the same way on every run: see
-    /// docs/FORMAT.md "Member names".)
-    private mutating func checkMemberNameCollisions() {
-        // One such fan-out has no other to collide with: no names to make.
-        let named = workflow.groups.count { $0.fanOut?.template.nameTemplate != nil && $0.fanOut?.source.staticCount != nil }
-        guard named >= 2 else { return }
-        var owners: [String: String] = [:]
-        for group in workflow.groups {
-            guard let fanOut = group.fanOut, fanOut.template.nameTemplate != nil,
-                  let members = StaticMemberNames.names(of: group, vars: workflow.vars, isTaken: { _ in false }) else { continue }
-            for member in members {
-                if let other = owners[member.name], other != group.name {
-                    diagnostics.append(.error(
-                        "the member '\(member.name)' of fan-out '\(group.name)' would have the name of a member of fan-out '\(other)', and one of them would be renamed depending on which group starts first; change a template's name: so that each member's name is its own",
-                        at: fanOut.template.nameTemplate?.location ?? fanOut.location))
-                    break
-                }
-                owners[member.name] = group.name
-            }
-        }
     }
 
     /// Each name in `default:` is something a run can run by name.

@@ -37,6 +37,8 @@ struct WorkflowChecker {
         checkCycles(in: finallyGraph)
         checkTimeouts()
         checkSecrets()
+        var fanOutChecks = FanOutChecks(workflow: workflow)
+        diagnostics += fanOutChecks.check()
         checkTargets(graph: mainGraph, reachability: mainReachability)
         return diagnostics
     }
@@ -309,7 +311,7 @@ struct WorkflowChecker {
             return
         case .environment:
             return
-        case .item, .index:
+        case .item, .itemField, .index:
             if !allowsItem {
                 error("'\(operand.text)' exists only in a fan-out template (a group's 'task:' with 'foreach:')", at: operand.location)
             }

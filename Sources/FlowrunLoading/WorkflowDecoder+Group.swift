@@ -2,7 +2,7 @@ import FlowrunYAML
 import FlowrunModel
 
 extension WorkflowDecoder {
-    static let groupKeys = ["concurrency", "timeout", "needs", "tasks", "foreach", "task", "description", "sequential"]
+    static let groupKeys = ["concurrency", "timeout", "needs", "tasks", "foreach", "task", "description", "sequential", "matrix", "split"]
 
     mutating func group(_ name: Located<String>, _ node: YAMLNode) -> GroupDefinition? {
         guard let fields = fields(of: node, what: "group '\(name.value)'", allowed: Self.groupKeys) else { return nil }
@@ -17,15 +17,24 @@ extension WorkflowDecoder {
                 task($0.key, $0.value, context: .groupMember)
             }
         }
-        switch (fields["foreach"], fields["task"]) {
+        if let foreach = fields["foreach"], let matrix = fields["matrix"] {
+            error("group '\(name.value)' has both foreach and matrix: a matrix is the list of items; keep one of them", at: matrix.key.mark > foreach.key.mark ? matrix.key : foreach.key)
+        }
+        let split = fields["split"].flatMap { fanOutSplit($0, foreach: fields["foreach"]) }
+        switch (fields["foreach"] ?? fields["matrix"], fields["task"]) {
         case (let foreach?, let template?):
-            let source = fanOutSource(foreach.value)
+            let isMatrix = foreach.key.scalar?.text == "matrix"
+            let expanded = isMatrix ? matrix(foreach.value) : nil
+            let source = isMatrix ? expanded.map { .records($0.combinations) } : fanOutSource(foreach.value, split: split)
             let templateName = Located("\(name.value)[*]", at: location(template.key))
             if let source, let task = task(templateName, template.value, context: .fanOutTemplate) {
                 group.fanOut = FanOut(source: source, template: task, location: location(foreach.key))
+                if case .expression = source { group.fanOut?.split = split }
+                group.fanOut?.matrixAxes = expanded?.axes
             }
         case (let foreach?, nil):
-            error("group '\(name.value)' has foreach but no task: add 'task:' with the template each item runs", at: foreach.key)
+            let key = foreach.key.scalar?.text ?? "foreach"
+            error("group '\(name.value)' has \(key) but no task: add 'task:' with the template each item runs", at: foreach.key)
         case (nil, let template?):
             error("group '\(name.value)' has a task template but no foreach: add 'foreach:' with the items, or list members under 'tasks:'", at: template.key)
         case (nil, nil):
@@ -36,13 +45,25 @@ extension WorkflowDecoder {
         return group
     }
 
-    private mutating func fanOutSource(_ node: YAMLNode) -> FanOutSource? {
+    private mutating func fanOutSource(_ node: YAMLNode, split: FanOutSplit?) -> FanOutSource? {
         switch node.content {
         case .sequence(let items):
+            if let firstMapping = items.first(where: { $0.mapping != nil }) {
+                var records: [FanOutItem] = []
+                records.reserveCapacity(items.count)
+                for item in items {
+                    guard item.mapping != nil else {
+                        error("foreach items must be all mappings or all strings and numbers: this \(item.kindDescription) sits among mappings (the first at \(firstMapping.mark.line):\(firstMapping.mark.column))", at: item)
+                        continue
+                    }
+                    records.append(itemValue(item))
+                }
+                return .records(records)
+            }
             var values: [String] = []
             for item in items {
                 guard let scalar = item.scalar else {
-                    error("foreach items must be strings or numbers, found \(item.kindDescription)", at: item)
+                    error("foreach items must be strings, numbers or mappings, found \(item.kindDescription)", at: item)
                     continue
                 }
                 values.append(scalar.text)
@@ -68,10 +89,59 @@ extension WorkflowDecoder {
             return .range(low, high)
         case .scalar(let scalar):
             guard scalar.text.contains("${{") else {
-                error("foreach takes a list, {range: [FIRST, LAST]} or a ${{ }} expression, found \(describe(node))", at: node)
+                if let split { return .list(split.items(scalar.text)) }
+                let words = FanOutSplit.whitespace.items(scalar.text)
+                let hint = words.count > 1
+                    ? "; to read it as the \(words.count) items \(words.prefix(3).joined(separator: ", "))\(words.count > 3 ? ", …" : "") add 'split: whitespace'"
+                    : ""
+                error("foreach takes a list, {range: [FIRST, LAST]} or a ${{ }} expression, found \(describe(node))\(hint)", at: node)
                 return nil
             }
             return .expression(template(scalar.text, node: node))
+        }
+    }
+}
+
+extension WorkflowDecoder {
+    /// `split: whitespace | lines | SEPARATOR`; only a string `foreach` has something to split.
+    fileprivate mutating func fanOutSplit(_ pair: YAMLNode.Pair, foreach: YAMLNode.Pair?) -> FanOutSplit? {
+        guard let text = string(pair.value, what: "split") else { return nil }
+        guard let foreach else {
+            error("split reads a foreach string as a list; this group has no foreach", at: pair.key)
+            return nil
+        }
+        guard foreach.value.scalar != nil else {
+            error("split reads a foreach string as a list, but this foreach is \(foreach.value.kindDescription) already", at: pair.key)
+            return nil
+        }
+        switch text {
+        case "whitespace": return .whitespace
+        case "lines": return .lines
+        case "":
+            error("split needs a separator: whitespace, lines, or a string such as \",\"", at: pair.value)
+            return nil
+        default: return .separator(text)
+        }
+    }
+
+    /// A YAML value as an item: scalars as their text (null as ''), mappings as records, sequences as lists.
+    mutating func itemValue(_ node: YAMLNode) -> FanOutItem {
+        switch node.content {
+        case .scalar(let scalar):
+            return .text(scalar.isNull ? "" : scalar.text)
+        case .sequence(let items):
+            return .list(items.map { itemValue($0) })
+        case .mapping(let pairs):
+            var fields: [FanOutField] = []
+            fields.reserveCapacity(pairs.count)
+            for pair in pairs {
+                guard let key = pair.key.scalar?.text else {
+                    error("keys of a foreach item must be plain strings, found \(pair.key.kindDescription)", at: pair.key)
+                    continue
+                }
+                fields.append(FanOutField(key: key, value: itemValue(pair.value)))
+            }
+            return .record(fields)
         }
     }
 }

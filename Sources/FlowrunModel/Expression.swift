@@ -45,13 +45,15 @@ public enum OperandPath: Sendable, Hashable {
     case group(String, GroupField)
     case join(String, JoinField)
     case item
+    /// `item.KEY` (`item.a.b` reads into a nested record).
+    case itemField([String])
     case index
 
     /// The task, group or join the operand reads from, if any.
     public var referencedName: String? {
         switch self {
         case .task(let name, _), .group(let name, _), .join(let name, _): return name
-        case .variable, .environment, .item, .index: return nil
+        case .variable, .environment, .item, .itemField, .index: return nil
         }
     }
 
@@ -80,4 +82,12 @@ public enum JoinField: String, Sendable, Hashable, CaseIterable {
     case status
     case timedOut = "timed_out"
     case succeeded
+}
+
+extension OperandPath {
+    /// `item.KEY`.
+    public var isItemField: Bool {
+        if case .itemField = self { return true }
+        return false
+    }
 }

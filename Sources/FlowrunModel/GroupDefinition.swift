@@ -28,6 +28,11 @@ public struct FanOut: Sendable {
     public var source: FanOutSource
     public var template: TaskDefinition
     public var location: SourceLocation
+    /// `split:` — how a computed `foreach` string becomes items (nil: a JSON
+    /// array, else one item per non-empty line).
+    public var split: FanOutSplit? = nil
+    /// For a `matrix:`: its axes, in the order written (the combinations are `source`).
+    public var matrixAxes: [String]? = nil
 
     package init(source: FanOutSource, template: TaskDefinition, location: SourceLocation) {
         self.source = source
@@ -36,10 +41,69 @@ public struct FanOut: Sendable {
     }
 }
 
+/// `split: whitespace | lines | SEPARATOR` on a `foreach` (go-task's `for.split`).
+public enum FanOutSplit: Sendable, Hashable {
+    /// Runs of spaces, tabs and line breaks.
+    case whitespace
+    /// Line by line (blank lines skipped), never read as JSON.
+    case lines
+    /// A literal separator; each part trimmed of surrounding whitespace, empty parts skipped.
+    case separator(String)
+
+    public var text: String {
+        switch self {
+        case .whitespace: return "whitespace"
+        case .lines: return "lines"
+        case .separator(let separator): return separator
+        }
+    }
+
+    /// The items `text` splits into.
+    public func items(_ text: String) -> [String] {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D || byte == 0x0B || byte == 0x0C }
+        switch self {
+        case .whitespace:
+            return text.utf8.split(whereSeparator: isSpace).map { String(decoding: $0, as: UTF8.self) }
+        case .lines:
+            return text.utf8.split(separator: 0x0A).compactMap { line in
+                var line = line
+                if line.last == 0x0D { line = line.dropLast() }
+                guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { return nil }
+                return String(decoding: line, as: UTF8.self)
+            }
+        case .separator(let separator):
+            let separator = Array(separator.utf8)
+            let bytes = Array(text.utf8)
+            var parts: [String] = []
+            var start = 0
+            var index = 0
+            func take(_ end: Int) {
+                var low = start, high = end
+                while low < high, isSpace(bytes[low]) { low += 1 }
+                while high > low, isSpace(bytes[high - 1]) { high -= 1 }
+                if low < high { parts.append(String(decoding: bytes[low..<high], as: UTF8.self)) }
+            }
+            while !separator.isEmpty, index + separator.count <= bytes.count {
+                if bytes[index..<index + separator.count].elementsEqual(separator) {
+                    take(index)
+                    index += separator.count
+                    start = index
+                } else {
+                    index += 1
+                }
+            }
+            take(bytes.count)
+            return parts
+        }
+    }
+}
+
 /// Where a fan-out's items come from.
 public enum FanOutSource: Sendable {
     /// `foreach: [a, b, c]`
     case list([String])
+    /// `foreach: [{os: linux}, …]` or a `matrix:` — records known before the run.
+    case records([FanOutItem])
     /// `foreach: {range: [1, 100]}` — both ends included.
     case range(Int, Int)
     /// `foreach: ${{ tasks.list.stdout }}` — known only at run time: a JSON
@@ -50,6 +114,7 @@ public enum FanOutSource: Sendable {
     public var staticCount: Int? {
         switch self {
         case .list(let items): return items.count
+        case .records(let items): return items.count
         case .range(let low, let high): return high >= low ? high - low + 1 : 0
         case .expression: return nil
         }

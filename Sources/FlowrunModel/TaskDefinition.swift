@@ -81,3 +81,25 @@ public struct SemaphoreUse: Sendable {
         self.location = location
     }
 }
+
+extension TaskDefinition {
+    /// Every template the task fills in at run time (`run`, `env`, `cwd`,
+    /// `http`, a fan-out `name`), in that order.
+    package var templates: [Template] {
+        var templates: [Template] = []
+        switch action {
+        case .run(let script): templates.append(script)
+        case .sleep: break
+        case .http(let request): templates += [request.url] + request.headers.map(\.value) + [request.body].compactMap { $0 }
+        }
+        return templates + env.map(\.value) + [cwd, nameTemplate].compactMap { $0 }
+    }
+
+    /// Every `item.KEY` operand the task reads (templates and `if:`).
+    package var itemFieldOperands: [Operand] {
+        (templates.flatMap(\.operands) + (condition?.value.operands ?? [])).filter {
+            if case .itemField = $0.path { return true }
+            return false
+        }
+    }
+}

@@ -49,6 +49,37 @@ private struct PlanDocument: Encodable {
 
     struct FanOutInfo: Encodable {
         var count: Int?, source: String, items: [String]?, name_template: String?
+        var split: String?, axes: [String]?, members: [Member]?
+    }
+
+    /// A member known before the run: its name and its item (text, or an object for a record).
+    struct Member: Encodable {
+        var name: String, item: Item
+    }
+
+    struct Item: Encodable {
+        var value: FanOutItem
+
+        func encode(to encoder: any Encoder) throws {
+            switch value {
+            case .text(let text), .literal(let text):
+                var container = encoder.singleValueContainer()
+                try container.encode(text)
+            case .list(let items):
+                var container = encoder.unkeyedContainer()
+                for item in items { try container.encode(Item(value: item)) }
+            case .record(let fields):
+                var container = encoder.container(keyedBy: Key.self)
+                for field in fields { try container.encode(Item(value: field.value), forKey: Key(stringValue: field.key)) }
+            }
+        }
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
     }
 
     struct Step: Encodable {
@@ -90,11 +121,11 @@ private struct PlanDocument: Encodable {
         semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }
-        steps = plan.steps.map(Self.step)
-        finally = plan.finallySteps.map(Self.step)
+        steps = plan.steps.map { Self.step($0, vars: workflow.vars) }
+        finally = plan.finallySteps.map { Self.step($0) }
     }
 
-    private static func step(_ step: PlanStep) -> Step {
+    private static func step(_ step: PlanStep, vars: [Variable] = []) -> Step {
         var result = Step(
             name: step.name, kind: step.kind.rawValue, stage: step.stage + 1,
             line: step.location.line, column: step.location.column,
@@ -133,8 +164,9 @@ private struct PlanDocument: Encodable {
             }
             if step.kind == .fanOut, let source = step.fanOutSource {
                 result.fan_out = FanOutInfo(
-                    count: step.fanOutCount, source: sourceText(source), items: staticItems(source),
-                    name_template: task.nameTemplate?.source)
+                    count: step.fanOutCount, source: sourceText(source, axes: step.fanOutAxes), items: staticItems(source),
+                    name_template: task.nameTemplate?.source, split: step.fanOutSplit?.text, axes: step.fanOutAxes,
+                    members: members(step, source: source, template: task.nameTemplate, vars: vars))
             }
         }
         switch step.kind {
@@ -144,7 +176,9 @@ private struct PlanDocument: Encodable {
             result.sequential = step.sequential
             result.timeout_seconds = step.timers.timeout?.seconds
             if let source = step.fanOutSource {
-                result.fan_out = FanOutInfo(count: step.fanOutCount, source: sourceText(source), items: staticItems(source), name_template: nil)
+                result.fan_out = FanOutInfo(
+                    count: step.fanOutCount, source: sourceText(source, axes: step.fanOutAxes), items: staticItems(source), name_template: nil,
+                    axes: step.fanOutAxes)
             }
         case .join:
             if let join = step.join {
@@ -178,9 +212,21 @@ private struct PlanDocument: Encodable {
         }
     }
 
-    private static func sourceText(_ source: FanOutSource) -> String {
+    /// The members of a list or matrix known before the run (a range is described, not listed).
+    private static func members(_ step: PlanStep, source: FanOutSource, template: Template?, vars: [Variable]) -> [Member]? {
+        guard let group = step.group,
+              let names = MemberNaming.staticNames(group: group, source: source, template: template, axes: step.fanOutAxes, vars: vars) else { return nil }
+        switch source {
+        case .list(let items): return zip(names, items).map { Member(name: $0, item: Item(value: .text($1))) }
+        case .records(let items): return zip(names, items).map { Member(name: $0, item: Item(value: $1)) }
+        case .range, .expression: return nil
+        }
+    }
+
+    private static func sourceText(_ source: FanOutSource, axes: [String]?) -> String {
         switch source {
         case .list: return "list"
+        case .records: return axes == nil ? "records" : "matrix"
         case .range(let low, let high): return "range \(low)..\(high)"
         case .expression(let template): return template.source
         }

@@ -32,12 +32,12 @@ extension Plan {
         for (number, stage) in stages.enumerated() {
             lines.append("")
             lines.append("Stage \(number + 1)" + (number == 0 ? " — starts at once" : ""))
-            for step in stage { lines += Self.describe(step) }
+            for step in stage { lines += Self.describe(step, vars: workflow.vars) }
         }
         if !finallySteps.isEmpty {
             lines.append("")
             lines.append("Finally (after everything else has settled, whatever happened)")
-            for step in finallySteps { lines += Self.describe(step) }
+            for step in finallySteps { lines += Self.describe(step, vars: workflow.vars) }
         }
         let taskCount = steps.filter { $0.kind == .task }.count + finallySteps.count
         let fanOuts = steps.filter { $0.kind == .fanOut }
@@ -56,7 +56,7 @@ extension Plan {
         return lines.map { TerminalText.escaped(shown($0)) }.joined(separator: "\n") + "\n"
     }
 
-    private static func describe(_ step: PlanStep) -> [String] {
+    private static func describe(_ step: PlanStep, vars: [Variable]) -> [String] {
         var lines: [String] = []
         func row(_ label: String, _ value: String) {
             lines.append("      " + (label + ":").padding(to: 10) + " " + value)
@@ -78,9 +78,19 @@ extension Plan {
             case .sleep(let duration): row("sleep", duration.text + (duration.isRange ? " (random)" : ""))
             case .http(let request): row("http", "\(request.method) \(URLRedaction.redact(request.url.source)) (expect \(request.expect))")
             }
-            if let source = step.fanOutSource { row("foreach", describe(source)) }
+            if let source = step.fanOutSource { row("foreach", describe(source, axes: step.fanOutAxes)) }
+            if let split = step.fanOutSplit { row("split", split.text) }
             if let items = step.fanOutItems { row("targets", "item" + (items.count == 1 ? " " : "s ") + items.map(String.init).joined(separator: ", ") + " only (named as targets)") }
             if let name = task.nameTemplate { row("names", name.source) }
+            if let source = step.fanOutSource, case .records(let items) = source, let group = step.group,
+               let names = MemberNaming.staticNames(group: group, source: source, template: task.nameTemplate, axes: step.fanOutAxes, vars: vars) {
+                // The expanded matrix or list of mappings: each member and its item.
+                let width = min(names.map(\.count).max() ?? 0, 60)
+                for (offset, name) in names.enumerated() {
+                    let line = name.padding(to: width) + "  " + items[offset].displayText
+                    lines.append("      " + (offset == 0 ? "members:".padding(to: 10) : String(repeating: " ", count: 10)) + " " + line)
+                }
+            }
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
             if let previous = step.runsAfter { row("after", "\(previous) (sequential group \(step.group ?? ""))") }
             if step.kind == .fanOut && step.sequential { row("order", "one member at a time, in item order") }
@@ -135,8 +145,12 @@ extension Plan {
         return parts.joined(separator: " + ")
     }
 
-    private static func describe(_ source: FanOutSource) -> String {
+    private static func describe(_ source: FanOutSource, axes: [String]?) -> String {
         switch source {
+        case .records(let items):
+            let count = "\(items.count) \(items.count == 1 ? "combination" : "combinations")"
+            if let axes { return "matrix " + (axes.isEmpty ? "of include: only" : axes.joined(separator: " × ")) + ", " + count }
+            return "\(items.count) mapping\(items.count == 1 ? "" : "s")"
         case .list(let items):
             let shown = items.prefix(5).map { quoted($0) }.joined(separator: ", ")
             return "[" + shown + (items.count > 5 ? ", … (\(items.count) items)" : "") + "]"

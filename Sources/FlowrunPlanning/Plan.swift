@@ -69,6 +69,10 @@ package struct PlanStep: Sendable {
     package var runsAfter: String?
     /// For groups and their fan-outs: `sequential: true`.
     package var sequential = false
+    /// For fan-outs: `split:` of a computed `foreach`.
+    package var fanOutSplit: FanOutSplit? = nil
+    /// For fan-outs and groups: a matrix's axes (the combinations are `fanOutSource`).
+    package var fanOutAxes: [String]? = nil
     /// For groups: static members and the fan-out template; for joins: `wait`.
     package var members: [String]
     /// For groups: `concurrency`. For joins: the join itself.

@@ -138,6 +138,8 @@ package enum Planner {
                 step = taskStep(group.fanOut!.template, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
                 step.fanOutCount = group.fanOut!.source.staticCount
                 step.fanOutSource = group.fanOut!.source
+                step.fanOutSplit = group.fanOut!.split
+                step.fanOutAxes = group.fanOut!.matrixAxes
             case .group:
                 let group = groups[node.name]!
                 step = PlanStep(
@@ -148,6 +150,7 @@ package enum Planner {
                     members: group.members.map(\.name) + (group.fanOut.map { [$0.template.name] } ?? []),
                     concurrency: group.concurrency, join: nil)
                 step.fanOutCount = group.fanOut?.source.staticCount
+                step.fanOutAxes = group.fanOut?.matrixAxes
             case .join:
                 let join = joins[node.name]!
                 step = PlanStep(

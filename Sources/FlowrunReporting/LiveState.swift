@@ -144,6 +144,8 @@ struct LiveState {
             line.append("group ", .dim)
             line.append(name, .bold)
             line.append(" \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(PlainReporter.seconds(event.duration ?? 0)))")
+            // A foreach that could not be read or named fails the group before any member: say why.
+            if let reason = event.reason, reason.hasPrefix("foreach: ") { line.append(": " + TerminalText.sanitized(reason)) }
             return [line]
         case .joinCompleted:
             joinEnds[name] = ReasonText.JoinEnd(event)

@@ -51,7 +51,9 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         case .taskFinished:
             lines += taskFinished(event, stamp: stamp)
         case .groupFinished:
-            lines.append("\(stamp) group    \(name) \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(Self.seconds(event.duration ?? 0)))")
+            // A foreach that could not be read or named fails the group before any member: say why.
+            let why = event.reason.flatMap { $0.hasPrefix("foreach: ") ? ": " + TerminalText.escaped($0) : nil } ?? ""
+            lines.append("\(stamp) group    \(name) \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(Self.seconds(event.duration ?? 0)))\(why)")
         case .joinCompleted:
             joinEnds[name] = ReasonText.JoinEnd(event)
             if let report = event.joinReport {

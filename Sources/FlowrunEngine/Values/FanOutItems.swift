@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+package import FlowrunModel
 import FlowrunValues
 
 /// Turns a computed `foreach:` value into the fan-out's items (SPEC §4).
@@ -15,24 +16,31 @@ import FlowrunValues
 ///   inner and edge spaces included.
 package enum FanOutItems {
     package static func parse(_ text: String) -> [String] {
+        items(text).map(\.text)
+    }
+
+    /// The items, a JSON array's objects as records (`item.KEY`).
+    package static func items(_ text: String) -> [FanOutItem] {
         if let first = text.utf8.first(where: { !ExpressionValue.isSpace($0) }), first == UInt8(ascii: "["),
            case .array(let elements)? = JSONValue.parse(text) {
-            return elements.map { element in
-                if case .string(let string) = element { return string }
-                return element.compactText
-            }
+            return elements.map(FanOutItem.init)
         }
-        return lines(text)
+        return lines(text).map(FanOutItem.text)
     }
 
     /// The items of a file holding a whole stdout (`StdoutSpill`), by the same
     /// rules, however long it is: a JSON array is read whole, lines are read
     /// in chunks (memory: the items, plus one chunk and one unfinished line).
     package static func parse(contentsOf path: String) throws(FanOutFileError) -> [String] {
+        try items(contentsOf: path).map(\.text)
+    }
+
+    /// `items(_:)` for a file holding a whole stdout.
+    package static func items(contentsOf path: String) throws(FanOutFileError) -> [FanOutItem] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { throw FanOutFileError(path: path, errno: errno) }
         defer { close(descriptor) }
-        var items: [String] = []
+        var items: [FanOutItem] = []
         var line: [UInt8] = []
         var everything: [UInt8]? = nil  // kept only while the text may be a JSON array
         var sawContent = false
@@ -53,22 +61,36 @@ package enum FanOutItems {
             var start = bytes.startIndex
             while let newline = bytes[start...].firstIndex(of: 0x0A) {
                 line += bytes[start..<newline]
-                if let item = item(line[...]) { items.append(item) }
+                if let item = item(line[...]) { items.append(.text(item)) }
                 line.removeAll(keepingCapacity: true)
                 start = newline + 1
             }
             line += bytes[start...]
         }
-        if let item = item(line[...]) { items.append(item) }
+        if let item = item(line[...]) { items.append(.text(item)) }
         if let everything, case .array(let elements)? = JSONValue.parse(String(decoding: everything, as: UTF8.self)) {
-            return elements.map(text(of:))
+            return elements.map(FanOutItem.init)
         }
         return items
     }
 
-    private static func text(of element: JSONValue) -> String {
-        if case .string(let string) = element { return string }
-        return element.compactText
+    /// A whole file as text (a stdout kept on disk, for `split:`).
+    package static func wholeText(contentsOf path: String) throws(FanOutFileError) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw FanOutFileError(path: path, errno: errno) }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FanOutFileError(path: path, errno: errno)
+            }
+            if count == 0 { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A line as an item: one trailing `\r` dropped, nil when blank.

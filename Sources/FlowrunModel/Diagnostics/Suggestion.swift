@@ -1,6 +1,6 @@
 /// "did you mean" — the nearest candidate by edit distance, if near enough.
 package enum Suggestion {
-    static func nearest(to word: String, in candidates: some Sequence<String>) -> String? {
+    package static func nearest(to word: String, in candidates: some Sequence<String>) -> String? {
         let word = Array(word.lowercased().utf8)
         // Allow about one edit per three characters, at least one.
         let allowed = max(1, word.count / 3)

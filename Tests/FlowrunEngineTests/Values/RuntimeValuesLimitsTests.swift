@@ -132,32 +132,6 @@ import Testing
         }
     }
 
-    @Test func duplicateMemberNamesGetTheFirstFreeSuffix() {
-        var taken: Set<String> = ["fetch-b"]
-        var names = MemberNames()
-        var given: [String] = []
-        for candidate in ["fetch-a", "fetch-a", "fetch-b", "fetch-a~2", "fetch-a", "fetch-c"] {
-            let name = names.unique(candidate) { taken.contains($0) }
-            taken.insert(name)
-            given.append(name)
-        }
-        #expect(given == ["fetch-a", "fetch-a~2", "fetch-b~2", "fetch-a~2~2", "fetch-a~3", "fetch-c"])
-        #expect(Set(given).count == given.count)
-    }
-
-    /// 150,000 equal names stay linear: one look-up each, not a scan of the suffixes given.
-    @Test func manyEqualNamesStayFast() {
-        var taken: Set<String> = []
-        var names = MemberNames()
-        var lookups = 0
-        for _ in 0..<150_000 {
-            let name = names.unique("x") { lookups += 1; return taken.contains($0) }
-            taken.insert(name)
-        }
-        #expect(taken.count == 150_000)
-        #expect(lookups < 2 * 150_000)
-    }
-
     @Test func durationArithmeticSaturates() {
         let day = Duration.seconds(86_400)
         #expect(Duration.product(.seconds(1), .infinity, atMost: day) == day)
