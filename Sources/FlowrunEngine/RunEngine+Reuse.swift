@@ -9,7 +9,7 @@ extension RunEngine {
     /// failed because its globs could not be filled in).
     func settlesWithoutRunning(_ index: Int) -> Bool {
         let name = nodes[index].name
-        if !nodes[index].isFinally, let restored = reuse.restored[name], restored.item == nodes[index].item {
+        if !nodes[index].isFinally, let restored = reuse.restored[name], restored.item == nodes[index].item?.text {
             nodes[index].stash.stdout = restored.stdout
             nodes[index].stash.exitCode = restored.exitCode
             nodes[index].stash.outputs = restored.outputs
@@ -45,7 +45,7 @@ extension RunEngine {
     /// The task's identity from the plan (a member's with its item).
     func identity(of index: Int) -> TaskIdentity? {
         guard let definition = nodes[index].definition, let identity = identities[definition.value.name] else { return nil }
-        return nodes[index].group != nil && nodes[index].item != nil ? identity.member(item: nodes[index].item) : identity
+        return nodes[index].group != nil && nodes[index].item != nil ? identity.member(item: nodes[index].item?.text) : identity
     }
 
     /// Fills in what the task will run and its globs, and hashes its sources.

@@ -217,6 +217,7 @@ package enum TaskIdentities {
             switch source {
             case .list(let items): return "list:" + items.map { "\($0.utf8.count):\($0)" }.joined()
             case .range(let low, let high): return "range:\(low)..\(high)"
+            case .records(let items): return "records:" + items.map { String(reflecting: $0) }.joined(separator: "\u{0}")
             case .expression(let template): return "expression:" + templateText(template)
             }
         }
