@@ -3,13 +3,16 @@
 /// (`WorkflowSchemaTests`), so that editors and `flowrun validate` agree.
 ///
 /// The contexts are named after the schema's definitions: `workflow` is the
-/// top level, `fanOutTask` a group's `task:` template, `http` a task's
+/// top level, `fanOutTask` a group's `task:` template, `template` an entry
+/// of `templates:`, `http` a task's
 /// `http:` mapping.
 package enum WorkflowKeys {
     package static let byContext: [String: [String]] = [
         "workflow": WorkflowDecoder.topLevelKeys,
-        "task": WorkflowDecoder.taskKeys,
-        "fanOutTask": WorkflowDecoder.taskKeys + ["name"],
+        // `uses:`/`with:` are read before the task's own keys (a template call).
+        "task": WorkflowDecoder.taskKeys + ["uses", "with"],
+        "fanOutTask": WorkflowDecoder.taskKeys + ["name", "uses", "with"],
+        "template": WorkflowDecoder.taskKeys + ["params"],
         "group": WorkflowDecoder.groupKeys,
         "join": WorkflowDecoder.joinKeys,
         "http": WorkflowDecoder.httpKeys,

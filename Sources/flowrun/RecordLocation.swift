@@ -18,7 +18,12 @@ struct RecordLocation: ParsableArguments {
 
     /// The record folder's path, as shown to the user.
     func path() -> String {
-        if let logDir { return logDir }
+        logDir ?? Self.foundPath()
+    }
+
+    /// Without `--log-dir`: the `.flowrun/runs` of the nearest folder, from
+    /// here up, holding `.flowrun/runs` or `flowrun.yaml`/`.yml`.
+    static func foundPath() -> String {
         let start = WorkflowFileLookup.currentDirectory()
         var folder = start
         while true {

@@ -77,20 +77,9 @@ import Testing
         #expect(try Self.complete(["broken.yaml", "--only", ""], in: scratch.path) == [])
     }
 
-    /// Whether the binary has a `logs` command (another branch adds it).
-    static var hasLogsCommand: Bool {
-        // `flowrun logs --help` would be run's help (logs taken as FILE): ask for the command list.
-        guard let dump = try? FlowrunBinary.run(["--experimental-dump-help"]),
-              let root = try? JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any],
-              let subcommands = (root["command"] as? [String: Any])?["subcommands"] as? [[String: Any]] else { return false }
-        return subcommands.contains { $0["commandName"] as? String == "logs" }
-    }
-
     /// `flowrun logs [RUN] TASK` completes the tasks of the run's record,
-    /// fan-out members by name (`TaskNameCompletion.recordedCandidates`,
-    /// wired to logs' TASK argument when the branches merge).
-    @Test(.enabled(if: hasLogsCommand, "flowrun has no logs command on this branch yet: wire TaskNameCompletion.recordedCandidates to its TASK argument"))
-    func logsCompletesTheTasksOfTheRunsRecord() throws {
+    /// fan-out members by name (`TaskNameCompletion.recordedCandidates`).
+    @Test func logsCompletesTheTasksOfTheRunsRecord() throws {
         let scratch = try TemporaryDirectory(prefix: "flowrun-completion")
         try scratch.write("""
             tasks:

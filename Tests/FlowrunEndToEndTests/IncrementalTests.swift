@@ -149,7 +149,8 @@ extension RunEndToEnd {
                       run: |
                         echo started >> "$SANDBOX/starts"
                         while [ ! -f "$SANDBOX/go" ]; do sleep 0.02; done
-                        cp in$FLOWRUN_ITEM.txt out$FLOWRUN_ITEM.txt
+                        # Both runs write this file: a rename, so neither cp meets the other's.
+                        cp in$FLOWRUN_ITEM.txt out$FLOWRUN_ITEM.txt.$$ && mv out$FLOWRUN_ITEM.txt.$$ out$FLOWRUN_ITEM.txt
 
                 """)
             let arguments = [workflow, "--log-dir", sandbox.logDirectory, "--output", "plain"]
@@ -158,8 +159,9 @@ extension RunEndToEnd {
             // Both runs are inside their tasks before either writes any state.
             try #require(sandbox.waitFor("starts", lines: 16), "the two runs never both started their tasks")
             try "".write(toFile: sandbox.file("go"), atomically: true, encoding: .utf8)
-            #expect(first.finish().exitStatus == 0)
-            #expect(second.finish().exitStatus == 0)
+            let firstOutcome = first.finish(), secondOutcome = second.finish()
+            #expect(firstOutcome.exitStatus == 0, "\(firstOutcome)")
+            #expect(secondOutcome.exitStatus == 0, "\(secondOutcome)")
             let files = try FileManager.default.contentsOfDirectory(atPath: sandbox.file(".flowrun/state"))
             #expect(files.count == 8 && files.allSatisfy { $0.hasSuffix(".json") }, "\(files)")
             let third = try FlowrunBinary.run(arguments, in: sandbox.path, environment: sandbox.environment)

@@ -247,6 +247,8 @@ extension RunEndToEnd {
             // No RUN: the run `latest` points at, else the one that started last.
             let latestByTime = try resume(sandbox, ["--dry-run"])
             #expect(latestByTime.stdout.hasPrefix("run \(runs[1]) (workflow) succeeded: nothing to resume"), "\(latestByTime)")
+            // Every run points `latest` at itself; point it back at the first.
+            try? FileManager.default.removeItem(atPath: sandbox.logDirectory + "/latest")
             try FileManager.default.createSymbolicLink(atPath: sandbox.logDirectory + "/latest", withDestinationPath: runs[0])
             let latestByLink = try resume(sandbox, ["--dry-run"])
             #expect(latestByLink.stdout.hasPrefix("resume \(runs[0]):"), "\(latestByLink)")
