@@ -6,8 +6,7 @@ import FlowrunValues
 
 /// The little of a past run's record that `flowrun resume` needs, read from
 /// its `summary.json`: where it ran and from which file, how it ended, and
-/// each task's status, identity and stash. (Meant to fold into the record
-/// reader behind `runs`/`show`/`logs`.)
+/// each task's status, identity and stash. `RunHistory` finds the run.
 package struct ResumeSource: Sendable {
     package var runID: String
     /// `BASE/RUN_ID`.
@@ -46,85 +45,6 @@ package struct ResumeSource: Sendable {
 
     package struct Problem: Error, Sendable, CustomStringConvertible {
         package var description: String
-    }
-
-    /// The run folder RUN names in `base` (an id, a unique prefix of one),
-    /// or the latest run's when RUN is nil (the greatest id: ids start with
-    /// the local time they started).
-    package static func locate(_ run: String?, in base: String) throws(Problem) -> String {
-        guard let handle = opendir(base) else {
-            throw Problem(description: "no run records in \(base): \(String(cString: strerror(errno)))")
-        }
-        var ids: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-            if isRunID(name) { ids.append(name) }
-        }
-        closedir(handle)
-        ids.sort()
-        guard let run else {
-            guard let latest = latest(of: ids, in: base) else { throw Problem(description: "no run records in \(base)") }
-            return base + "/" + latest
-        }
-        if ids.contains(run) { return base + "/" + run }
-        let matches = ids.filter { $0.hasPrefix(run) }
-        guard !matches.isEmpty else {
-            throw Problem(description: "no run '\(run)' in \(base)\(Suggestion.hint(for: run, in: Array(ids.suffix(50))))")
-        }
-        guard matches.count == 1 else {
-            throw Problem(description: "'\(run)' is the start of \(matches.count) runs in \(base): \(matches.prefix(10).joined(separator: ", "))\(matches.count > 10 ? ", …" : "")")
-        }
-        return base + "/" + matches[0]
-    }
-
-    /// The run `BASE/latest` points at (a link, or a file holding the id), else the greatest id; ids started
-    /// in the same second are told apart by their first event's time (ms).
-    static func latest(of ids: [String], in base: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink(base + "/latest", &buffer, buffer.count - 1)
-        if length > 0 {
-            let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if let name = target.split(separator: "/").last.map(String.init), ids.contains(name) { return name }
-        } else {
-            // `latest` as a small file holding the id.
-            let descriptor = open(base + "/latest", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-            if descriptor >= 0 {
-                var bytes = [UInt8](repeating: 0, count: 128)
-                let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-                close(descriptor)
-                if count > 0 {
-                    let name = String(decoding: bytes[0..<count].filter { $0 > 0x20 }, as: UTF8.self)
-                    if ids.contains(name) { return name }
-                }
-            }
-        }
-        guard let last = ids.last else { return nil }
-        let second = last.prefix(15)
-        let sameSecond = ids.filter { $0.hasPrefix(second) }
-        guard sameSecond.count > 1 else { return last }
-        return sameSecond.max { startTime(base + "/" + $0) < startTime(base + "/" + $1) }
-    }
-
-    /// The `time` of the first line of the run's events.jsonl ("" if none).
-    static func startTime(_ directory: String) -> String {
-        let descriptor = open(directory + "/events.jsonl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else { return "" }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 512)
-        let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0 else { return "" }
-        let key = Array("\"time\":\"".utf8)
-        guard count > key.count, let start = (0...(count - key.count)).first(where: { bytes[$0..<$0 + key.count].elementsEqual(key) }) else { return "" }
-        return String(decoding: bytes[(start + key.count)..<min(count, start + key.count + 24)], as: UTF8.self)
-    }
-
-    /// `20261122-025301-4f1c09a2b7d3e865`.
-    static func isRunID(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard bytes.count == 32, bytes[8] == UInt8(ascii: "-"), bytes[15] == UInt8(ascii: "-") else { return false }
-        return bytes.enumerated().allSatisfy { offset, byte in
-            offset == 8 || offset == 15 || (byte >= 0x30 && byte <= 0x39) || (offset > 15 && byte >= 0x61 && byte <= 0x66)
-        }
     }
 
     package static func read(directory: String) throws(Problem) -> ResumeSource {

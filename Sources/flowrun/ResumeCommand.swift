@@ -64,10 +64,11 @@ struct ResumeCommand: ParsableCommand {
     }
 
     func run() throws {
-        let base = WorkflowFileLookup.absolute(logDir ?? Self.recordsFolder())
+        let base = WorkflowFileLookup.absolute(logDir ?? RecordLocation.foundPath())
         let old: ResumeSource
         do {
-            old = try ResumeSource.read(directory: ResumeSource.locate(runName, in: base))
+            let history = try RunHistory(path: base)
+            old = try ResumeSource.read(directory: history.folderPath(history.resolve(runName)))
         } catch {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
@@ -82,10 +83,7 @@ struct ResumeCommand: ParsableCommand {
             throw ExitCode(2)
         }
         var options = PlanOptions()
-        options.variables = variables.map { variable in
-            let equals = variable.firstIndex(of: "=")!
-            return (String(variable[..<equals]), String(variable[variable.index(after: equals)...]))
-        }
+        options.variables = RunCommand.pairs(variables)
         options.maxParallel = maxParallel
         options.failFast = failFast
         options.only = old.only
@@ -118,19 +116,7 @@ struct ResumeCommand: ParsableCommand {
         reuse.restored = selection.restored
         reuse.resumedFrom = old.runID
         reuse.store = IncrementalSetup.store(for: plan, force: force)
-        try RunLauncher.run(plan, logDirectory: base, output: output, stream: stream, reuse: reuse, identities: identities)
-    }
-
-    /// `.flowrun/runs` here, else in the nearest parent folder that has one.
-    static func recordsFolder() -> String {
-        var folder = WorkflowFileLookup.currentDirectory()
-        while true {
-            var status = stat()
-            let path = (folder == "/" ? "" : folder) + "/.flowrun/runs"
-            if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { return path }
-            guard folder != "/", let slash = folder.lastIndex(of: "/") else { return ".flowrun/runs" }
-            folder = slash == folder.startIndex ? "/" : String(folder[..<slash])
-        }
+        try RunLauncher.run(plan, logDirectory: base, keep: RecordPruning.defaultKeep, output: output, stream: stream, reuse: reuse, identities: identities)
     }
 
     /// `run`, `env` → "its run script and environment changed".

@@ -70,10 +70,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         var options = PlanOptions()
-        options.variables = variables.map { variable in
-            let equals = variable.firstIndex(of: "=")!
-            return (String(variable[..<equals]), String(variable[variable.index(after: equals)...]))
-        }
+        options.variables = Self.pairs(variables)
         options.maxParallel = maxParallel
         options.failFast = failFast
         let (file, targets) = RunArguments.split(arguments)
@@ -90,43 +87,16 @@ struct RunCommand: ParsableCommand {
             if output != .json { Terminal.standardOutput.write(IncrementalSetup.dryRunText(plan, force: force)) }
             return
         }
-        let runOptions = RunOptions(logDirectory: logDir)
-        let record: RunRecord
-        do {
-            record = try RunRecord(baseDirectory: runOptions.logDirectory)
-        } catch {
-            Terminal.standardError.write("flowrun: \(error)\n")
-            throw ExitCode(2)
+        var reuse = TaskReuse()
+        reuse.store = IncrementalSetup.store(for: plan, force: force)
+        try RunLauncher.run(plan, logDirectory: RunOptions(logDirectory: logDir).logDirectory, keep: keep, output: output, stream: stream, reuse: reuse)
+    }
+
+    /// `--var` values as (name, value); `validate()` made sure each has a `=`.
+    static func pairs(_ variables: [String]) -> [(String, String)] {
+        variables.map { variable in
+            let equals = variable.firstIndex(of: "=")!
+            return (String(variable[..<equals]), String(variable[variable.index(after: equals)...]))
         }
-        record.markLatest()
-        for problem in record.pruneOlderRecords(keeping: keep) {
-            Terminal.standardError.write("flowrun: pruning old run records: \(problem)\n")
-        }
-        let reporter: any RunReporter
-        // The live view's rows show each running task's latest line: it hears every line on a terminal.
-        var hearsLines = stream
-        switch output {
-        case .json: reporter = JSONLinesReporter()
-        case .plain: reporter = PlainReporter()
-        // Not on a terminal, `tty` prints the view's lasting lines (finished
-        // tasks, join blocks, summary) with no live region and no escapes.
-        case .tty, .auto:
-            if output == .auto && !Terminal.standardOutput.showsLiveView {
-                reporter = PlainReporter()
-            } else {
-                let live = LiveTerminalReporter(streams: stream)
-                hearsLines = hearsLines || live.drawsRegion
-                reporter = live
-            }
-        }
-        let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: hearsLines)
-        engine.reuse.store = IncrementalSetup.store(for: plan, force: force)
-        let outcome = engine.run()
-        // The console's last lines, waited for a bounded time only (a reader
-        // that stalls must not hold the exit), and the count of lines dropped.
-        ConsoleWriter.settle()
-        // Out at once: freeing every node, and ArgumentParser describing an
-        // ExitCode, is a millisecond or two nobody waits for.
-        withExtendedLifetime(engine) { Terminal.exit(outcome.exitCode) }
     }
 }

@@ -8,9 +8,14 @@ import FlowrunEngine
 import FlowrunReporting
 
 /// Runs a plan with the console reporter `--output` asks for and exits with
-/// the run's code: what `resume` shares with a run.
+/// the run's code: what `flowrun [run]` and `resume` share.
 enum RunLauncher {
-    static func run(_ plan: Plan, logDirectory: String?, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse, identities: [String: TaskIdentity]) throws {
+    /// `keep`: how many run records to keep (pruning older ones as the run
+    /// starts). `identities`: nil computes them when the engine needs them.
+    static func run(
+        _ plan: Plan, logDirectory: String?, keep: Int, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse,
+        identities: [String: TaskIdentity]? = nil
+    ) throws {
         let record: RunRecord
         do {
             record = try RunRecord(baseDirectory: logDirectory)
@@ -18,11 +23,18 @@ enum RunLauncher {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
         }
+        record.markLatest()
+        for problem in record.pruneOlderRecords(keeping: keep) {
+            Terminal.standardError.write("flowrun: pruning old run records: \(problem)\n")
+        }
         let reporter: any RunReporter
+        // The live view's rows show each running task's latest line: it hears every line on a terminal.
         var hearsLines = stream
         switch output {
         case .json: reporter = JSONLinesReporter()
         case .plain: reporter = PlainReporter()
+        // Not on a terminal, `tty` prints the view's lasting lines (finished
+        // tasks, join blocks, summary) with no live region and no escapes.
         case .tty, .auto:
             if output == .auto && !Terminal.standardOutput.showsLiveView {
                 reporter = PlainReporter()
@@ -34,9 +46,13 @@ enum RunLauncher {
         }
         let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: hearsLines)
         engine.reuse = reuse
-        engine.identities = identities
+        if let identities { engine.identities = identities }
         let outcome = engine.run()
+        // The console's last lines, waited for a bounded time only (a reader
+        // that stalls must not hold the exit), and the count of lines dropped.
         ConsoleWriter.settle()
+        // Out at once: freeing every node, and ArgumentParser describing an
+        // ExitCode, is a millisecond or two nobody waits for.
         withExtendedLifetime(engine) { Terminal.exit(outcome.exitCode) }
     }
 }

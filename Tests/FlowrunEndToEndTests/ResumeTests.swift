@@ -240,10 +240,10 @@ extension RunEndToEnd {
             let common = String(zip(runs[0], runs[1]).prefix { $0 == $1 }.map(\.0))
             let ambiguous = try resume(sandbox, [common])
             #expect(ambiguous.exitStatus == 2, "\(ambiguous)")
-            #expect(ambiguous.stderr.contains("is the start of 2 runs"), "\(ambiguous)")
+            #expect(ambiguous.stderr.contains("matches 2 runs"), "\(ambiguous)")
             #expect(ambiguous.stderr.contains(runs[0]) && ambiguous.stderr.contains(runs[1]), "\(ambiguous)")
             let unknown = try resume(sandbox, ["19990101"])
-            #expect(unknown.exitStatus == 2 && unknown.stderr.contains("no run '19990101'"), "\(unknown)")
+            #expect(unknown.exitStatus == 2 && unknown.stderr.contains("starts with '19990101'"), "\(unknown)")
             // No RUN: the run `latest` points at, else the one that started last.
             let latestByTime = try resume(sandbox, ["--dry-run"])
             #expect(latestByTime.stdout.hasPrefix("run \(runs[1]) (workflow) succeeded: nothing to resume"), "\(latestByTime)")
