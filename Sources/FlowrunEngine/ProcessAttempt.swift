@@ -192,7 +192,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             },
             end: { [self] in
                 let capture = stdoutEnded()
-                pump.deliver { self.outputEnded(stdoutRead, capture: capture) }
+                pump.loop.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
             data: { [self] chunk in
@@ -204,7 +204,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             end: { [self] in
                 stderrEnded()
                 if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
-                pump.deliver { self.outputEnded(stderrRead, capture: nil) }
+                pump.loop.deliver { self.outputEnded(stderrRead, capture: nil) }
             }))
         openOutputs = [stdoutRegistration, stderrRegistration]
         self.stdoutRegistration = stdoutRegistration
@@ -302,7 +302,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         guard !heldWriteEnds.isEmpty else { return }
         for end in heldWriteEnds { close(end) }
         heldWriteEnds = []
-        guard pump.isCurrentThread else { return }
+        guard pump.loop.isCurrentThread else { return }
         readsOnEngineQueue = true
         defer { readsOnEngineQueue = false }
         for registration in pump.endWithoutWriters(openOutputs) {
