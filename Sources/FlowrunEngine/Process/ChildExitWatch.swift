@@ -15,7 +15,12 @@ final class ChildExitWatch: @unchecked Sendable {
     /// does it) before the loop's thread started, so that thread inherits
     /// the block. Call it before the first child starts.
     init(reaper: ChildReaper, loop: EventLoop, outputs: OutputPump) throws(ProcessError) {
-        let descriptor = flowrun_child_exit_signalfd()
+        // Non-blocking and close-on-exec: readable while an exit is pending
+        // and no thread took the signal (SIGCHLD is blocked: `ChildReaper`).
+        var childExit = sigset_t()
+        sigemptyset(&childExit)
+        sigaddset(&childExit, SIGCHLD)
+        let descriptor = signalfd(-1, &childExit, Int32(SFD_NONBLOCK) | Int32(SFD_CLOEXEC))
         guard descriptor >= 0 else { throw ProcessError(operation: "signalfd SIGCHLD", code: errno) }
         // A thread that does not block SIGCHLD takes the signal instead of the
         // signalfd: its handler wakes the loop through the wake pipe.
