@@ -25,10 +25,19 @@ let package = Package(
         ),
         // libyaml's event stream → nodes with 1-based line:column marks.
         .target(name: "FlowrunYAML", dependencies: ["CYaml"], swiftSettings: strictSettings),
-        // The few POSIX calls Glibc's overlay does not expose (spawn flags, subreaper,
-        // signal forwarding, epoll, pidfd, memmem), the supervisor process, and
-        // http tasks' client on libcurl, loaded with dlopen.
+        // The few POSIX calls Swift cannot make or Glibc's overlay hides (a vfork-style
+        // spawn, prctl, pidfd, signal handlers, pipe2, memmem) and the supervisor process;
+        // each function says why it is in C (include/flowrun_system.h).
         .target(name: "CFlowrunSystem"),
+        // libcurl's own header (apt: libcurl4-openssl-dev), for its types and option
+        // numbers; libcurl itself is loaded with dlopen at the first http task. No
+        // `pkgConfig:` here: SwiftPM would then link -lcurl into flowrun, and every
+        // start-up would load libcurl and its TLS libraries (see flowrun_http.c).
+        // Debian and Ubuntu install curl/curl.h on the compiler's default path
+        // (what `pkg-config --cflags libcurl` names).
+        .systemLibrary(name: "CCurl"),
+        // http tasks' client: libcurl's multi interface on one thread, over CCurl's header.
+        .target(name: "CFlowrunHTTP", dependencies: ["CCurl"]),
 
         // The stages, one target each; data flows one way (docs/ARCHITECTURE.md):
         // YAML → Loading → Planning → Engine → (events) → Reporting, all over Model and Values.
@@ -51,7 +60,7 @@ let package = Package(
         // Plan → processes, requests, sleeps → events and an exit code. No YAML, no loading.
         .target(
             name: "FlowrunEngine",
-            dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunEvents", "FlowrunRecord", "CFlowrunSystem"],
+            dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunEvents", "FlowrunRecord", "CFlowrunSystem", "CFlowrunHTTP"],
             swiftSettings: strictSettings),
         // Events → plain lines, JSON lines, the live view; the plan as a graph. Not the engine.
         .target(

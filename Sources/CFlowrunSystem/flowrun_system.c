@@ -152,13 +152,6 @@ static void write_signal_number(int signal, siginfo_t *info, void *context) {
     errno = saved;
 }
 
-int flowrun_child_exit_signalfd(void) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
 int flowrun_forward_signal(int signal, int fd) {
     signal_wake_fd = fd;
     // Before the handler exists, so no child can miss it.

@@ -1,4 +1,4 @@
-import CFlowrunSystem
+import CFlowrunHTTP
 import Dispatch
 #if canImport(Glibc)
 import Glibc

@@ -74,18 +74,16 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let waitForDescriptors: (@escaping () -> Void) -> Bool
     /// Whether one more task's descriptors fit under flowrun's limit now.
     private let descriptorsFit: () -> Bool
-    /// Whether the attempt waits for descriptors (it has started nothing).
-    private var waitingForDescriptors = false
     /// Retries made while no other task ran (see `waitsForDescriptors`).
     private var idleDescriptorRetries = 0
 
     /// The shell's pid (= its process group), 0 until started.
     private(set) var pid: Int32 = 0
-    private var exit: ProcessExit?
+    /// Where the attempt is in its life (see `Lifecycle`).
+    private var lifecycle = Lifecycle.notStarted(waitingForDescriptors: false)
+    /// The outcome a stop asked for (a timeout, a cancel): it overrides the
+    /// exit's in the result, whenever in the lifecycle it was asked for.
     private var stoppedAs: (status: TaskStatus, reason: String)?
-    private var stopping = false
-    private var treeGone = false
-    private var done = false
     /// The pump's registrations of the read ends (stdout's, stderr's) whose
     /// output has not ended yet.
     private var openOutputs: [OutputPump.Registration] = []
@@ -95,7 +93,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let stdoutMasking: SecretMaskingStream?
     private let stderrMasking: SecretMaskingStream?
     private var lastProgress = -1
-    private var outputDeadlineSet = false
     private var outputFilesStamp: UInt64 = 0
     /// flowrun's copies of the pipes' write ends, held until the shell exits.
     private var heldWriteEnds: [Int32] = []
@@ -167,6 +164,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         do {
             // Held strongly until the exit (a weak reference would cost each attempt a side table).
             pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
+            lifecycle = .started(exit: nil, tree: .live)
         } catch {
             for end in stdoutPipe + stderrPipe { close(end) }
             if waitsForDescriptors(error.code) { return }
@@ -195,7 +193,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             },
             end: { [self] in
                 let capture = stdoutEnded()
-                pump.deliver { self.outputEnded(stdoutRead, capture: capture) }
+                pump.loop.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
             data: { [self] chunk in
@@ -207,7 +205,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             end: { [self] in
                 stderrEnded()
                 if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
-                pump.deliver { self.outputEnded(stderrRead, capture: nil) }
+                pump.loop.deliver { self.outputEnded(stderrRead, capture: nil) }
             }))
         openOutputs = [stdoutRegistration, stderrRegistration]
         self.stdoutRegistration = stdoutRegistration
@@ -293,7 +291,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func exited(_ exit: ProcessExit) {
-        self.exit = exit
+        guard case .started(nil, let tree) = lifecycle else { return }
+        lifecycle = .started(exit: exit, tree: tree)
         releaseWriteEnds()
         finishIfOver()
     }
@@ -305,7 +304,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         guard !heldWriteEnds.isEmpty else { return }
         for end in heldWriteEnds { close(end) }
         heldWriteEnds = []
-        guard pump.isCurrentThread else { return }
+        guard pump.loop.isCurrentThread else { return }
         readsOnEngineQueue = true
         defer { readsOnEngineQueue = false }
         for registration in pump.endWithoutWriters(openOutputs) {
@@ -317,73 +316,85 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// Over when the shell has exited, nothing of its tree is left and both pipes have closed.
     private func finishIfOver() {
-        guard !done, exit != nil else { return }
-        if !treeGone && !stopping {
-            if ProcessTreeKiller.hasLiveMembers(processGroup: pid) || escapeesExist() {
-                // Leftovers (a background job, a daemon): stop them as a timeout would.
-                stopTree()
+        switch lifecycle {
+        case .started(let exit?, let tree):
+            switch tree {
+            case .live:
+                if ProcessTreeKiller.hasLiveMembers(processGroup: pid) || escapeesExist() {
+                    // Leftovers (a background job, a daemon): stop them as a timeout would.
+                    stopTree()
+                    return
+                }
+            case .stopping:
                 return
+            case .gone:
+                break
             }
-            treeGone = true
-        }
-        guard treeGone else { return }
-        // No writer of the tree is left, so the pipes end as soon as their last
-        // bytes are read; should something outside the tree still hold one (a
-        // setsid, env -i escapee), stop listening soon — whichever way the tree went.
-        if !openOutputs.isEmpty {
-            if !outputDeadlineSet {
-                outputDeadlineSet = true
+            // No writer of the tree is left, so the pipes end as soon as their last
+            // bytes are read; should something outside the tree still hold one (a
+            // setsid, env -i escapee), stop listening soon — whichever way the tree went.
+            guard openOutputs.isEmpty else {
+                lifecycle = .closingOutputs(exit)
                 queue.asyncAfter(deadline: .now() + 2) { [weak self] in
-                    guard let self, !self.done else { return }
+                    guard let self, case .closingOutputs = self.lifecycle else { return }
                     for registration in self.openOutputs { self.pump.close(registration) }
                 }
+                return
             }
+            complete(exit)
+        case .closingOutputs(let exit):
+            if openOutputs.isEmpty { complete(exit) }
+        case .notStarted, .started(nil, _), .done:
             return
         }
-        complete()
     }
 
+    /// Stops the tree as a timeout would (SIGTERM, the grace, SIGKILL), once.
     private func stopTree() {
-        guard !stopping else { return }
-        stopping = true
-        killer.terminate(tree, grace: setup.grace, on: queue) { [weak self] in
-            guard let self else { return }
-            self.treeGone = true
-            self.finishIfOver()
-        }
+        guard case .started(let exit, .live) = lifecycle else { return }
+        lifecycle = .started(exit: exit, tree: .stopping)
+        killer.terminate(tree, grace: setup.grace, on: queue) { [weak self] in self?.treeStopped() }
+    }
+
+    /// Nothing of the tree is left (the killer saw to it).
+    private func treeStopped() {
+        guard case .started(let exit, _) = lifecycle else { return }
+        lifecycle = .started(exit: exit, tree: .gone)
+        finishIfOver()
     }
 
     func stop(as status: TaskStatus, reason: String) {
-        guard !done, stoppedAs == nil else { return }
+        guard !lifecycle.isDone, stoppedAs == nil else { return }
         stoppedAs = (status, reason)
-        if waitingForDescriptors { return endWaitingForDescriptors(as: status, reason: reason) }
+        if case .notStarted(waitingForDescriptors: true) = lifecycle { return endWaitingForDescriptors(as: status, reason: reason) }
         guard pid > 0 else { return }
         stopTree()
     }
 
     func kill() {
-        if waitingForDescriptors { return endWaitingForDescriptors(as: stoppedAs?.status ?? .cancelled, reason: stoppedAs?.reason ?? "killed") }
-        guard !done, pid > 0 else { return }
-        if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
-        stopping = true
-        killer.kill(tree, on: queue) { [weak self] in
-            guard let self else { return }
-            self.treeGone = true
-            self.finishIfOver()
+        switch lifecycle {
+        case .notStarted(waitingForDescriptors: true):
+            endWaitingForDescriptors(as: stoppedAs?.status ?? .cancelled, reason: stoppedAs?.reason ?? "killed")
+        case .started(let exit, _):
+            if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
+            lifecycle = .started(exit: exit, tree: .stopping)
+            killer.kill(tree, on: queue) { [weak self] in self?.treeStopped() }
+        case .closingOutputs:
+            // The tree is gone already; only pipes held outside it are left.
+            if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
+        case .notStarted, .done:
+            return
         }
     }
 
-    private func complete() {
-        guard !done else { return }
-        done = true
+    private func complete(_ exit: ProcessExit) {
+        lifecycle = .done
         var result: AttemptResult
         switch exit {
-        case .exited(let code)?:
+        case .exited(let code):
             result = AttemptResult(status: code == 0 ? .succeeded : .failed, exitCode: Int(code), reason: code == 0 ? nil : "exit \(code)")
-        case .signalled(let signal)?:
+        case .signalled(let signal):
             result = AttemptResult(status: .failed, exitCode: 128 + Int(signal), signal: Int(signal), reason: "killed by \(ProcessExit.signalled(signal))")
-        case nil:
-            result = AttemptResult(status: .failed)
         }
         if let stoppedAs {
             result.status = stoppedAs.status
@@ -430,10 +441,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// that just ended still held come free a moment later). False: fail.
     private func waitsForDescriptors(_ error: Int32) -> Bool {
         guard error == EMFILE || error == ENFILE else { return false }
-        waitingForDescriptors = true
+        lifecycle = .notStarted(waitingForDescriptors: true)
         if waitForDescriptors({ [weak self] in self?.startAfterWaiting() }) { return true }
         guard idleDescriptorRetries < 100 else {
-            waitingForDescriptors = false
+            lifecycle = .notStarted(waitingForDescriptors: false)
             return false
         }
         idleDescriptorRetries += 1
@@ -442,16 +453,15 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func startAfterWaiting() {
-        guard waitingForDescriptors, !done else { return }
-        waitingForDescriptors = false
+        guard case .notStarted(waitingForDescriptors: true) = lifecycle else { return }
+        lifecycle = .notStarted(waitingForDescriptors: false)
         start()
     }
 
     /// Stopped (a timeout, a cancel) while it waited for descriptors: it
     /// never started, so it ends at once.
     private func endWaitingForDescriptors(as status: TaskStatus, reason: String) {
-        waitingForDescriptors = false
-        done = true
+        lifecycle = .done
         log.close()
         var result = AttemptResult(status: status, reason: reason)
         result.wroteLog = log.exists
@@ -461,50 +471,44 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private func fail(_ reason: String) {
         log.write(shown("flowrun: \(reason)\n"))
         log.close()
-        done = true
+        lifecycle = .done
         var result = AttemptResult(status: .failed, reason: reason)
         result.wroteLog = log.exists
         queue.async { [result] in self.completion(result) }
     }
 }
 
-/// Children of flowrun that are not task shells: descendants that escaped
-/// their group and were re-parented to flowrun, the child subreaper.
-enum EscapedChildren {
-    /// Whether flowrun has a child that is not one of `leaders` (the running
-    /// task shells). Orphans are re-parented to the subreaper's main thread
-    /// (flowrun never spawns from it), so one file tells: its `children`.
-    /// `leaders` is asked for only when that file lists anyone (a task shell
-    /// lands there when the Dispatch thread that spawned it exits).
-    static func exist(besides leaders: () -> Set<Int32>) -> Bool {
-        guard childrenFile >= 0 else { return false }
-        // One pread from the start regenerates the list: no open and close per look.
-        var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        let count = withUnsafeMutableBytes(of: &buffer) { pread(childrenFile, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return false }
-        // More than fits here: read it whole.
-        let text = count < MemoryLayout.size(ofValue: buffer)
-            ? withUnsafeBytes(of: &buffer) { String(decoding: $0[..<count], as: UTF8.self) }
-            : wholeChildrenFile()
-        let running = leaders()
-        return text.split(separator: " ").contains { Int32($0).map { !running.contains($0) } ?? false }
-    }
+extension ProcessAttempt {
+    /// An attempt's life, one value, so no combination of flags can be half-updated:
+    ///
+    ///     notStarted ──start──▶ started(exit: nil, tree: .live) ──reaped──▶ started(exit, …)
+    ///         │ descriptors short: notStarted(waitingForDescriptors: true), then start again
+    ///     started: tree .live ──leftovers, stop, kill──▶ .stopping ──killer done──▶ .gone
+    ///     started(exit, .gone), a pipe still open ──▶ closingOutputs(exit) (closed after 2 s)
+    ///     started(exit, .gone) or closingOutputs(exit), pipes ended ──▶ done
+    ///     notStarted, on failing to start or a stop while waiting ──▶ done
+    enum Lifecycle {
+        /// Nothing started: before `start`, or between tries while descriptors run short.
+        case notStarted(waitingForDescriptors: Bool)
+        /// The shell was started: its exit once reaped, and its process tree.
+        case started(exit: ProcessExit?, tree: Tree)
+        /// Exited, nothing of the tree left; a pipe something outside the
+        /// tree still holds is being given its last 2 s.
+        case closingOutputs(ProcessExit)
+        /// The result was handed on.
+        case done
 
-    /// The main thread's `children` file, open for the life of the process
-    /// (flowrun's pid does not change); -1 if it cannot be read.
-    private static let childrenFile: Int32 = {
-        let me = getpid()
-        return open("/proc/\(me)/task/\(me)/children", O_RDONLY | O_CLOEXEC)
-    }()
-
-    private static func wholeChildrenFile() -> String {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { pread(childrenFile, $0.baseAddress, $0.count, off_t(bytes.count)) }
-            guard count > 0 else { break }
-            bytes += chunk[..<count]
+        enum Tree {
+            /// Not known to be gone: looked at when the shell exits.
+            case live
+            /// Being stopped (SIGTERM, the grace, SIGKILL): a timeout, a cancel, leftovers.
+            case stopping
+            case gone
         }
-        return String(decoding: bytes, as: UTF8.self)
+
+        var isDone: Bool {
+            if case .done = self { return true }
+            return false
+        }
     }
 }

@@ -191,7 +191,10 @@ extension RunEngine {
         var limit = NumericBounds.longestRetryDelay
         if let runTimeout = plan.runTimeout {
             // Just past the deadline: the run stops then, and the retry with it.
-            let left = Duration.milliseconds(Int64(max(0, (runTimeout.seconds - elapsed) * 1000).rounded()) + 1)
+            // The deadline's timer is the reference: it started when the run
+            // began, a few milliseconds after `elapsed`'s zero.
+            let deadline = timerDeadlines[.run] ?? startSeconds + runTimeout.seconds
+            let left = Duration.milliseconds(Int64(max(0, (deadline - Self.monotonicSeconds()) * 1000).rounded()) + 1)
             limit = min(limit, left)
         }
         return Duration.product(task.retryDelay, pow(task.backoff, Double(number - 1)), atMost: limit)

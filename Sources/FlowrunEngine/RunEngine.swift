@@ -15,9 +15,10 @@ package import FlowrunRecord
 /// counter, one that waits for slots is an entry in `SlotPool`, one that
 /// sleeps or backs off is a `DispatchSourceTimer`, one that runs a process
 /// is a pid in the reaper's table plus a pipe the `OutputPump` reads.
-/// That pump's thread also reaps exited children, and runs the engine's
-/// step for a finished task inline (`queue.sync`), spawning the next one
-/// without waking another thread.
+/// The `EventLoop`'s thread, where the pump reads, also reaps exited
+/// children (`ChildExitWatch`), and runs the engine's step for a finished
+/// task inline (`queue.sync`), spawning the next one without waking another
+/// thread.
 package final class RunEngine: @unchecked Sendable {
     // @unchecked: all mutable state is confined to `queue`.
     let queue = DispatchQueue(label: "flowrun.engine")
@@ -57,8 +58,12 @@ package final class RunEngine: @unchecked Sendable {
     var limitsTexts: [SlotPool.Demand: String] = [:]
 
     var attempts: [Int: any TaskAttempt] = [:]
-    /// Reads every task's output on one thread.
+    /// The one thread that waits for pipes, exits and signals, and runs the engine's batches.
+    let loop: EventLoop
+    /// Reads every task's output on the loop's thread.
     let pump: OutputPump
+    /// Reaps exited children on the loop's thread; nil with `reaperProblem`, or for fake attempts.
+    var childExits: ChildExitWatch?
     let killer = ProcessTreeKiller()
     /// Which attempts may have written outputs; nil: look for every attempt's file.
     let outputFiles: OutputFilesWatch?
@@ -159,7 +164,7 @@ package final class RunEngine: @unchecked Sendable {
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
         // First, on this (the main) thread, before any Dispatch thread exists:
         // the reaper blocks SIGCHLD here so every later thread inherits that.
-        // The pump's thread, started next, inherits that block too: it reaps.
+        // The event loop's thread, started next, inherits that block too: it reaps.
         var reaper: ChildReaper?
         if attemptFactory == nil {
             do {
@@ -168,16 +173,17 @@ package final class RunEngine: @unchecked Sendable {
                 reaperProblem = error.description
             }
         }
-        // Before the pump's thread: it must inherit SIGIO blocked too.
+        // Before the loop's thread: it must inherit SIGIO blocked too.
         // Fake attempts write no outputs: no SIGIO notices in a test's process.
         outputFiles = attemptFactory == nil ? record.watchOutputFiles() : nil
-        pump = OutputPump(engineQueue: queue)
-        record.writesEvents { [queue, pump] write in
-            if !pump.runAtBatchEnd(write) { queue.async(execute: write) }
+        loop = EventLoop(engineQueue: queue)
+        pump = OutputPump(loop: loop)
+        record.writesEvents { [queue, loop] write in
+            if !loop.runAtBatchEnd(write) { queue.async(execute: write) }
         }
         if let reaper {
             do {
-                try pump.reapChildren(with: reaper)
+                childExits = try ChildExitWatch(reaper: reaper, loop: loop, outputs: pump)
                 self.reaper = reaper
             } catch {
                 reaperProblem = error.description
@@ -235,7 +241,7 @@ package final class RunEngine: @unchecked Sendable {
         let event = shown(event)  // secrets masked once, for every reporter
         if defersEvents {
             deferredEvents.append(event)
-        } else if pump.runAtBatchEnd(deliverDeferredAtBatchEnd) {
+        } else if loop.runAtBatchEnd(deliverDeferredAtBatchEnd) {
             defersEvents = true
             deferredEvents.append(event)
         } else {
@@ -381,7 +387,7 @@ package final class RunEngine: @unchecked Sendable {
         var signals = [SIGINT, SIGTERM, SIGHUP].filter { !ProcessStartup.callerIgnores($0) }
         if !ProcessStartup.callerIgnores(SIGTSTP) { signals += [SIGTSTP, SIGCONT] }
         do {
-            try pump.forwardSignals(signals) { [weak self] signalNumber in
+            try SignalForwarding.forward(signals, through: loop) { [weak self] signalNumber in
                 self?.received(signal: signalNumber)
             }
         } catch {

@@ -108,7 +108,7 @@ import Testing
     /// exactly once when all have released.
     @Test(arguments: 1...40)
     func randomRequestersAreAllGrantedOnceWithoutDeadlock(seed: UInt64) throws {
-        var random = SeededGenerator(seed: seed)  // Values/RuntimeValuesSupport.swift
+        var random = SeededGenerator(seed: seed)  // Tests/FlowrunTestSupport/RuntimeValuesSupport.swift
         let resourceCount = 2 + Int(random.next() % 5)
         let capacities = (0..<resourceCount).map { $0 == 0 ? 1 + Int(random.next() % 6) : 1 + Int(random.next() % 4) }
         var pool = SlotPool(capacities: capacities, names: (0..<resourceCount).map { "r\($0)" })

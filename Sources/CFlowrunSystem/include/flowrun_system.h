@@ -1,11 +1,10 @@
 #ifndef FLOWRUN_SYSTEM_H
 #define FLOWRUN_SYSTEM_H
 
-// What Glibc's Swift overlay does not show or Swift cannot call: a
-// vfork-style spawn (clone cannot be called from Swift), prctl's thread name
-// and child-subreaper switches, the pidfd system calls (no glibc wrapper is
-// visible through the overlay), signalfd and a signal-forwarding handler, and
-// epoll, which the overlay leaves out.
+// What Glibc's Swift overlay does not show or Swift cannot call; each
+// function says in one line why it is in C. signalfd and epoll are not
+// wrapped: Swift calls them directly through the headers included here,
+// which the overlay leaves out.
 
 #include <signal.h>
 #include <sys/epoll.h>
@@ -38,6 +37,7 @@ typedef struct {
 /// in a process with several threads each unmap costs a TLB flush on other
 /// CPUs. Returns 0 with `*pid` set, or the errno of what failed (a failed
 /// chdir, dup2 or exec in the child is reported here, and that child reaped).
+/// In C: the child runs on a stack of ours between clone and exec, where only async-signal-safe C may run; Swift cannot call clone.
 int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid);
 
 /// First thing in main, before any thread or descriptor exists: opens
@@ -47,62 +47,71 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid);
 /// EFBIG; tasks get them at their default unless the caller ignored them);
 /// raises the soft RLIMIT_NOFILE to the hard limit (tasks get the caller's).
 /// A process that never calls it runs and spawns as before.
+/// In C: reads every disposition with the raw rt_sigaction system call (syscall is variadic; glibc's sigaction refuses 32 and 33).
 void flowrun_prepare_process(void);
 
 /// Whether `signal` was ignored when `flowrun_prepare_process` ran: flowrun
 /// then leaves it ignored (it does not handle it).
+/// In C: reads the table `flowrun_prepare_process` fills, which the spawn's child reads too.
 int flowrun_signal_ignored_by_caller(int signal);
 
 /// Looks at every signal's disposition now: those handled or ignored are
 /// the ones a child of `flowrun_spawn` resets (with those `flowrun_forward_signal`
 /// handles). The first spawn looks by itself; call it again after changing
 /// a disposition some other way, before the next spawn.
+/// In C: the raw rt_sigaction system call again, for the table the spawn's child reads.
 void flowrun_note_signal_dispositions(void);
 
 /// prctl(PR_SET_NAME): the calling thread's name (15 bytes at most), as ps and top show it.
+/// In C: prctl is variadic, and Swift cannot call a variadic C function.
 void flowrun_name_this_thread(const char *name);
 
 /// prctl(PR_SET_CHILD_SUBREAPER, on): orphaned descendants re-parent to us.
+/// In C: prctl is variadic.
 int flowrun_set_child_subreaper(int on);
 
 /// pidfd_open(pid, 0) (Linux 5.3+): a descriptor that names this one process,
 /// never a later one with the same pid; it polls readable once the process
 /// has exited (a zombie counts as exited). -1 with errno on failure.
+/// In C: no glibc wrapper the overlay shows, and syscall is variadic.
 int flowrun_pidfd_open(pid_t pid);
 
 /// pidfd_send_signal(pidfd, signal, NULL, 0) (Linux 5.1+). -1 with errno on failure
 /// (ESRCH once the process has exited).
+/// In C: no glibc wrapper the overlay shows, and syscall is variadic.
 int flowrun_pidfd_send_signal(int pidfd, int signal);
 
 /// sigabbrev_np (glibc 2.32+): "KILL" for SIGKILL, NULL for an unknown number.
+/// In C: sigabbrev_np is a GNU extension the Glibc overlay hides.
 const char *flowrun_signal_abbreviation(int signal);
 
 /// pipe2(fds, O_CLOEXEC): a pipe whose ends no child inherits by accident.
+/// In C: pipe2 is a GNU extension the Glibc overlay hides (pipe + fcntl would race a concurrent spawn).
 int flowrun_pipe_cloexec(int fds[2]);
-
-/// A non-blocking, close-on-exec signalfd for SIGCHLD (block SIGCHLD first):
-/// readable while a child's exit is pending and no thread took the signal.
-int flowrun_child_exit_signalfd(void);
 
 /// Installs a handler for `signal` that writes the signal's number as one
 /// byte to `fd` (non-blocking; every forwarded signal shares the last `fd`
 /// given): the self-pipe trick, whichever thread takes the signal.
 /// SA_RESTART; SA_NOCLDSTOP for SIGCHLD.
+/// In C: the handler runs in signal context and may only make async-signal-safe calls, which Swift cannot promise.
 int flowrun_forward_signal(int signal, int fd);
 
 /// dnotify: a descriptor for `directory` (O_RDONLY, close-on-exec) that makes
 /// the kernel send flowrun SIGIO whenever an entry in it is created, removed
 /// or renamed (or, with `writes_too`, written), as long as it stays open; -1
 /// if it cannot (errno set).
+/// In C: fcntl is variadic, and F_NOTIFY and the DN_ flags are GNU extensions the overlay hides.
 int flowrun_notify_on_entry_changes(const char *directory, int writes_too);
 
 /// Blocks SIGIO in the calling thread (threads it starts later inherit that)
 /// and returns a non-blocking signalfd that collects it. A thread that does
 /// not block SIGIO runs a handler instead, which `flowrun_sigio_arrived`
 /// also reports. Children set SIGIO back to its default.
+/// In C: it installs a signal handler (signal context, as for `flowrun_forward_signal`).
 int flowrun_sigio_signalfd(void);
 
 /// Whether SIGIO arrived since the last call: reads `signalfd` empty.
+/// In C: reads the flag that handler sets.
 int flowrun_sigio_arrived(int signalfd);
 
 // MARK: - The supervisor (flowrun_supervisor.c)
@@ -116,6 +125,7 @@ int flowrun_sigio_arrived(int signalfd);
 /// engine, waits for it, kills every descendant left (by /proc parent
 /// chains, whatever their user) and exits with the engine's status, or
 /// 128+N if the engine died of signal N (SIGKILL, the OOM killer).
+/// In C: after the fork the supervisor runs no Swift at all (a forked copy of a multithreaded runtime is not safe to use).
 int flowrun_supervise(void);
 
 /// Called once, on a thread of its own, when the supervisor is gone.
@@ -124,6 +134,7 @@ typedef void (*flowrun_supervisor_gone_fn)(void *context);
 /// In the engine: starts a thread (every signal blocked) that calls `gone`
 /// when the supervisor has died (the end of a pipe only the supervisor
 /// holds: no race with a death before this call). -1 when unsupervised.
+/// In C: it reads the pipe end `flowrun_supervise` keeps, on a thread started with every signal blocked.
 int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context);
 
 /// In the engine's signal handler: whether this delivery is the second half
@@ -131,28 +142,11 @@ int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context);
 /// process group): the same sender's signal, once directly and once passed
 /// on by the supervisor, within a second. Such an echo must be ignored, or
 /// one signal would count as two ("kill everything at once").
+/// In C: called from the signal handler (signal context).
 int flowrun_signal_is_echo(int signal, const siginfo_t *info);
 
-/// An `http:` task's response body, chunk by chunk, with the response's
-/// status; on the HTTP thread.
-typedef void (*flowrun_http_data_fn)(void *context, long status, const char *bytes, size_t count);
-/// The request's end, exactly once, on the HTTP thread: the final status, or
-/// 0 and what went wrong ("cancelled" after `flowrun_http_cancel`).
-typedef void (*flowrun_http_done_fn)(void *context, long status, const char *error);
-
-/// Starts one HTTP request (libcurl, loaded at the first call; one thread
-/// drives every request). `headers`: "Name: value" lines; `body` may be NULL.
-/// `connect_timeout_ms`: the limit until connected (TCP and TLS); the whole
-/// request's limit is the caller's (a timer that cancels it).
-/// Returns the request's id, or 0 with `*error` set (then no callback comes).
-uint64_t flowrun_http_start(const char *method, const char *url, const char *const *headers, size_t header_count,
-                            const char *body, long long body_length, long connect_timeout_ms, void *context,
-                            flowrun_http_data_fn on_data, flowrun_http_done_fn on_done, const char **error);
-
-/// Stops request `id` if it is still going; its `on_done` follows with "cancelled".
-void flowrun_http_cancel(uint64_t id);
-
 /// glibc's memmem: the first `needle` in `haystack`, or NULL.
+/// In C: memmem is a GNU extension the Glibc overlay hides (glibc's two-way search, not one of our own).
 const void *flowrun_memmem(const void *haystack, size_t haystack_length, const void *needle, size_t needle_length);
 
 #endif

@@ -10,7 +10,7 @@ import Synchronization
 /// How: something that hears SIGCHLD runs a reap pass; the pass calls
 /// `waitpid` with WNOHANG until nothing more is ready, so coalesced SIGCHLDs
 /// lose nothing. What hears it (`Wakeup`): flowrun's run uses its event loop
-/// (`OutputPump.reapChildren`: a signalfd, plus a handler for a SIGCHLD that
+/// (`ChildExitWatch`: a signalfd, plus a handler for a SIGCHLD that
 /// a thread not blocking it takes), which delivers exits with no thread
 /// hand-off; otherwise a `DispatchSourceSignal` runs passes on a private
 /// serial queue. On Linux, libdispatch's signal
@@ -46,7 +46,7 @@ final class ChildReaper: Sendable {
         /// A `DispatchSourceSignal` for SIGCHLD; reap passes run on a private
         /// queue (targeting `target`).
         case signalSource
-        /// The owner's event loop: it watches SIGCHLD (`OutputPump.reapChildren`)
+        /// The owner's event loop: it watches SIGCHLD (`ChildExitWatch`)
         /// and calls `reapPass(runningInline:into:)` on its own thread.
         case eventLoop
     }

@@ -7,10 +7,19 @@
 // the workflow has an http task or not. And URLSession's data task holds the
 // whole body in memory; here each chunk goes to the task as it arrives.
 //
-// libcurl's ABI is stable (soname libcurl.so.4 since 2006): the few option
-// and info numbers below are curl/curl.h's, which is not installed here.
+// Why dlopen rather than linking libcurl: linked, libcurl and its TLS
+// libraries would load into every flowrun process at start-up all the same;
+// loaded at the first http task, they cost nothing to a run without one,
+// and a binary built here runs where libcurl is missing until an http task
+// needs it (it then fails with a message naming the package).
+//
+// libcurl's ABI is stable (soname libcurl.so.4 since 2006), so the types,
+// option and info numbers come from its own header (curl/curl.h, from
+// libcurl4-openssl-dev: the CCurl target), and the functions from dlopen.
 #define _GNU_SOURCE
-#include "flowrun_system.h"
+#define CURL_DISABLE_TYPECHECK 1
+#include "flowrun_http.h"
+#include <curl/curl.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,58 +28,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef void CURL;
-typedef void CURLM;
-struct curl_slist;
-typedef struct {
-    int msg;
-    CURL *easy_handle;
-    union {
-        void *whatever;
-        int result;
-    } data;
-} CURLMsg;
-
-enum {
-    OPT_WRITEDATA = 10001,
-    OPT_URL = 10002,
-    OPT_USERAGENT = 10018,
-    OPT_HTTPHEADER = 10023,
-    OPT_CUSTOMREQUEST = 10036,
-    OPT_NOBODY = 44,
-    OPT_FOLLOWLOCATION = 52,
-    OPT_MAXREDIRS = 68,
-    OPT_NOSIGNAL = 99,
-    OPT_PRIVATE = 10103,
-    OPT_COPYPOSTFIELDS = 10165,
-    OPT_PROTOCOLS_STR = 10318,
-    OPT_REDIR_PROTOCOLS_STR = 10319,
-    OPT_WRITEFUNCTION = 20011,
-    OPT_POSTFIELDSIZE_LARGE = 30120,
-    OPT_CONNECTTIMEOUT_MS = 156,  // CURLOPTTYPE_LONG + 156
-    ERROR_OPERATION_TIMEDOUT = 28,  // CURLE_OPERATION_TIMEDOUT
-    INFO_PRIVATE = 0x100000 + 21,
-    INFO_RESPONSE_CODE = 0x200000 + 2,
-    MSG_DONE = 1,
-    GLOBAL_DEFAULT = 3,
-};
-
+// libcurl's entry points, typed by its header, resolved by `load`.
 static struct {
-    int (*global_init)(long flags);
-    CURL *(*easy_init)(void);
-    int (*easy_setopt)(CURL *handle, int option, ...);
-    int (*easy_getinfo)(CURL *handle, int info, ...);
-    void (*easy_cleanup)(CURL *handle);
-    const char *(*easy_strerror)(int code);
-    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *string);
-    void (*slist_free_all)(struct curl_slist *list);
-    CURLM *(*multi_init)(void);
-    int (*multi_add_handle)(CURLM *multi, CURL *handle);
-    int (*multi_remove_handle)(CURLM *multi, CURL *handle);
-    int (*multi_perform)(CURLM *multi, int *running);
-    int (*multi_poll)(CURLM *multi, void *extra, unsigned count, int timeout, int *ready);
-    int (*multi_wakeup)(CURLM *multi);
-    CURLMsg *(*multi_info_read)(CURLM *multi, int *left);
+    __typeof__(curl_global_init) *global_init;
+    __typeof__(curl_easy_init) *easy_init;
+    __typeof__(curl_easy_setopt) *easy_setopt;
+    __typeof__(curl_easy_getinfo) *easy_getinfo;
+    __typeof__(curl_easy_cleanup) *easy_cleanup;
+    __typeof__(curl_easy_strerror) *easy_strerror;
+    __typeof__(curl_slist_append) *slist_append;
+    __typeof__(curl_slist_free_all) *slist_free_all;
+    __typeof__(curl_multi_init) *multi_init;
+    __typeof__(curl_multi_add_handle) *multi_add_handle;
+    __typeof__(curl_multi_remove_handle) *multi_remove_handle;
+    __typeof__(curl_multi_perform) *multi_perform;
+    __typeof__(curl_multi_poll) *multi_poll;
+    __typeof__(curl_multi_wakeup) *multi_wakeup;
+    __typeof__(curl_multi_info_read) *multi_info_read;
 } curl;
 
 struct request {
@@ -117,7 +91,7 @@ static size_t write_body(char *bytes, size_t size, size_t count, void *userdata)
     struct request *request = userdata;
     if (__atomic_load_n(&request->cancelled, __ATOMIC_RELAXED)) return 0;  // aborts the transfer
     long status = 0;
-    curl.easy_getinfo(request->easy, INFO_RESPONSE_CODE, &status);
+    curl.easy_getinfo(request->easy, CURLINFO_RESPONSE_CODE, &status);
     request->on_data(request->context, status, bytes, size * count);
     return size * count;
 }
@@ -150,17 +124,17 @@ static void *run_loop(void *unused) {
         CURLMsg *message;
         int left = 0;
         while ((message = curl.multi_info_read(multi, &left))) {
-            if (message->msg != MSG_DONE) continue;
+            if (message->msg != CURLMSG_DONE) continue;
             struct request *request = NULL;
             long status = 0;
-            curl.easy_getinfo(message->easy_handle, INFO_PRIVATE, (char **)&request);
-            curl.easy_getinfo(message->easy_handle, INFO_RESPONSE_CODE, &status);
-            int result = message->data.result;
+            curl.easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&request);
+            curl.easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+            CURLcode result = message->data.result;
             pthread_mutex_lock(&lock);
             unlink_request(request);
             pthread_mutex_unlock(&lock);
             const char *error = result == 0 ? NULL : curl.easy_strerror(result);
-            if (result == ERROR_OPERATION_TIMEDOUT) {
+            if (result == CURLE_OPERATION_TIMEDOUT) {
                 // The only limit libcurl is given is the connect one; the whole
                 // request's is flowrun's timer, which cancels instead.
                 snprintf(request->message, sizeof request->message,
@@ -206,7 +180,7 @@ static int load(void) {
     RESOLVE(multi_poll, "curl_multi_poll")
     RESOLVE(multi_wakeup, "curl_multi_wakeup")
     RESOLVE(multi_info_read, "curl_multi_info_read")
-    if (curl.global_init(GLOBAL_DEFAULT) != 0 || !(multi = curl.multi_init())) {
+    if (curl.global_init(CURL_GLOBAL_DEFAULT) != 0 || !(multi = curl.multi_init())) {
         snprintf(load_error, sizeof load_error, "libcurl failed to initialise");
         return 0;
     }
@@ -253,27 +227,27 @@ uint64_t flowrun_http_start(const char *method, const char *url, const char *con
     for (size_t index = 0; index < header_count; index++) {
         request->headers = curl.slist_append(request->headers, headers[index]);
     }
-    curl.easy_setopt(easy, OPT_URL, url);
-    curl.easy_setopt(easy, OPT_NOSIGNAL, 1L);
+    curl.easy_setopt(easy, CURLOPT_URL, url);
+    curl.easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     request->connect_timeout_ms = connect_timeout_ms;
-    curl.easy_setopt(easy, OPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
-    curl.easy_setopt(easy, OPT_FOLLOWLOCATION, 1L);
-    curl.easy_setopt(easy, OPT_MAXREDIRS, 16L);
-    curl.easy_setopt(easy, OPT_PROTOCOLS_STR, "http,https");        // ignored by libcurl < 7.85
-    curl.easy_setopt(easy, OPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl.easy_setopt(easy, OPT_USERAGENT, "flowrun");
-    curl.easy_setopt(easy, OPT_WRITEFUNCTION, write_body);
-    curl.easy_setopt(easy, OPT_WRITEDATA, request);
-    curl.easy_setopt(easy, OPT_PRIVATE, request);
-    if (request->headers) curl.easy_setopt(easy, OPT_HTTPHEADER, request->headers);
+    curl.easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
+    curl.easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
+    curl.easy_setopt(easy, CURLOPT_MAXREDIRS, 16L);
+    curl.easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");        // ignored by libcurl < 7.85
+    curl.easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl.easy_setopt(easy, CURLOPT_USERAGENT, "flowrun");
+    curl.easy_setopt(easy, CURLOPT_WRITEFUNCTION, write_body);
+    curl.easy_setopt(easy, CURLOPT_WRITEDATA, request);
+    curl.easy_setopt(easy, CURLOPT_PRIVATE, request);
+    if (request->headers) curl.easy_setopt(easy, CURLOPT_HTTPHEADER, request->headers);
     if (body) {
-        curl.easy_setopt(easy, OPT_POSTFIELDSIZE_LARGE, body_length);
-        curl.easy_setopt(easy, OPT_COPYPOSTFIELDS, body);
+        curl.easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, body_length);
+        curl.easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, body);
     }
     if (strcmp(method, "HEAD") == 0) {
-        curl.easy_setopt(easy, OPT_NOBODY, 1L);
+        curl.easy_setopt(easy, CURLOPT_NOBODY, 1L);
     } else {
-        curl.easy_setopt(easy, OPT_CUSTOMREQUEST, method);
+        curl.easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
     }
     request->id = next_id++;
     request->next = requests;
