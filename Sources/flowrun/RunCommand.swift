@@ -107,7 +107,8 @@ struct RunCommand: ParsableCommand {
                 reporter = live
             }
         }
-        let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: hearsLines)
+        // Handed over (`consume`): the engine keeps the only copy, without the workflow's own definitions.
+        let engine = RunEngine(plan: (consume plan).forRunning(), record: record, reporters: [reporter], streamsOutput: hearsLines)
         let outcome = engine.run()
         // The console's last lines, waited for a bounded time only (a reader
         // that stalls must not hold the exit), and the count of lines dropped.

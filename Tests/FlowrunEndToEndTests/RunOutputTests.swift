@@ -188,7 +188,7 @@ extension RunEndToEnd {
             #expect(record.status("unloggable") == "failed", "\(record.overview)")
             let reason = record.finished("unloggable")?["reason"] as? String ?? ""
             // The only task: node 0.
-            let logPath = record.directory + "/logs/000000-unloggable.log"
+            let logPath = record.directory + "/logs/000/000000-unloggable.log"
             #expect(reason.hasPrefix("cannot create \(logPath): No such file or directory"), "\(reason)")
             #expect(run.stdout.contains("FAILED   unloggable ("), "\(run)")
             #expect(run.stdout.contains("cannot create \(logPath)"), "\(run)")
