@@ -50,8 +50,8 @@ package final class RunFolder: Sendable {
     }
 
     /// Makes `BASE/RUN_ID` (a new id if one is taken) with `logs/` and
-    /// `outputs/` in it (the shards of `logs/`, `logs/000/`, as tasks need them). `base` nil means `.flowrun/runs` under the current
-    /// directory.
+    /// `outputs/` in it (the shards of `logs/`, `logs/000/`, come as tasks
+    /// need them). `base` nil means `.flowrun/runs` under the current directory.
     init(base: String?, makeRunID: () -> String) throws(Refusal) {
         let base = base ?? ".flowrun/runs"
         let baseDescriptor = try Self.openBase(base)
