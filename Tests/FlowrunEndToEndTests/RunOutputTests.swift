@@ -277,7 +277,7 @@ extension RunEndToEnd {
                 """)
             let logged = poll(until: .seconds(15)) {
                 guard let run = runFolders(in: sandbox.logDirectory).first else { return false }
-                let logs = sandbox.logDirectory + "/" + run + "/logs"
+                let logs = sandbox.logDirectory + "/" + run + "/logs/000"
                 let file = (try? FileManager.default.contentsOfDirectory(atPath: logs))?.first { $0.hasSuffix("-slow.log") }
                 let log = file.flatMap { ProcessProbe.text(logs + "/" + $0) } ?? ""
                 return log.contains("early line\n") && log.contains("early error\n")
