@@ -22,7 +22,8 @@ package import FlowrunRecord
 package final class RunEngine: @unchecked Sendable {
     // @unchecked: all mutable state is confined to `queue`.
     let queue = DispatchQueue(label: "flowrun.engine")
-    let plan: Plan
+    /// Its steps are emptied once the nodes are built from them (`buildNodes`).
+    private(set) var plan: Plan
     let record: RunRecord
     let reporters: [any RunReporter]
     /// CLOCK_MONOTONIC at the start, in seconds.
@@ -190,6 +191,13 @@ package final class RunEngine: @unchecked Sendable {
             }
         }
         buildNodes()
+        // Each task's identity (recorded for `resume`, compared for
+        // `up_to_date`) is made from the steps, so before they go.
+        _ = identities
+        // The nodes now hold what the run reads of each step (definitions
+        // shared); the steps themselves (~300 bytes a task) are not read again.
+        self.plan.steps = []
+        self.plan.finallySteps = []
     }
 
     /// Seconds since the run started. Read a few times per task: straight

@@ -42,7 +42,9 @@ public struct TaskDefinition: Sendable {
 public enum TaskAction: Sendable {
     case run(Template)
     case sleep(SleepDuration)
-    case http(HTTPRequest)
+    // Behind a reference: inline, a request (144 bytes) would make every task
+    // definition that much larger, twice over while a plan is built.
+    indirect case http(HTTPRequest)
 }
 
 /// `sleep: 2s` or `sleep: 1s..3s` (a random duration in that range).

@@ -77,7 +77,35 @@ package struct PlanStep: Sendable {
     package var members: [String]
     /// For groups: `concurrency`. For joins: the join itself.
     package var concurrency: Int?
-    package var join: JoinDefinition?
+    package var join: JoinDefinition? {
+        get { sharedJoin?.value }
+        set { sharedJoin = newValue.map(Shared.init) }
+    }
+    /// Behind a reference: a join definition inline (~190 bytes) would make
+    /// every step of a 100,000-task plan that much larger, and only joins have one.
+    private var sharedJoin: Shared<JoinDefinition>?
+
+    init(
+        name: String, kind: DependencyGraph.Kind, location: SourceLocation, stage: Int, needs: [String], group: String?,
+        joins: [String], sharedTask: Shared<TaskDefinition>?, limits: TaskLimits?, timers: Timers, fanOutCount: Int?,
+        fanOutSource: FanOutSource?, members: [String], concurrency: Int?, join: JoinDefinition?
+    ) {
+        self.name = name
+        self.kind = kind
+        self.location = location
+        self.stage = stage
+        self.needs = needs
+        self.group = group
+        self.joins = joins
+        self.sharedTask = sharedTask
+        self.limits = limits
+        self.timers = timers
+        self.fanOutCount = fanOutCount
+        self.fanOutSource = fanOutSource
+        self.members = members
+        self.concurrency = concurrency
+        sharedJoin = join.map(Shared.init)
+    }
 }
 
 /// The slots a task holds while running (all of them or none).

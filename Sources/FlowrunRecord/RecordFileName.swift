@@ -1,5 +1,5 @@
 /// The name a task's files have in the run record: `000042-fetch_tokyo`,
-/// for `logs/000042-fetch_tokyo.log` and `outputs/000042-fetch_tokyo.1`.
+/// for `logs/000/000042-fetch_tokyo.log` and `outputs/000042-fetch_tokyo.1`.
 ///
 /// Unique by construction: the number is the task's node index in the run
 /// (each task and fan-out member has its own, members made while the run
@@ -11,6 +11,26 @@
 /// (`summary.json` maps each task to its log).
 enum RecordFileName {
     static let readableLimit = 40
+    /// Tasks whose logs share one folder of `logs/`.
+    static let tasksPerShard = 1000
+
+    /// `000` for tasks 0–999, `001` for 1000–1999, …: the folder of `logs/`
+    /// that task `index`'s log (and the files beside it) go in, so that no
+    /// folder holds more than a thousand tasks' logs, and `logs/` itself a
+    /// thousandth of the tasks (1,000 shards for a million).
+    static func shard(index: Int) -> String {
+        let digits = String(index / tasksPerShard)
+        return digits.utf8.count < 3 ? String(repeating: "0", count: 3 - digits.utf8.count) + digits : digits
+    }
+
+    /// The shard of a file named by `stem` (`000042-NAME.log` → `000`),
+    /// nil if the name does not start with a task's index.
+    static func shard(ofFile name: String) -> String? {
+        let digits = name.utf8.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        guard digits.count >= 6, name.utf8.dropFirst(digits.count).first == UInt8(ascii: "-"),
+              let index = Int(String(decoding: digits, as: UTF8.self)) else { return nil }
+        return shard(index: index)
+    }
 
     /// `INDEX-READABLE`, the index zero-padded to six digits.
     static func stem(index: Int, name: String) -> String {

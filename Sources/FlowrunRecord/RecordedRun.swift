@@ -47,10 +47,10 @@ package struct RecordedRun: Sendable {
         /// Seconds since the run started: its first attempt's start, its end.
         package var started: Double?
         package var finished: Double?
-        /// The log as the record names it (`BASE/RUN_ID/logs/000042-NAME.log`);
+        /// The log as the record names it (`BASE/RUN_ID/logs/000/000042-NAME.log`);
         /// nil when it printed nothing (or, live, has not started).
         package var logPath: String?
-        /// Its files' name in the record: `000042-NAME` (logs/NAME.log, outputs/NAME.N).
+        /// Its files' name in the record: `000042-NAME` (logs/SHARD/NAME.log, outputs/NAME.N).
         package var recordName: String?
         /// Its stash (from `summary.json`; nil while running).
         package var stdout: String?
@@ -63,7 +63,7 @@ package struct RecordedRun: Sendable {
             self.status = status
         }
 
-        /// The log's file name in `logs/`.
+        /// The log's file name in its shard of `logs/` (`RunHistory.openLog` finds the shard).
         package var logFile: String? {
             if let logPath, let slash = logPath.lastIndex(of: "/") { return String(logPath[logPath.index(after: slash)...]) }
             return logPath ?? recordName.map { $0 + ".log" }

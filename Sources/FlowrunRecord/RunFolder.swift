@@ -36,14 +36,22 @@ package final class RunFolder: Sendable {
     let umaskNarrowsModes: Bool
     /// The first record file that could not be written, and why.
     private let firstFailure = Mutex<String?>(nil)
+    /// The shard of `logs/` used last (`RecordFileName.shard`), held open:
+    /// tasks run roughly in index order, so one is enough.
+    private let heldLogsShard = Mutex<HeldShard?>(nil)
+
+    private struct HeldShard {
+        var name: String
+        var descriptor: Int32
+    }
 
     struct Refusal: Error, CustomStringConvertible {
         var description: String
     }
 
     /// Makes `BASE/RUN_ID` (a new id if one is taken) with `logs/` and
-    /// `outputs/` in it. `base` nil means `.flowrun/runs` under the current
-    /// directory.
+    /// `outputs/` in it (the shards of `logs/`, `logs/000/`, come as tasks
+    /// need them). `base` nil means `.flowrun/runs` under the current directory.
     init(base: String?, makeRunID: () -> String) throws(Refusal) {
         let base = base ?? ".flowrun/runs"
         let baseDescriptor = try Self.openBase(base)
@@ -94,9 +102,53 @@ package final class RunFolder: Sendable {
     }
 
     deinit {
+        heldLogsShard.withLock { if let held = $0 { close(held.descriptor) } }
         close(logs)
         close(descriptor)
         close(base)
+    }
+
+    // MARK: Shards
+
+    /// Runs `body` with the descriptor of `logs/SHARD/` (made `0700` when
+    /// missing, if `make`), or with -1 when it cannot be opened; `body`'s
+    /// errno is kept. Serialised: the pump's thread and the engine's queue
+    /// both open logs.
+    func inLogsShard(_ shard: String, make: Bool, _ body: (Int32) -> Int32) -> (result: Int32, errno: Int32) {
+        heldLogsShard.withLock { held -> (result: Int32, errno: Int32) in
+            if let current = held, current.name == shard {
+                let result = body(current.descriptor)
+                return (result, errno)
+            }
+            let opened = Self.openShard(shard, in: logs, make: make)
+            guard opened >= 0 else {
+                let reason = errno
+                _ = body(-1)
+                return (-1, reason)
+            }
+            if let current = held { close(current.descriptor) }
+            held = HeldShard(name: shard, descriptor: opened)
+            let result = body(opened)
+            return (result, errno)
+        }
+    }
+
+    /// Opens shard folder `name` in `parent` (a folder of this record),
+    /// never through a link, making it `0700` first if `make`. One already
+    /// there must be flowrun's user's (a task of the run may have made it)
+    /// and is made `0700`. -1 with errno set when it cannot be.
+    private static func openShard(_ name: String, in parent: Int32, make: Bool) -> Int32 {
+        if make, mkdirat(parent, name, 0o700) != 0, errno != EEXIST { return -1 }
+        let folder = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard folder >= 0 else { return -1 }
+        var info = stat()
+        guard fstat(folder, &info) == 0, info.st_uid == geteuid() else {
+            close(folder)
+            errno = EPERM
+            return -1
+        }
+        if info.st_mode & 0o7777 != 0o700 { fchmod(folder, 0o700) }
+        return folder
     }
 
     // MARK: Files

@@ -15,12 +15,27 @@ extension RunHistory {
         return openat(run, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
     }
 
-    /// The last `lines` lines of the log `file` (a name in `logs/`) of run `id`.
+    /// The last `lines` lines of the log `file` (a name in `logs/SHARD/`) of run `id`.
     package func logTail(_ id: String, file: String, lines: Int) -> [String] {
-        let logs = openFolder(id, "logs")
+        let logs = openLogsFolder(id, file: file)
         guard logs >= 0 else { return [] }
         defer { close(logs) }
         return LogTail.read(logs, file, lines: lines)
+    }
+
+    /// The folder of run `id` that holds the log `file`: its shard
+    /// (`logs/000/` for `000042-NAME.log`), or `logs/` itself in a record
+    /// made before logs were sharded. -1 with errno set when there is none.
+    func openLogsFolder(_ id: String, file: String) -> Int32 {
+        let logs = openFolder(id, "logs")
+        guard logs >= 0, let shard = RecordFileName.shard(ofFile: file) else { return logs }
+        let folder = openat(logs, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        // No shard: an older record's flat `logs/`, or a log not made yet (not there either).
+        if folder < 0 && errno == ENOENT { return logs }
+        let reason = errno
+        close(logs)
+        errno = reason
+        return folder
     }
 
     /// Opens the log `file` of run `id` for reading: a plain file, not
@@ -30,7 +45,7 @@ extension RunHistory {
             errno = EINVAL
             return -1
         }
-        let logs = openFolder(id, "logs")
+        let logs = openLogsFolder(id, file: file)
         guard logs >= 0 else { return -1 }
         defer { close(logs) }
         let log = openat(logs, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)

@@ -8,8 +8,14 @@ package import FlowrunEvents
 /// never written through a link (`RunFolder`):
 ///
 ///     events.jsonl              one event a line, written as it happens (a step's lines in one write)
-///     logs/000042-NAME.log      everything task 42 printed (stdout and stderr), all attempts
-///     outputs/000042-NAME.N     the `$FLOWRUN_OUTPUT` file of its attempt N
+///     logs/000/000042-NAME.log  everything task 42 printed (stdout and stderr), all attempts;
+///                               none if it printed nothing
+///     outputs/000042-NAME.N     the `$FLOWRUN_OUTPUT` file of its attempt N (if it wrote one)
+///
+/// `000` is the log's shard (`RecordFileName.shard`: tasks 0–999, then
+/// `001`, …), so that no folder holds more than a thousand tasks' logs.
+/// `outputs/` is not sharded: the engine's dnotify watch
+/// (`OutputFilesWatch`) sees one folder only.
 ///     summary.json              the final state, written when the run ends
 ///
 /// Files are named by the task's node index (`RecordFileName`): two tasks
@@ -76,31 +82,40 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         RecordFileName.stem(index: index, name: name)
     }
 
-    /// Task `index`'s log as the user finds it: `DIR/logs/000042-NAME.log`.
+    /// Task `index`'s log as the user finds it: `DIR/logs/000/000042-NAME.log`.
     package func logPath(index: Int, name: String) -> String {
-        directory + "/logs/" + RecordFileName.stem(index: index, name: name) + ".log"
+        directory + "/logs/" + RecordFileName.shard(index: index) + "/" + RecordFileName.stem(index: index, name: name) + ".log"
     }
 
     /// Task `index`'s log, to write: made at its first byte, or reopened
     /// when an earlier attempt made it (`exists`).
     package func log(index: Int, name: String, exists: Bool) -> TaskLog {
         let stem = RecordFileName.stem(index: index, name: name)
-        return TaskLog(folder: folder, fileName: stem + ".log", path: directory + "/logs/" + stem + ".log", exists: exists)
+        let shard = RecordFileName.shard(index: index)
+        return TaskLog(folder: folder, shard: shard, fileName: stem + ".log", path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists)
     }
 
     /// Task `index`'s log through flowrun's handle on the run folder
     /// (`/proc/PID/fd/N/logs/…`, which tasks can open too): what the files
     /// flowrun makes beside a log (a long stdout, a long script) are named
-    /// after, so that a swapped run folder never redirects them.
+    /// after, so that a swapped run folder never redirects them. Makes the
+    /// log's shard, for those files.
     package func logPathForFiles(index: Int, name: String) -> String {
-        logsForTasks + RecordFileName.stem(index: index, name: name) + ".log"
+        let shard = RecordFileName.shard(index: index)
+        _ = folder.inLogsShard(shard, make: true) { $0 }
+        return logsForTasks + shard + "/" + RecordFileName.stem(index: index, name: name) + ".log"
     }
 
     private lazy var logsForTasks: String = folder.pathForTasks() + "/logs/"
 
     /// The last lines of task `index`'s log.
     package func logTail(index: Int, name: String, lines: Int) -> [String] {
-        LogTail.read(folder.logs, RecordFileName.stem(index: index, name: name) + ".log", lines: lines)
+        var tail: [String] = []
+        _ = folder.inLogsShard(RecordFileName.shard(index: index), make: false) { logs in
+            if logs >= 0 { tail = LogTail.read(logs, RecordFileName.stem(index: index, name: name) + ".log", lines: lines) }
+            return 0
+        }
+        return tail
     }
 
     /// `outputs/000042-NAME.N`: the file name of attempt N's `$FLOWRUN_OUTPUT`.

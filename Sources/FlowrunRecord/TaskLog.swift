@@ -2,13 +2,14 @@
 import Glibc
 #endif
 
-/// A task's log file (`logs/000042-NAME.log`), created when the first byte
+/// A task's log file (`logs/000/000042-NAME.log`), created when the first byte
 /// is written to it: a task that prints nothing costs no file. Creating a
 /// file is the largest kernel cost of a short task after its spawn (17–56 µs
 /// on ext4 here, against ~2 µs for the pipe that brings stderr to flowrun).
 /// Every attempt of a task appends to the same file: the first one to print
 /// makes it (`O_EXCL`, `0600`), later ones reopen the file this run made.
-/// Both relative to the held `logs/` folder, never through a link.
+/// Both relative to the held `logs/` folder and its shard (made with the
+/// first log in it), never through a link.
 ///
 /// Not thread-safe: the pump's thread (or the HTTP thread) writes while the
 /// task's output flows, the engine's queue after it has ended.
@@ -17,6 +18,8 @@ package final class TaskLog: @unchecked Sendable {
     let path: String
     private let folder: RunFolder
     private let fileName: String
+    /// The folder of `logs/` it goes in (`RecordFileName.shard`).
+    private let shard: String
     /// Whether an earlier attempt made the file.
     private let madeBefore: Bool
     private var descriptor: Int32 = -1
@@ -25,8 +28,9 @@ package final class TaskLog: @unchecked Sendable {
     /// and so does the run.
     package private(set) var problem: String?
 
-    init(folder: RunFolder, fileName: String, path: String, exists: Bool) {
+    init(folder: RunFolder, shard: String, fileName: String, path: String, exists: Bool) {
         self.folder = folder
+        self.shard = shard
         self.fileName = fileName
         self.path = path
         madeBefore = exists
@@ -55,11 +59,15 @@ package final class TaskLog: @unchecked Sendable {
     private func openIfNeeded() -> Bool {
         if descriptor >= 0 { return true }
         guard problem == nil else { return false }
-        descriptor = madeBefore
-            ? folder.reopenForAppending(fileName, in: folder.logs)
-            : folder.create(fileName, in: folder.logs, appending: true)
+        let (opened, reason) = folder.inLogsShard(shard, make: true) { [fileName, madeBefore] logs in
+            guard logs >= 0 else { return -1 }
+            return madeBefore
+                ? folder.reopenForAppending(fileName, in: logs)
+                : folder.create(fileName, in: logs, appending: true)
+        }
+        descriptor = opened
         guard descriptor >= 0 else {
-            fail("cannot create \(path): \(String(cString: strerror(errno)))")
+            fail("cannot create \(path): \(String(cString: strerror(reason)))")
             return false
         }
         exists = true

@@ -7,8 +7,8 @@ import FlowrunValues
 /// it adds while the run goes on.
 ///
 /// Following waits on inotify (the run folder, for `events.jsonl` growing
-/// and `summary.json` appearing, and `logs/`, for the log being made and
-/// written), not a timer: output shows as soon as the task prints it. A
+/// and `summary.json` appearing, `logs/` and the log's shard `logs/000/`,
+/// for the log being made and written), not a timer: output shows as soon as the task prints it. A
 /// one-second timeout on that wait only notices a run whose flowrun was
 /// killed (its lock gone, no summary, no more events): nothing else in the
 /// loop polls. It ends when the task's `task_finished` event is in, or the
@@ -45,9 +45,11 @@ package final class TaskLogReader {
     package func copyLog() -> Bool {
         if log < 0, let logFile {
             log = history.openLog(runID, file: logFile)
+            let reason = errno
             // Not there yet is normal (a log is made at its first byte); anything else is not.
-            openProblem = log < 0 && errno != ENOENT
-                ? "cannot read \(history.folderPath(runID))/logs/\(logFile): \(errno == ELOOP || errno == EINVAL ? "not a plain file of the record (a link?)" : String(cString: strerror(errno)))"
+            let shown = "logs/" + (RecordFileName.shard(ofFile: logFile).map { $0 + "/" } ?? "") + logFile
+            openProblem = log < 0 && reason != ENOENT
+                ? "cannot read \(history.folderPath(runID))/\(shown): \(reason == ELOOP || reason == EINVAL ? "not a plain file of the record (a link?)" : String(cString: strerror(reason)))"
                 : nil
         }
         guard log >= 0 else { return false }
@@ -75,8 +77,20 @@ package final class TaskLogReader {
             }
         }
         defer { if runFolder >= 0 { close(runFolder) } }
+        var watchedShard: String?
         while true {
             readNewEvents(runFolder)
+            if runFolder >= 0, let shard = logFile.flatMap(RecordFileName.shard(ofFile:)), watchedShard != shard {
+                // Not there until the shard's first log is made (seen through the watch on `logs/`).
+                let logs = history.openFolder(runID, "logs")
+                let folder = logs >= 0 ? openat(logs, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1
+                if logs >= 0 { close(logs) }
+                if folder >= 0 {
+                    watcher.watch("/proc/self/fd/\(folder)", fallback: history.folderPath(runID) + "/logs/" + shard)
+                    close(folder)
+                    watchedShard = shard
+                }
+            }
             copyLog()
             if taskFinished || runEnded || runFolder < 0 { break }
             // Over without a run_finished event: flowrun was killed, or wrote its summary only.

@@ -116,7 +116,7 @@ struct ResumeCommand: ParsableCommand {
         reuse.restored = selection.restored
         reuse.resumedFrom = old.runID
         reuse.store = IncrementalSetup.store(for: plan, force: force)
-        try RunLauncher.run(plan, logDirectory: base, keep: RecordPruning.defaultKeep, output: output, stream: stream, reuse: reuse, identities: identities)
+        try RunLauncher.run(consume plan, logDirectory: base, keep: RecordPruning.defaultKeep, output: output, stream: stream, reuse: reuse, identities: identities)
     }
 
     /// `run`, `env` → "its run script and environment changed".

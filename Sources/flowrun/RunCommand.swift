@@ -89,7 +89,7 @@ struct RunCommand: ParsableCommand {
         }
         var reuse = TaskReuse()
         reuse.store = IncrementalSetup.store(for: plan, force: force)
-        try RunLauncher.run(plan, logDirectory: RunOptions(logDirectory: logDir).logDirectory, keep: keep, output: output, stream: stream, reuse: reuse)
+        try RunLauncher.run(consume plan, logDirectory: RunOptions(logDirectory: logDir).logDirectory, keep: keep, output: output, stream: stream, reuse: reuse)
     }
 
     /// `--var` values as (name, value); `validate()` made sure each has a `=`.

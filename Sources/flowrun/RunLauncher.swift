@@ -13,7 +13,7 @@ enum RunLauncher {
     /// `keep`: how many run records to keep (pruning older ones as the run
     /// starts). `identities`: nil computes them when the engine needs them.
     static func run(
-        _ plan: Plan, logDirectory: String?, keep: Int, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse,
+        _ plan: consuming Plan, logDirectory: String?, keep: Int, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse,
         identities: [String: TaskIdentity]? = nil
     ) throws {
         let record: RunRecord
@@ -44,7 +44,8 @@ enum RunLauncher {
                 reporter = live
             }
         }
-        let engine = RunEngine(plan: plan, record: record, reporters: [reporter], streamsOutput: hearsLines)
+        // Handed over (`consume`): the engine keeps the only copy, without the workflow's own definitions.
+        let engine = RunEngine(plan: (consume plan).forRunning(), record: record, reporters: [reporter], streamsOutput: hearsLines)
         engine.reuse = reuse
         if let identities { engine.identities = identities }
         let outcome = engine.run()

@@ -146,7 +146,7 @@ extension RunEndToEnd {
             let id = try Self.record(Self.failing, in: sandbox)
             let secret = sandbox.file("secret")
             _ = FileManager.default.createFile(atPath: secret, contents: Data("TOP SECRET\n".utf8))
-            let logs = "\(sandbox.logDirectory)/\(id)/logs"
+            let logs = "\(sandbox.logDirectory)/\(id)/logs/000"
             let testLog = try #require(try FileManager.default.contentsOfDirectory(atPath: logs).first { $0.hasSuffix("-test.log") })
             try FileManager.default.removeItem(atPath: logs + "/" + testLog)
             try FileManager.default.createSymbolicLink(atPath: logs + "/" + testLog, withDestinationPath: secret)

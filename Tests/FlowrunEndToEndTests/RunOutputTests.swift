@@ -188,7 +188,7 @@ extension RunEndToEnd {
             #expect(record.status("unloggable") == "failed", "\(record.overview)")
             let reason = record.finished("unloggable")?["reason"] as? String ?? ""
             // The only task: node 0.
-            let logPath = record.directory + "/logs/000000-unloggable.log"
+            let logPath = record.directory + "/logs/000/000000-unloggable.log"
             #expect(reason.hasPrefix("cannot create \(logPath): No such file or directory"), "\(reason)")
             #expect(run.stdout.contains("FAILED   unloggable ("), "\(run)")
             #expect(run.stdout.contains("cannot create \(logPath)"), "\(run)")
@@ -277,7 +277,7 @@ extension RunEndToEnd {
                 """)
             let logged = poll(until: .seconds(15)) {
                 guard let run = runFolders(in: sandbox.logDirectory).first else { return false }
-                let logs = sandbox.logDirectory + "/" + run + "/logs"
+                let logs = sandbox.logDirectory + "/" + run + "/logs/000"
                 let file = (try? FileManager.default.contentsOfDirectory(atPath: logs))?.first { $0.hasSuffix("-slow.log") }
                 let log = file.flatMap { ProcessProbe.text(logs + "/" + $0) } ?? ""
                 return log.contains("early line\n") && log.contains("early error\n")

@@ -77,7 +77,7 @@ struct RunRecordFiles {
     var exitCode: Int? { integer(summary["exit_code"]) }
 
     /// `task`'s log: the path summary.json gives it, else the one file in
-    /// `logs/` named `INDEX-NAME.log` (files are named by the task's index).
+    /// `logs/SHARD/` named `INDEX-NAME.log` (files are named by the task's index).
     func logPath(_ name: String) -> String {
         if let path = task(name)?["log"] as? String { return path }
         return directory + "/logs/" + (fileStem(name, in: "logs", suffix: ".log") ?? "NONE-" + name) + ".log"
@@ -85,18 +85,25 @@ struct RunRecordFiles {
 
     /// Attempt `attempt`'s `$FLOWRUN_OUTPUT` file of `task`: `outputs/INDEX-NAME.N`.
     func outputsPath(_ name: String, attempt: Int) -> String {
-        directory + "/outputs/" + (fileStem(name, in: "outputs", suffix: ".\(attempt)") ?? "NONE-" + name) + ".\(attempt)"
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/outputs")) ?? []
+        let suffix = "-" + name + ".\(attempt)"
+        let matching = files.filter { $0.hasSuffix(suffix) && $0.dropLast(suffix.count).count >= 6 && $0.dropLast(suffix.count).allSatisfy(\.isNumber) }
+        return directory + "/outputs/" + (matching.count == 1 ? matching[0] : "NONE-" + name + ".\(attempt)")
     }
 
-    /// `INDEX-NAME` of the one file in `folder` named `INDEX-NAME` + `suffix` (a
-    /// simple name: readable parts of long or unusual names are shortened).
+    /// `SHARD/INDEX-NAME` of the one file in `folder`'s shards (`logs/000/`)
+    /// named `INDEX-NAME` + `suffix` (a simple name: readable parts of long
+    /// or unusual names are shortened).
     func fileStem(_ name: String, in folder: String, suffix: String) -> String? {
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/" + folder)) ?? []
-        let stems = files.filter { $0.hasSuffix(suffix) }.map { String($0.dropLast(suffix.count)) }.filter { stem in
+        let shards = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/" + folder)) ?? []
+        let files = shards.flatMap { shard in
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory + "/" + folder + "/" + shard)) ?? []).map { (shard, $0) }
+        }
+        let stems = files.filter { $0.1.hasSuffix(suffix) }.map { ($0.0, String($0.1.dropLast(suffix.count))) }.filter { _, stem in
             guard let dash = stem.firstIndex(of: "-") else { return false }
             return stem[..<dash].count >= 6 && stem[..<dash].allSatisfy(\.isNumber) && stem[stem.index(after: dash)...] == name
         }
-        return stems.count == 1 ? stems[0] : nil
+        return stems.count == 1 ? stems[0].0 + "/" + stems[0].1 : nil
     }
 
     /// Compact text for failure messages.

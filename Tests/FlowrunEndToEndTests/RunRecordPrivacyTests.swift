@@ -47,7 +47,7 @@ extension RunEndToEnd {
             let folders = entries.filter { $0.kind == S_IFDIR }
             // events, summary, 5 logs (printer, writer, retried, two members), 3 outputs files.
             #expect(files.count == 10, "\(entries.map(\.path))")
-            #expect(folders.count == 5, "\(entries.map(\.path))")  // .flowrun, runs, RUN_ID, logs, outputs
+            #expect(folders.count == 6, "\(entries.map(\.path))")  // .flowrun, runs, RUN_ID, logs, logs/000, outputs
             for entry in entries {
                 switch entry.kind {
                 case S_IFDIR: #expect(entry.mode == 0o700, "\(entry.path) is \(String(entry.mode, radix: 8)) under umask \(String(mask, radix: 8))")
@@ -131,7 +131,7 @@ extension RunEndToEnd {
             try Self.makeFolder(shared + "/.flowrun", mode: 0o1777)
             let underSticky = try FlowrunBinary.run([workflow, "--output", "plain"], in: shared, environment: sandbox.environment)
             #expect(underSticky.exitStatus == 0, "\(underSticky)")
-            #expect(Self.walk(shared + "/.flowrun/runs").filter { $0.kind == S_IFDIR }.count == 4, "runs, RUN_ID, logs, outputs")
+            #expect(Self.walk(shared + "/.flowrun/runs").filter { $0.kind == S_IFDIR }.count == 5, "runs, RUN_ID, logs, logs/000, outputs")
             try Self.asOtherUser("mkdir", "-m", "755", shared + "/checkout")
             let inTheirs = try FlowrunBinary.run([workflow, "--output", "plain"], in: shared + "/checkout", environment: sandbox.environment)
             #expect(inTheirs.exitStatus == 0, "\(inTheirs)")
@@ -153,7 +153,7 @@ extension RunEndToEnd {
         // MARK: Links and swaps
 
         /// The first task moves the run folder away and puts a link to an
-        /// attacker's folder (with `logs/` and `outputs/` ready) in its
+        /// attacker's folder (with `logs/`, `logs/000/` and `outputs/` ready) in its
         /// place, as a racing attacker would right after the folder was made.
         /// Later tasks' logs, outputs, events and the summary still go to the
         /// run's own folder; nothing lands in the attacker's.
@@ -162,6 +162,7 @@ extension RunEndToEnd {
             try Self.makeFolder(sandbox.file("attacker"), mode: 0o777)
             try Self.makeFolder(sandbox.file("attacker/logs"), mode: 0o777)
             try Self.makeFolder(sandbox.file("attacker/outputs"), mode: 0o777)
+            try Self.makeFolder(sandbox.file("attacker/logs/000"), mode: 0o777)
             let run = try sandbox.run("""
                 tasks:
                   swap:
@@ -178,12 +179,12 @@ extension RunEndToEnd {
             run.expectNoCrash()
             #expect(run.exitStatus == 0, "\(run)")
             let attacker = Self.walk(sandbox.file("attacker")).map(\.path)
-            #expect(attacker.count == 3, "written into the attacker's folder: \(attacker)")
+            #expect(attacker.count == 4, "written into the attacker's folder: \(attacker)")
             let record = try RunRecordFiles(directory: sandbox.file("moved"))
             #expect(record.statuses == ["swap": "succeeded", "later": "succeeded", "last": "succeeded"], "\(record.overview)")
             #expect(record.stdout("last") == "read later-output")
             #expect(record.outputs("later") == ["k": "later-output"])
-            let log = sandbox.file("moved/logs/") + (record.logPath("later") as NSString).lastPathComponent
+            let log = sandbox.file("moved/logs/000/") + (record.logPath("later") as NSString).lastPathComponent
             #expect(ProcessProbe.text(log) == "token=later-secret\n", "\(log)")
             #expect(record.events("run_finished").count == 1, "\(record.overview)")
         }
@@ -202,9 +203,10 @@ extension RunEndToEnd {
                   plant:
                     run: |
                       folder="$SANDBOX/record/$FLOWRUN_RUN_ID"
+                      mkdir "$folder/logs/000"
                       for index in 0 1 2 3 4 5; do
                         stem=$(printf '%06d-victim' $index)
-                        ln -s "$SANDBOX/target-log" "$folder/logs/$stem.log"
+                        ln -s "$SANDBOX/target-log" "$folder/logs/000/$stem.log"
                         ln -s "$SANDBOX/private" "$folder/outputs/$stem.1"
                       done
                       ln -s "$SANDBOX/target-summary-tmp" "$folder/summary.json.tmp"
@@ -307,7 +309,7 @@ extension RunEndToEnd {
             let directory = sandbox.logDirectory + "/" + (folders.first ?? "none")
             let path = switch limited {
             case .events: directory + "/events.jsonl"
-            case .log: directory + "/logs/000000-big.log"
+            case .log: directory + "/logs/000/000000-big.log"
             case .summary: directory + "/summary.json"
             }
             let messages = run.stderr.split(separator: "\n").filter { $0.contains("run record") }

@@ -40,9 +40,9 @@ extension RunEndToEnd {
                 #expect(events.contains(#""task":"\#(name)""#), "no member \(name)")
             }
             // The whole stdout is on disk, next to the log, owner-only.
-            let spillName = try #require(try FileManager.default.contentsOfDirectory(atPath: folder + "/logs")
-                .first { $0.hasSuffix("-list.log.1.stdout") }, "no spill file in \(folder)/logs")
-            let spill = try FileManager.default.attributesOfItem(atPath: folder + "/logs/" + spillName)
+            let spillName = try #require(try FileManager.default.contentsOfDirectory(atPath: folder + "/logs/000")
+                .first { $0.hasSuffix("-list.log.1.stdout") }, "no spill file in \(folder)/logs/000")
+            let spill = try FileManager.default.attributesOfItem(atPath: folder + "/logs/000/" + spillName)
             #expect((spill[.size] as? NSNumber)?.intValue == 150_000 * 12)
             #expect((spill[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         }
