@@ -102,14 +102,18 @@ package struct ResumeSource: Sendable {
         return source
     }
 
-    /// `logs/NAME.log.N.stdout` of the last attempt, when the stdout was
-    /// long enough to be kept whole beside the log.
+    /// `logs/SHARD/NAME.log.N.stdout` of the last attempt (`logs/NAME…` in
+    /// a record made before sharding), when the stdout was long enough to be
+    /// kept whole beside the log.
     private static func wholeStdout(log: String?, attempts: Int?, in directory: String) -> (file: String, byteCount: Int)? {
-        guard let log, let attempts, attempts > 0, let name = log.split(separator: "/").last else { return nil }
-        let file = directory + "/logs/" + name + ".\(attempts).stdout"
-        var info = stat()
-        guard lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        return (file, Int(info.st_size))
+        guard let log, let attempts, attempts > 0, let name = log.split(separator: "/").last.map(String.init) else { return nil }
+        let folders = (RecordFileName.shard(ofFile: name).map { ["logs/" + $0 + "/"] } ?? []) + ["logs/"]
+        for folder in folders {
+            let file = directory + "/" + folder + name + ".\(attempts).stdout"
+            var info = stat()
+            if lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return (file, Int(info.st_size)) }
+        }
+        return nil
     }
 
     /// An object's members by key.

@@ -169,8 +169,9 @@ extension RunEndToEnd {
 
         /// `logs/INDEX-NAME.log.1.script`: attempt 1's script file.
         static func scriptFile(of task: String, in record: RunRecordFiles) -> String? {
+            // Beside the task's log, in its shard (`logs/000/`).
             let logs = record.directory + "/logs"
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: logs)) ?? []
+            let names = (try? FileManager.default.subpathsOfDirectory(atPath: logs)) ?? []
             return names.first { $0.hasSuffix("-\(task).log.1.script") }.map { logs + "/" + $0 }
         }
 

@@ -192,7 +192,7 @@ extension RunEndToEnd {
                   wait-for-go: {run: 'echo started > "$SANDBOX/started"; while [ ! -e "$SANDBOX/go" ]; do sleep 0.02; done', needs: [odd]}
                 """)
             defer {
-                FileManager.default.createFile(atPath: sandbox.file("go"), contents: Data())
+                _ = FileManager.default.createFile(atPath: sandbox.file("go"), contents: Data())
                 _ = live.finish()
             }
             #expect(sandbox.waitFor("started"), "the task never started")
