@@ -9,7 +9,7 @@ struct Flowrun: ParsableCommand {
         abstract: "Run declarative workflows: tasks, groups, limits, semaphores, timeouts and joins.",
         usage: """
             flowrun [FILE] [TARGET...] [--dry-run] [--var <name=value>]... [--max-parallel <n>]
-                         [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>] [--stream]
+                         [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>] [--keep <n>] [--stream] [--force]
             flowrun run [FILE] [TARGET...] [options]
             flowrun validate [--quiet] [FILE...]
             flowrun graph [FILE] [--format dot|mermaid]
@@ -39,6 +39,7 @@ struct Flowrun: ParsableCommand {
               --keep <n>            run records to keep, this one included (default 50)
               --stream              print what tasks print as they print it: `task | line`
                                     for stdout, `task ! line` for stderr (json: task_output events)
+              --force               run tasks with sources: even when they are up to date
 
             Exit codes: 0 nothing failed, 1 something failed or timed out, 2 invalid \
             workflow or command line, 124 the run's timeout fired, 128+N a signal N \
