@@ -7,16 +7,7 @@ extension WorkflowDecoder {
     static let incrementalKeys = ["sources", "generates"]
 
     mutating func globs(_ node: YAMLNode, what: String) -> [Template] {
-        let items: [YAMLNode]
-        switch node.content {
-        case .scalar(let scalar) where scalar.isNull: return []
-        case .scalar: items = [node]
-        case .sequence(let sequence): items = sequence
-        case .mapping:
-            error("expected a glob or a list of globs for \(what), found a mapping", at: node)
-            return []
-        }
-        return items.compactMap { item in
+        oneOrList(node, expected: "a glob or a list of globs for \(what)").compactMap { item in
             guard let scalar = item.scalar, !scalar.isNull else {
                 error("expected a glob (a string) in \(what), found \(item.kindDescription)", at: item)
                 return nil

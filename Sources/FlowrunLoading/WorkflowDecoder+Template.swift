@@ -8,11 +8,41 @@ extension WorkflowDecoder {
         if parameterScope != nil { return templateInCall(text, node: node, insideShell: insideShell) }
         let nodeLocation = location(node)
         var segments: [Template.Segment] = []
+        for piece in scanExpressions(text, at: nodeLocation, insideShell: insideShell).pieces {
+            switch piece {
+            case .text(let literal):
+                segments.append(.text(literal))
+            case .expression(let expressionText, let start):
+                var parser = ExpressionParser(names: names) { offset in
+                    SourceLocation(file: start.file, line: start.line, column: start.column + 3 + offset)
+                }
+                do throws(ExpressionError) {
+                    segments.append(.expression(try parser.parse(String(expressionText)), start))
+                } catch {
+                    self.error(error.message, at: SourceLocation(file: start.file, line: start.line, column: start.column + 3 + error.offset))
+                }
+            }
+        }
+        return Template(source: text, segments: segments, location: nodeLocation)
+    }
+
+    /// A piece of a scalar cut at its `${{ … }}`s.
+    enum ScannedPiece {
+        case text(String)
+        /// The text between `${{` and `}}`, and where the `${{` is in the file.
+        case expression(Substring, SourceLocation)
+    }
+
+    /// Cuts `text` at each `${{ … }}`, placing each in the file (searched
+    /// from where the last one was found; the node's place if not found).
+    /// Warns of a quote right before `${{` in `run:`; an unclosed `${{` is an
+    /// error, and then `complete` is false and the pieces stop before it.
+    mutating func scanExpressions(_ text: String, at nodeLocation: SourceLocation, insideShell: Bool) -> (pieces: [ScannedPiece], complete: Bool) {
+        var pieces: [ScannedPiece] = []
         var rest = Substring(text)
-        // Each expression is searched for in the file from where the last one was found.
         var cursor = source.cursor(at: nodeLocation)
         while let open = Self.expressionStart(in: rest) {
-            if open.lowerBound > rest.startIndex { segments.append(.text(String(rest[..<open.lowerBound]))) }
+            if open.lowerBound > rest.startIndex { pieces.append(.text(String(rest[..<open.lowerBound]))) }
             let found = cursor.flatMap { source.find("${{", from: $0) }
             let start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
             cursor = found.map { source.advanced($0, by: 3) }
@@ -23,21 +53,13 @@ extension WorkflowDecoder {
             let inner = rest[open.upperBound...]
             guard let close = Self.closingBraces(in: inner) else {
                 error("'${{' is not closed by '}}'", at: start)
-                return Template(source: text, segments: segments, location: nodeLocation)
+                return (pieces, false)
             }
-            let expressionText = String(inner[..<close.lowerBound])
-            var parser = ExpressionParser(names: names) { offset in
-                SourceLocation(file: start.file, line: start.line, column: start.column + 3 + offset)
-            }
-            do throws(ExpressionError) {
-                segments.append(.expression(try parser.parse(expressionText), start))
-            } catch {
-                self.error(error.message, at: SourceLocation(file: start.file, line: start.line, column: start.column + 3 + error.offset))
-            }
+            pieces.append(.expression(inner[..<close.lowerBound], start))
             rest = inner[close.upperBound...]
         }
-        if !rest.isEmpty { segments.append(.text(String(rest))) }
-        return Template(source: text, segments: segments, location: nodeLocation)
+        if !rest.isEmpty { pieces.append(.text(String(rest))) }
+        return (pieces, true)
     }
 
     /// The `}}` that ends an expression, skipping any inside quoted strings.

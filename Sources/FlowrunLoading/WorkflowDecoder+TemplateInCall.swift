@@ -76,35 +76,21 @@ extension WorkflowDecoder {
         }
     }
 
-    /// The pieces of a key's text, each `${{` placed in the file; nil (and
-    /// an error) when one is not closed. The same checks as `template`.
+    /// The pieces of a key's text, each `${{` placed in the file, a
+    /// parameter told apart; nil (and an error) when one is not closed.
     private mutating func splitAtExpressions(_ text: String, at nodeLocation: SourceLocation, insideShell: Bool) -> [TemplatePiece]? {
-        var pieces: [TemplatePiece] = []
-        var rest = Substring(text)
-        var cursor = source.cursor(at: nodeLocation)
-        while let open = Self.expressionStart(in: rest) {
-            if open.lowerBound > rest.startIndex { pieces.append(.text(String(rest[..<open.lowerBound]))) }
-            let found = cursor.flatMap { source.find("${{", from: $0) }
-            let start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
-            cursor = found.map { source.advanced($0, by: 3) }
-            if insideShell, open.lowerBound > rest.startIndex, let before = rest[..<open.lowerBound].last, before == "'" || before == "\"" {
-                diagnostics.append(.warning(
-                    "a value in run: is already inserted as one shell-quoted word; the quote before ${{ becomes part of the text", at: start))
+        let scanned = scanExpressions(text, at: nodeLocation, insideShell: insideShell)
+        guard scanned.complete else { return nil }
+        return scanned.pieces.map { piece in
+            switch piece {
+            case .text(let literal):
+                return .text(literal)
+            case .expression(let expression, let start):
+                if let name = TemplateParameterScope.parameterName(in: expression) {
+                    return .parameter(name, start, written: String(expression))
+                }
+                return .expression(String(expression), start)
             }
-            let inner = rest[open.upperBound...]
-            guard let close = Self.closingBraces(in: inner) else {
-                error("'${{' is not closed by '}}'", at: start)
-                return nil
-            }
-            let expression = inner[..<close.lowerBound]
-            if let name = TemplateParameterScope.parameterName(in: expression) {
-                pieces.append(.parameter(name, start, written: String(expression)))
-            } else {
-                pieces.append(.expression(String(expression), start))
-            }
-            rest = inner[close.upperBound...]
         }
-        if !rest.isEmpty { pieces.append(.text(String(rest))) }
-        return pieces
     }
 }

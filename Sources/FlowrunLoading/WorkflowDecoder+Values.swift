@@ -145,22 +145,26 @@ extension WorkflowDecoder {
 
     /// `needs: build` or `needs: [build, test]`.
     mutating func references(_ node: YAMLNode, what: String) -> [Reference] {
-        let items: [YAMLNode]
-        switch node.content {
-        case .scalar(let scalar) where scalar.isNull: return []
-        case .scalar: items = [node]
-        case .sequence(let sequence): items = sequence
-        case .mapping:
-            error("expected a name or a list of names for \(what), found a mapping", at: node)
-            return []
-        }
-        return items.compactMap { item in
+        oneOrList(node, expected: "a name or a list of names for \(what)").compactMap { item in
             guard let name = item.scalar?.text, !(item.scalar?.isNull ?? true) else {
                 error("expected a name in \(what), found \(item.kindDescription)", at: item)
                 return nil
             }
             guard !holdsExpression(item, what: what) else { return nil }
             return Reference(name, at: location(item))
+        }
+    }
+
+    /// The items of `key: x` or `key: [x, y]` (none for `key: ~`); a mapping
+    /// is an error saying what was `expected`.
+    mutating func oneOrList(_ node: YAMLNode, expected: String) -> [YAMLNode] {
+        switch node.content {
+        case .scalar(let scalar) where scalar.isNull: return []
+        case .scalar: return [node]
+        case .sequence(let sequence): return sequence
+        case .mapping:
+            error("expected \(expected), found a mapping", at: node)
+            return []
         }
     }
 
