@@ -37,22 +37,11 @@ package enum FanOutItems {
 
     /// `items(_:)` for a file holding a whole stdout.
     package static func items(contentsOf path: String) throws(FanOutFileError) -> [FanOutItem] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { throw FanOutFileError(path: path, errno: errno) }
-        defer { close(descriptor) }
         var items: [FanOutItem] = []
         var line: [UInt8] = []
         var everything: [UInt8]? = nil  // kept only while the text may be a JSON array
         var sawContent = false
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw FanOutFileError(path: path, errno: errno)
-            }
-            if count == 0 { break }
-            let bytes = chunk[..<count]
+        try readChunks(of: path) { bytes in
             if !sawContent, let first = bytes.first(where: { !ExpressionValue.isSpace($0) }) {
                 sawContent = true
                 if first == UInt8(ascii: "[") { everything = [] }
@@ -76,10 +65,16 @@ package enum FanOutItems {
 
     /// A whole file as text (a stdout kept on disk, for `split:`).
     package static func wholeText(contentsOf path: String) throws(FanOutFileError) -> String {
+        var bytes: [UInt8] = []
+        try readChunks(of: path) { bytes += $0 }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Hands `body` the file at `path` (never through a link) 64 KiB at a time.
+    private static func readChunks(of path: String, _ body: (ArraySlice<UInt8>) -> Void) throws(FanOutFileError) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { throw FanOutFileError(path: path, errno: errno) }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -87,10 +82,9 @@ package enum FanOutItems {
                 if errno == EINTR { continue }
                 throw FanOutFileError(path: path, errno: errno)
             }
-            if count == 0 { break }
-            bytes += chunk[..<count]
+            if count == 0 { return }
+            body(chunk[..<count])
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A line as an item: one trailing `\r` dropped, nil when blank.
