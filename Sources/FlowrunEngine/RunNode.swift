@@ -52,21 +52,75 @@ struct RunNode {
     /// An incremental task about to run: what its state will record if it succeeds.
     var incremental: Shared<IncrementalCheck>?
 
-    // Groups (a fan-out's template and items: `RunEngine.fanOuts`).
-    var members: [Int] = []
-    var unsettledMembers = 0
-    var groupTimedOut = false
+    // Groups (a fan-out's template and items: `RunEngine.fanOuts`) and
+    // joins: their counters behind one reference, nil for a task (~56
+    // bytes less for each of 20,000 tasks). Copied when changed while shared.
+    private var collective: Collective?
+
+    var members: [Int] {
+        get { collective?.members ?? [] }
+        _modify { yield &writableCollective().members }
+    }
+    var unsettledMembers: Int {
+        get { collective?.unsettledMembers ?? 0 }
+        _modify { yield &writableCollective().unsettledMembers }
+    }
+    var groupTimedOut: Bool {
+        get { collective?.groupTimedOut ?? false }
+        _modify { yield &writableCollective().groupTimedOut }
+    }
 
     // Joins.
-    private var sharedJoin: Shared<JoinDefinition>?
     var joinDefinition: JoinDefinition? {
-        get { sharedJoin?.value }
-        set { sharedJoin = newValue.map(Shared.init) }
+        get { collective?.join?.value }
+        set { writableCollective().join = newValue.map(Shared.init) }
     }
-    var required = 0
-    var succeededMembers = 0
-    var settledMembers = 0
-    var joinTimedOut = false
+    var required: Int {
+        get { collective?.required ?? 0 }
+        _modify { yield &writableCollective().required }
+    }
+    var succeededMembers: Int {
+        get { collective?.succeededMembers ?? 0 }
+        _modify { yield &writableCollective().succeededMembers }
+    }
+    var settledMembers: Int {
+        get { collective?.settledMembers ?? 0 }
+        _modify { yield &writableCollective().settledMembers }
+    }
+    var joinTimedOut: Bool {
+        get { collective?.joinTimedOut ?? false }
+        _modify { yield &writableCollective().joinTimedOut }
+    }
+
+    private final class Collective {
+        var members: [Int] = []
+        var unsettledMembers = 0
+        var groupTimedOut = false
+        var join: Shared<JoinDefinition>?
+        var required = 0
+        var succeededMembers = 0
+        var settledMembers = 0
+        var joinTimedOut = false
+
+        func copy() -> Collective {
+            let copy = Collective()
+            (copy.members, copy.unsettledMembers, copy.groupTimedOut) = (members, unsettledMembers, groupTimedOut)
+            (copy.join, copy.required, copy.succeededMembers, copy.settledMembers, copy.joinTimedOut) =
+                (join, required, succeededMembers, settledMembers, joinTimedOut)
+            return copy
+        }
+    }
+
+    /// This node's own `Collective`, made on first write and copied if a
+    /// copy of the node shares it (a node keeps value semantics).
+    private mutating func writableCollective() -> Collective {
+        if collective == nil {
+            collective = Collective()
+        } else if !isKnownUniquelyReferenced(&collective!) {
+            collective = collective!.copy()
+        }
+        return collective!
+    }
 
     init(kind: Kind, name: String) {
         self.kind = kind

@@ -26,8 +26,9 @@ package import FlowrunModel
 /// (a 64-digit hash and an array of parts) they were ~450 bytes a task, the
 /// largest single cost of a 20,000-task run.
 package struct TaskIdentity: Sendable, Equatable {
-    /// The first 8 parts' 32-bit hashes.
-    private var partHashes: SIMD8<UInt32> = .zero
+    /// The first 8 parts' 32-bit hashes, two to a word (a SIMD vector's
+    /// 32-byte alignment would pad the identity to 64 bytes).
+    private var partHashes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
     /// The first 8 parts' names, 4 bits each (`PartName` + 1; 0: none).
     private var partNameCodes: UInt32 = 0
     private var partCount: UInt8 = 0
@@ -48,7 +49,7 @@ package struct TaskIdentity: Sendable, Equatable {
         whole.field(kind.rawValue)
         for index in 0..<Int(partCount) {
             whole.field(partName(index).rawValue)
-            whole.field(Self.hex8(partHashes[index]))
+            whole.field(Self.hex8(partHash(index)))
         }
         return whole.finalize()
     }
@@ -56,7 +57,7 @@ package struct TaskIdentity: Sendable, Equatable {
     /// `run`, `env`, `cwd`, … → 8 hex digits each (enough to say what changed).
     package var parts: [Part] {
         if let written { return written.value.parts }
-        return (0..<Int(partCount)).map { Part(name: partName($0).rawValue, hash: Self.hex8(partHashes[$0])) }
+        return (0..<Int(partCount)).map { Part(name: partName($0).rawValue, hash: Self.hex8(partHash($0))) }
     }
 
     package struct Part: Sendable, Equatable {
@@ -88,8 +89,23 @@ package struct TaskIdentity: Sendable, Equatable {
         self.kind = kind
         partCount = UInt8(parts.count)
         for (index, part) in parts.enumerated() {
-            partHashes[index] = part.hash
+            setPartHash(index, part.hash)
             partNameCodes |= UInt32(Self.code(of: part.name) + 1) << (4 * UInt32(index))
+        }
+    }
+
+    private func partHash(_ index: Int) -> UInt32 {
+        let words = [partHashes.0, partHashes.1, partHashes.2, partHashes.3]
+        return UInt32(truncatingIfNeeded: words[index / 2] >> (32 * UInt64(index % 2)))
+    }
+
+    private mutating func setPartHash(_ index: Int, _ hash: UInt32) {
+        let bits = UInt64(hash) << (32 * UInt64(index % 2))
+        switch index / 2 {
+        case 0: partHashes.0 |= bits
+        case 1: partHashes.1 |= bits
+        case 2: partHashes.2 |= bits
+        default: partHashes.3 |= bits
         }
     }
 
@@ -141,6 +157,7 @@ package enum TaskIdentities {
     /// `GROUP[*]`), for the main phase and `finally`.
     package static func compute(steps: [PlanStep], finallySteps: [PlanStep], workflow: Workflow) -> [String: TaskIdentity] {
         var computer = Computer(workflow: workflow)
+        computer.done.reserveCapacity(steps.count + finallySteps.count)
         for phase in [steps, finallySteps] {
             var byName: [String: Int] = [:]
             for index in phase.indices { byName[phase[index].name] = index }
