@@ -190,10 +190,11 @@ package final class RunEngine: @unchecked Sendable {
                 reaperProblem = error.description
             }
         }
-        buildNodes()
         // Each task's identity (recorded for `resume`, compared for
-        // `up_to_date`) is made from the steps, so before they go.
+        // `up_to_date`) is made from the steps, so before they go; and
+        // before the nodes, so its scratch tables are gone when they are built.
         _ = identities
+        buildNodes()
         // The nodes now hold what the run reads of each step (definitions
         // shared); the steps themselves (~300 bytes a task) are not read again.
         self.plan.steps = []

@@ -4,32 +4,95 @@ public struct TaskDefinition: Sendable {
     /// Where the task's name (its key) is written.
     public var location: SourceLocation
     public var action: TaskAction
-    public var needs: [Reference] = []
+    // The one-byte fields next to `action`, in the padding its 57 bytes leave.
     public var when: RunCondition = .success
-    /// `if:` — evaluated once the needs are settled; false gives `skipped`.
-    public var condition: Located<Expression>?
-    /// Per attempt.
-    public var timeout: Located<Duration>?
-    public var retries: Int = 0
-    public var retryDelay: Duration = .seconds(1)
-    public var backoff: Double = 2
-    public var semaphores: [SemaphoreUse] = []
     public var continueOnError: Bool = false
+    public var needs: [Reference] = []
+    public var retries: Int = 0
+    public var semaphores: [SemaphoreUse] = []
     public var env: [EnvironmentEntry] = []
-    public var cwd: Template?
-    public var description: String?
+    /// The fields most tasks leave unset, behind one reference (nil while all
+    /// are unset): inline they made a definition 448 bytes, held once per
+    /// task by the workflow and once by the plan; without them it is 152.
+    private var details: Shared<Details>?
+
+    /// `if:` — evaluated once the needs are settled; false gives `skipped`.
+    public var condition: Located<Expression>? {
+        get { details?.value.condition }
+        set { if newValue != nil || details != nil { changeDetails { $0.condition = newValue } } }
+    }
+    /// Per attempt.
+    public var timeout: Located<Duration>? {
+        get { details?.value.timeout }
+        set { if newValue != nil || details != nil { changeDetails { $0.timeout = newValue } } }
+    }
+    public var retryDelay: Duration {
+        get { details?.value.retryDelay ?? Details.defaultRetryDelay }
+        set { if newValue != Details.defaultRetryDelay || details != nil { changeDetails { $0.retryDelay = newValue } } }
+    }
+    public var backoff: Double {
+        get { details?.value.backoff ?? Details.defaultBackoff }
+        set { if newValue != Details.defaultBackoff || details != nil { changeDetails { $0.backoff = newValue } } }
+    }
+    public var cwd: Template? {
+        get { details?.value.cwd }
+        set { if newValue != nil || details != nil { changeDetails { $0.cwd = newValue } } }
+    }
+    public var description: String? {
+        get { details?.value.description }
+        set { if newValue != nil || details != nil { changeDetails { $0.description = newValue } } }
+    }
     /// Only in a fan-out template: the member's name, e.g. `fetch-${{ item }}`.
-    public var nameTemplate: Template?
+    public var nameTemplate: Template? {
+        get { details?.value.nameTemplate }
+        set { if newValue != nil || details != nil { changeDetails { $0.nameTemplate = newValue } } }
+    }
     /// `sources:` — globs (templates) whose contents decide, with the task's
     /// identity and its `generates`, whether it is up to date.
-    package var sources: [Template] = []
+    package var sources: [Template] {
+        get { details?.value.sources ?? [] }
+        set { if !newValue.isEmpty || details != nil { changeDetails { $0.sources = newValue } } }
+    }
     /// `generates:` — globs of the files the task makes.
-    package var generates: [Template] = []
+    package var generates: [Template] {
+        get { details?.value.generates ?? [] }
+        set { if !newValue.isEmpty || details != nil { changeDetails { $0.generates = newValue } } }
+    }
     /// `shell:` — the program (and its arguments) that runs this task's
     /// script as a file; nil: the workflow's shell, `-c`.
-    package var shell: [String]?
+    package var shell: [String]? {
+        get { details?.value.shell }
+        set { if newValue != nil || details != nil { changeDetails { $0.shell = newValue } } }
+    }
     /// Set when the task is a call of a template (`uses:`).
-    package var templateCall: TemplateCall?
+    package var templateCall: TemplateCall? {
+        get { details?.value.templateCall }
+        set { if newValue != nil || details != nil { changeDetails { $0.templateCall = newValue } } }
+    }
+
+    private struct Details: Sendable {
+        static let defaultRetryDelay: Duration = .seconds(1)
+        static let defaultBackoff: Double = 2
+        var condition: Located<Expression>?
+        var timeout: Located<Duration>?
+        var retryDelay = defaultRetryDelay
+        var backoff = defaultBackoff
+        var cwd: Template?
+        var description: String?
+        var nameTemplate: Template?
+        var sources: [Template] = []
+        var generates: [Template] = []
+        var shell: [String]?
+        var templateCall: TemplateCall?
+    }
+
+    /// A new `Details` with `change` applied: the old one may be shared by
+    /// copies of this definition, which must not see the change.
+    private mutating func changeDetails(_ change: (inout Details) -> Void) {
+        var changed = details?.value ?? Details()
+        change(&changed)
+        details = Shared(changed)
+    }
 
     public init(name: String, location: SourceLocation, action: TaskAction) {
         self.name = name

@@ -9,14 +9,29 @@ public struct Template: Sendable {
     }
 
     /// As written in the file.
-    public var source: String
-    public var segments: [Segment]
+    public var source: String {
+        didSet { if segmentsAreSource && source != oldValue { (storedSegments, segmentsAreSource) = ([.text(oldValue)], false) } }
+    }
+    public var segments: [Segment] {
+        get { segmentsAreSource ? [.text(source)] : storedSegments }
+        set { (storedSegments, segmentsAreSource) = Self.stored(newValue, source: source) }
+    }
     public var location: SourceLocation
+    /// Empty when `segmentsAreSource`: a template without `${{ }}` (nearly
+    /// every `run:`) is its one text segment, the source itself; an array
+    /// for it cost 80 bytes a task and could hold a second copy of the script.
+    private var storedSegments: [Segment]
+    private var segmentsAreSource: Bool
 
     public init(source: String, segments: [Segment], location: SourceLocation) {
         self.source = source
-        self.segments = segments
         self.location = location
+        (storedSegments, segmentsAreSource) = Self.stored(segments, source: source)
+    }
+
+    private static func stored(_ segments: [Segment], source: String) -> ([Segment], Bool) {
+        if segments.count == 1, case .text(let text) = segments[0], text == source { return ([], true) }
+        return (segments, false)
     }
 
     /// Every operand of every expression in the template.

@@ -40,8 +40,15 @@ package struct Plan: Sendable {
 /// One task, fan-out, group or join in the plan.
 package struct PlanStep: Sendable {
     package var name: String
-    package var kind: DependencyGraph.Kind
-    package var location: SourceLocation
+    /// A task's or fan-out's is its definition's (not held twice); a group's
+    /// or join's is kept with its other fields.
+    package var location: SourceLocation {
+        get { details?.value.location ?? sharedTask?.value.location ?? SourceLocation(file: "", line: 0, column: 0) }
+        set {
+            guard newValue != sharedTask?.value.location || details?.value.location != nil else { return }
+            changeDetails { $0.location = newValue }
+        }
+    }
     package var stage: Int
     /// What this step waits for: its own `needs` plus, for a group member, the group's.
     package var needs: [String]
@@ -58,32 +65,84 @@ package struct PlanStep: Sendable {
     /// The deadlines the engine starts for this step, defaults resolved
     /// (an http task's 5 minutes, a `finally` task's 5 minutes).
     package var timers: Timers
+    /// After `timers`, in the padding its 65 bytes leave.
+    package var kind: DependencyGraph.Kind
+    /// What only groups, fan-outs, joins and members of a sequence have,
+    /// behind one reference (nil for a plain task): inline it made every
+    /// step of a 20,000-task plan 376 bytes; without it a step is 184.
+    private var details: Shared<Details>?
+
     /// For fan-outs: the member count, nil until the run computes it.
-    package var fanOutCount: Int?
-    package var fanOutSource: FanOutSource?
+    package var fanOutCount: Int? {
+        get { details?.value.fanOutCount }
+        set { if newValue != nil || details != nil { changeDetails { $0.fanOutCount = newValue } } }
+    }
+    package var fanOutSource: FanOutSource? {
+        get { details?.value.fanOutSource }
+        set { if newValue != nil || details != nil { changeDetails { $0.fanOutSource = newValue } } }
+    }
     /// For fan-outs: the items (by index) that run when targets named some
     /// members only; nil runs every item.
-    package var fanOutItems: [Int]?
+    package var fanOutItems: [Int]? {
+        get { details?.value.fanOutItems }
+        set { if newValue != nil || details != nil { changeDetails { $0.fanOutItems = newValue } } }
+    }
     /// For a member of a `sequential: true` group: the member that runs
     /// just before it among those planned, nil for the first.
-    package var runsAfter: String?
-    /// For groups and their fan-outs: `sequential: true`.
-    package var sequential = false
-    /// For fan-outs: `split:` of a computed `foreach`.
-    package var fanOutSplit: FanOutSplit? = nil
-    /// For fan-outs and groups: a matrix's axes (the combinations are `fanOutSource`).
-    package var fanOutAxes: [String]? = nil
-    /// For groups: static members and the fan-out template; for joins: `wait`.
-    package var members: [String]
-    /// For groups: `concurrency`. For joins: the join itself.
-    package var concurrency: Int?
-    package var join: JoinDefinition? {
-        get { sharedJoin?.value }
-        set { sharedJoin = newValue.map(Shared.init) }
+    package var runsAfter: String? {
+        get { details?.value.runsAfter }
+        set { if newValue != nil || details != nil { changeDetails { $0.runsAfter = newValue } } }
     }
-    /// Behind a reference: a join definition inline (~190 bytes) would make
-    /// every step of a 100,000-task plan that much larger, and only joins have one.
-    private var sharedJoin: Shared<JoinDefinition>?
+    /// For groups and their fan-outs: `sequential: true`.
+    package var sequential: Bool {
+        get { details?.value.sequential ?? false }
+        set { if newValue || details != nil { changeDetails { $0.sequential = newValue } } }
+    }
+    /// For fan-outs: `split:` of a computed `foreach`.
+    package var fanOutSplit: FanOutSplit? {
+        get { details?.value.fanOutSplit }
+        set { if newValue != nil || details != nil { changeDetails { $0.fanOutSplit = newValue } } }
+    }
+    /// For fan-outs and groups: a matrix's axes (the combinations are `fanOutSource`).
+    package var fanOutAxes: [String]? {
+        get { details?.value.fanOutAxes }
+        set { if newValue != nil || details != nil { changeDetails { $0.fanOutAxes = newValue } } }
+    }
+    /// For groups: static members and the fan-out template; for joins: `wait`.
+    package var members: [String] {
+        get { details?.value.members ?? [] }
+        set { if !newValue.isEmpty || details != nil { changeDetails { $0.members = newValue } } }
+    }
+    /// For groups: `concurrency`. For joins: the join itself.
+    package var concurrency: Int? {
+        get { details?.value.concurrency }
+        set { if newValue != nil || details != nil { changeDetails { $0.concurrency = newValue } } }
+    }
+    package var join: JoinDefinition? {
+        get { details?.value.join }
+        set { if newValue != nil || details != nil { changeDetails { $0.join = newValue } } }
+    }
+
+    private struct Details: Sendable {
+        var location: SourceLocation?
+        var fanOutCount: Int?
+        var fanOutSource: FanOutSource?
+        var fanOutItems: [Int]?
+        var runsAfter: String?
+        var sequential = false
+        var fanOutSplit: FanOutSplit?
+        var fanOutAxes: [String]?
+        var members: [String] = []
+        var concurrency: Int?
+        var join: JoinDefinition?
+    }
+
+    /// A new `Details` with `change` applied: copies of this step may share the old one.
+    private mutating func changeDetails(_ change: (inout Details) -> Void) {
+        var changed = details?.value ?? Details()
+        change(&changed)
+        details = Shared(changed)
+    }
 
     init(
         name: String, kind: DependencyGraph.Kind, location: SourceLocation, stage: Int, needs: [String], group: String?,
@@ -92,19 +151,19 @@ package struct PlanStep: Sendable {
     ) {
         self.name = name
         self.kind = kind
-        self.location = location
+        self.sharedTask = sharedTask
         self.stage = stage
         self.needs = needs
         self.group = group
         self.joins = joins
-        self.sharedTask = sharedTask
         self.limits = limits
         self.timers = timers
         self.fanOutCount = fanOutCount
         self.fanOutSource = fanOutSource
         self.members = members
         self.concurrency = concurrency
-        sharedJoin = join.map(Shared.init)
+        self.join = join
+        self.location = location
     }
 }
 

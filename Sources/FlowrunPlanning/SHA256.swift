@@ -48,8 +48,8 @@ package struct SHA256: Sendable {
         update(text)
     }
 
-    /// The 32-byte digest as 64 lowercase hex digits.
-    package mutating func finalize() -> String {
+    /// Appends the final padding and length (FIPS 180-4, 5.1.1).
+    private mutating func pad() {
         let bitLength = length &* 8
         var tail: [UInt8] = [0x80]
         let padding = (56 &- (Int(length % 64) + 1) + 64) % 64
@@ -58,6 +58,18 @@ package struct SHA256: Sendable {
         let savedLength = length
         tail.withUnsafeBytes { update($0) }
         length = savedLength
+    }
+
+    /// The digest's first 32 bits (its first 8 hex digits): what a task
+    /// identity keeps of each part, without a string.
+    package mutating func finalizePrefix() -> UInt32 {
+        pad()
+        return state.0
+    }
+
+    /// The 32-byte digest as 64 lowercase hex digits.
+    package mutating func finalize() -> String {
+        pad()
         let words = [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7]
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var hex: [UInt8] = []

@@ -19,20 +19,112 @@ package import FlowrunModel
 /// that it is a secret), so the record cannot be used to guess it.
 ///
 /// `parts` hash each of those on their own, to say what changed.
+///
+/// Kept compact (48 bytes, nothing on the heap): a plan's identity holds its
+/// step's kind and each part's name and first 32 bits; the whole hash is made
+/// from those when asked for (once per task, for the record). As strings
+/// (a 64-digit hash and an array of parts) they were ~450 bytes a task, the
+/// largest single cost of a 20,000-task run.
 package struct TaskIdentity: Sendable, Equatable {
+    /// The first 8 parts' 32-bit hashes, two to a word (a SIMD vector's
+    /// 32-byte alignment would pad the identity to 64 bytes).
+    private var partHashes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    /// The first 8 parts' names, 4 bits each (`PartName` + 1; 0: none).
+    private var partNameCodes: UInt32 = 0
+    private var partCount: UInt8 = 0
+    private var kind: DependencyGraph.Kind = .task
+    /// An identity given as strings (a fan-out member's, made from its
+    /// template's and its item; or with parts the compact form cannot name).
+    private var written: Shared<Written>?
+
+    private struct Written: Sendable {
+        var hash: String
+        var parts: [Part]
+    }
+
     /// 64 hex digits.
-    package var hash: String
+    package var hash: String {
+        if let written { return written.value.hash }
+        var whole = SHA256()
+        whole.field(kind.rawValue)
+        for index in 0..<Int(partCount) {
+            whole.field(partName(index).rawValue)
+            whole.field(Self.hex8(partHash(index)))
+        }
+        return whole.finalize()
+    }
+
     /// `run`, `env`, `cwd`, … → 8 hex digits each (enough to say what changed).
-    package var parts: [Part]
+    package var parts: [Part] {
+        if let written { return written.value.parts }
+        return (0..<Int(partCount)).map { Part(name: partName($0).rawValue, hash: Self.hex8(partHash($0))) }
+    }
 
     package struct Part: Sendable, Equatable {
         package var name: String
         package var hash: String
     }
 
+    /// The names a plan's identity has parts for.
+    enum PartName: String, CaseIterable {
+        case run, sleep, http, env, cwd, shell, when, sources, members, foreach, need, needs
+    }
+
     package init(hash: String, parts: [Part]) {
-        self.hash = hash
-        self.parts = parts
+        written = Shared(Written(hash: hash, parts: parts))
+    }
+
+    /// A plan step's identity from its parts, in order.
+    init(kind: DependencyGraph.Kind, parts: [(name: PartName, hash: UInt32)]) {
+        guard parts.count <= 8 else {
+            var whole = SHA256()
+            whole.field(kind.rawValue)
+            for part in parts {
+                whole.field(part.name.rawValue)
+                whole.field(Self.hex8(part.hash))
+            }
+            written = Shared(Written(hash: whole.finalize(), parts: parts.map { Part(name: $0.name.rawValue, hash: Self.hex8($0.hash)) }))
+            return
+        }
+        self.kind = kind
+        partCount = UInt8(parts.count)
+        for (index, part) in parts.enumerated() {
+            setPartHash(index, part.hash)
+            partNameCodes |= UInt32(Self.code(of: part.name) + 1) << (4 * UInt32(index))
+        }
+    }
+
+    private func partHash(_ index: Int) -> UInt32 {
+        let words = [partHashes.0, partHashes.1, partHashes.2, partHashes.3]
+        return UInt32(truncatingIfNeeded: words[index / 2] >> (32 * UInt64(index % 2)))
+    }
+
+    private mutating func setPartHash(_ index: Int, _ hash: UInt32) {
+        let bits = UInt64(hash) << (32 * UInt64(index % 2))
+        switch index / 2 {
+        case 0: partHashes.0 |= bits
+        case 1: partHashes.1 |= bits
+        case 2: partHashes.2 |= bits
+        default: partHashes.3 |= bits
+        }
+    }
+
+    private func partName(_ index: Int) -> PartName {
+        PartName.allCases[Int((partNameCodes >> (4 * UInt32(index))) & 0xf) - 1]
+    }
+
+    private static func code(of name: PartName) -> Int {
+        PartName.allCases.firstIndex(of: name)!
+    }
+
+    /// 8 lowercase hex digits, leading zeros kept: a digest's first 32 bits as `SHA256.finalize` writes them.
+    static func hex8(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
+    }
+
+    package static func == (a: TaskIdentity, b: TaskIdentity) -> Bool {
+        a.hash == b.hash && a.parts == b.parts
     }
 
     /// A fan-out member's: its template's identity and its item.
@@ -65,6 +157,7 @@ package enum TaskIdentities {
     /// `GROUP[*]`), for the main phase and `finally`.
     package static func compute(steps: [PlanStep], finallySteps: [PlanStep], workflow: Workflow) -> [String: TaskIdentity] {
         var computer = Computer(workflow: workflow)
+        computer.done.reserveCapacity(steps.count + finallySteps.count)
         for phase in [steps, finallySteps] {
             var byName: [String: Int] = [:]
             for index in phase.indices { byName[phase[index].name] = index }
@@ -82,11 +175,11 @@ package enum TaskIdentities {
         let shell: String
         /// The parts most tasks share (no own env, no cwd, `when: success`,
         /// no globs, the one shell), hashed once rather than per task.
-        let sharedEnvironment: String
-        let noCwd: String
-        let shellPart: String
-        let defaultWhen: String
-        let noGlobs: String
+        let sharedEnvironment: UInt32
+        let noCwd: UInt32
+        let shellPart: UInt32
+        let defaultWhen: UInt32
+        let noGlobs: UInt32
         var steps: [PlanStep] = []
         var byName: [String: Int] = [:]
         var done: [String: TaskIdentity] = [:]
@@ -115,11 +208,11 @@ package enum TaskIdentities {
             noGlobs = Self.part { $0.field("|") }
         }
 
-        /// 8 hex digits of what `build` hashes.
-        static func part(_ build: (inout SHA256) -> Void) -> String {
+        /// The first 32 bits (8 hex digits) of what `build` hashes.
+        static func part(_ build: (inout SHA256) -> Void) -> UInt32 {
             var sha = SHA256()
             build(&sha)
-            return String(sha.finalize().prefix(8))
+            return sha.finalizePrefix()
         }
 
         mutating func identity(of index: Int) -> TaskIdentity {
@@ -128,21 +221,21 @@ package enum TaskIdentities {
             // A cycle cannot pass validation; the guard only keeps recursion finite.
             guard visiting.insert(name).inserted else { return TaskIdentity(hash: "", parts: []) }
             defer { visiting.remove(name) }
-            var parts: [TaskIdentity.Part] = []
-            func add(_ partName: String, _ build: (inout SHA256) -> Void) {
-                parts.append(TaskIdentity.Part(name: partName, hash: Self.part(build)))
+            var parts: [(name: TaskIdentity.PartName, hash: UInt32)] = []
+            func add(_ partName: TaskIdentity.PartName, _ build: (inout SHA256) -> Void) {
+                parts.append((partName, Self.part(build)))
             }
-            func add(_ partName: String, shared hash: String) {
-                parts.append(TaskIdentity.Part(name: partName, hash: hash))
+            func add(_ partName: TaskIdentity.PartName, shared hash: UInt32) {
+                parts.append((partName, hash))
             }
             let step = steps[index]
             if let task = step.task {
                 let (actionName, actionText) = action(task.action)
                 add(actionName) { $0.field(actionText) }
                 if task.env.isEmpty {
-                    add("env", shared: sharedEnvironment)
+                    add(.env, shared: sharedEnvironment)
                 } else {
-                    add("env") { sha in
+                    add(.env) { sha in
                         sha.field(workflowEnvironment)
                         for entry in task.env {
                             sha.field(entry.name)
@@ -150,20 +243,20 @@ package enum TaskIdentities {
                         }
                     }
                 }
-                if let cwd = task.cwd { add("cwd") { $0.field(templateText(cwd)) } } else { add("cwd", shared: noCwd) }
-                add("shell", shared: shellPart)
+                if let cwd = task.cwd { add(.cwd) { $0.field(templateText(cwd)) } } else { add(.cwd, shared: noCwd) }
+                add(.shell, shared: shellPart)
                 if task.when == .success && task.condition == nil {
-                    add("when", shared: defaultWhen)
+                    add(.when, shared: defaultWhen)
                 } else {
-                    add("when") { sha in
+                    add(.when) { sha in
                         sha.field(task.when.rawValue)
                         sha.field(task.condition.map { "\($0.value)" } ?? "")
                     }
                 }
                 if task.sources.isEmpty && task.generates.isEmpty {
-                    add("sources", shared: noGlobs)
+                    add(.sources, shared: noGlobs)
                 } else {
-                    add("sources") { sha in
+                    add(.sources) { sha in
                         for glob in task.sources { sha.field(templateText(glob)) }
                         sha.field("|")
                         for glob in task.generates { sha.field(templateText(glob)) }
@@ -173,43 +266,37 @@ package enum TaskIdentities {
             if step.kind == .group || step.kind == .join {
                 let members = step.members.sorted()
                 let memberIdentities = members.map { member in byName[member].map { identity(of: $0).hash } ?? "" }
-                add("members") { sha in
+                add(.members) { sha in
                     for (member, hash) in zip(members, memberIdentities) {
                         sha.field(member)
                         sha.field(hash)
                     }
                 }
-                if let source = step.fanOutSource { add("foreach") { $0.field(sourceText(source)) } }
-                if let join = step.join { add("need") { $0.field("\(join.need.value)") } }
+                if let source = step.fanOutSource { add(.foreach) { $0.field(sourceText(source)) } }
+                if let join = step.join { add(.need) { $0.field("\(join.need.value)") } }
             }
             let needs = step.needs.sorted()
             let needIdentities = needs.map { need in byName[need].map { identity(of: $0).hash } ?? "" }
-            add("needs") { sha in
+            add(.needs) { sha in
                 for (need, hash) in zip(needs, needIdentities) {
                     sha.field(need)
                     sha.field(hash)
                 }
             }
-            var whole = SHA256()
-            whole.field(step.kind.rawValue)
-            for part in parts {
-                whole.field(part.name)
-                whole.field(part.hash)
-            }
-            let result = TaskIdentity(hash: whole.finalize(), parts: parts)
+            let result = TaskIdentity(kind: step.kind, parts: parts)
             done[name] = result
             return result
         }
 
-        private func action(_ action: TaskAction) -> (String, String) {
+        private func action(_ action: TaskAction) -> (TaskIdentity.PartName, String) {
             switch action {
-            case .run(let script): return ("run", templateText(script))
-            case .sleep(let duration): return ("sleep", "\(duration)")
+            case .run(let script): return (.run, templateText(script))
+            case .sleep(let duration): return (.sleep, "\(duration)")
             case .http(let request):
                 var text = request.method + " " + templateText(request.url) + "\n"
                 for header in request.headers { text += header.name + ": " + templateText(header.value) + "\n" }
                 text += "\n" + (request.body.map(templateText) ?? "") + "\nexpect \(request.expect)"
-                return ("http", text)
+                return (.http, text)
             }
         }
 

@@ -23,7 +23,21 @@ public struct YAMLNode: Sendable {
     public var content: Content
     public var mark: Mark
     /// The explicit tag, e.g. `tag:yaml.org,2002:str` for `!!str`; nil when none.
-    public var tag: String?
+    public var tag: String? {
+        get { writtenTag?.tag }
+        set { writtenTag = newValue.map(WrittenTag.init) }
+    }
+    /// Behind a reference, as tags are rare: a node is 40 bytes, not 56
+    /// (the whole document is held while a workflow is decoded).
+    private var writtenTag: WrittenTag?
+
+    private final class WrittenTag: Sendable {
+        let tag: String
+
+        init(_ tag: String) {
+            self.tag = tag
+        }
+    }
 
     public init(_ content: Content, at mark: Mark, tag: String? = nil) {
         self.content = content

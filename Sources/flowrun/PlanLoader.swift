@@ -8,6 +8,7 @@ import FlowrunPlanning
 enum PlanLoader {
     /// The plan, and the file's text for diagnostics found later.
     static func load(_ file: String, options: PlanOptions = PlanOptions()) throws -> (plan: Plan, source: SourceText) {
+        MallocTuning.keepLargeBlocksMapped()
         let result = WorkflowValidator.validate(path: file)
         let hasErrors = Terminal.report(result.diagnostics, source: result.source)
         guard let workflow = result.workflow, !hasErrors else { throw ExitCode(2) }

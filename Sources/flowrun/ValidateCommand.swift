@@ -17,6 +17,7 @@ struct ValidateCommand: ParsableCommand {
     var quiet = false
 
     func run() throws {
+        MallocTuning.keepLargeBlocksMapped()
         var errorCount = 0
         var warningCount = 0
         for file in files.isEmpty ? [try WorkflowFileLookup.resolve(nil)] : files {

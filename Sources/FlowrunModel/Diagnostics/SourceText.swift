@@ -11,6 +11,9 @@ public struct SourceText: Sendable {
         // line numbers agree with its marks; found in the UTF-8 bytes, which
         // is far cheaper than splitting by Character on a large file.
         var lines: [Substring] = []
+        // Room for every line at once (a CR or LF ends at most one): grown by
+        // doubling, a 20,000-task file's 40,000 lines held up to 2 MB.
+        lines.reserveCapacity(bytes.reduce(1) { $0 + ($1 == 0x0A || $1 == 0x0D ? 1 : 0) })
         let utf8 = text.utf8
         var lineStart = utf8.startIndex
         var index = utf8.startIndex

@@ -1,0 +1,4 @@
+#include "flowrun_malloc.h"
+#include <malloc.h>
+
+void flowrun_set_mmap_threshold(int bytes) { mallopt(M_MMAP_THRESHOLD, bytes); }
