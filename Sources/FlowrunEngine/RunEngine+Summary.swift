@@ -39,7 +39,15 @@ extension RunEngine {
             case .group:
                 if !groups.isEmpty { groups.append(contentsOf: ",\n".utf8) }
                 var object = commonFields(index)
-                object.add("members", nodes[index].members.map { nodes[$0].name })
+                if let progress = fanOutProgress[index] {
+                    // A fan-out's member names, in index order, from their spill.
+                    var names: [UInt8] = Array("[".utf8)
+                    progress.names.drain(in: record) { names += $0 }
+                    names.append(UInt8(ascii: "]"))
+                    object.add("members") { $0 += names }
+                } else {
+                    object.add("members", nodes[index].members.map { nodes[$0].name })
+                }
                 object.add("timed_out", nodes[index].groupTimedOut)
                 groups += object.finish()
             case .join:
@@ -52,6 +60,14 @@ extension RunEngine {
                 joins += object.finish()
             }
         }
+        // Fan-out members' rows, written as they settled (in that order).
+        if summaryRows.byteCount > 0 {
+            if !firstTask { file.bytes.append(contentsOf: ",\n".utf8) }
+            summaryRows.drain(in: record) { chunk in
+                file.bytes += chunk
+                file.flushIfFull()
+            }
+        }
         file.bytes.append(contentsOf: "\n],\"groups\":[".utf8)
         file.bytes += groups
         file.bytes.append(contentsOf: "],\"joins\":[".utf8)
@@ -59,7 +75,7 @@ extension RunEngine {
         file.bytes.append(contentsOf: "]}\n".utf8)
     }
 
-    private func taskObject(_ index: Int) -> [UInt8] {
+    func taskObject(_ index: Int) -> [UInt8] {
         var object = commonFields(index)
         object.add("phase", nodes[index].isFinally ? "finally" : "main")
         object.add("group", nodes[index].group.map { nodes[$0].name })
