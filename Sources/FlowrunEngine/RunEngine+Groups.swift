@@ -57,6 +57,13 @@ extension RunEngine {
         if let timeout = nodes[index].timeout {
             startTimer(.group(index), after: timeout) { $0.groupTimedOut(index) }
         }
+        // Static members the group lists beside its `foreach` start with it.
+        let members = nodes[index].members
+        fanOutProgress[index]?.unsettled = members.count
+        for member in members {
+            nodes[member].unsettledNeeds -= 1
+            if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+        }
         refillFanOut(index)
     }
 
@@ -167,7 +174,7 @@ extension RunEngine {
         cancelTimer(.group(group))
         if let failure = progress.feed.failure {
             settle(group, .failed, why: "foreach: \(failure)")
-        } else if progress.created == 0 {
+        } else if progress.created == 0 && progress.settled == 0 {
             settle(group, .succeeded, why: "no members")
         } else if nodes[group].groupTimedOut {
             settle(group, .timedOut, why: "deadline passed")
@@ -240,8 +247,11 @@ extension RunEngine {
 
     /// The members of a group alive now: its static members, or a fan-out's unsettled ones.
     func members(of group: Int) -> [Int] {
-        guard fanOutProgress[group] != nil else { return nodes[group].members }
-        return nodes.liveMembers.filter { nodes[$0].group == group }
+        guard let progress = fanOutProgress[group] else { return nodes[group].members }
+        // Static (and kept) members are listed; members let go when settled are found among the live ones.
+        let listed = nodes[group].members
+        guard !progress.keepsMembers else { return listed }
+        return listed + nodes.liveMembers.filter { nodes[$0].group == group }
     }
 
     /// Items of a fan-out as a feed: a literal list, a range, a matrix, or a run-time value.
