@@ -34,8 +34,16 @@ final class FanOutProgress {
     var previous: Int?
     /// A settled member kept only because the next one (not made yet) must read it.
     var retireWhenNextMade: Int?
-    /// Member names in index order, as the summary lists them (JSON strings, comma-separated).
+    /// Member names and items in index order, as the summary lists them (JSON strings, comma-separated).
     var names = RecordSpill()
+    var items = RecordSpill()
+    /// Summary rows of members that succeeded plainly (see `RunEngine.isPlainSuccess`),
+    /// held while the fan-out is small; nil once it has more members than
+    /// `plainRowsKeptUpTo`: then such rows are left out of the summary.
+    var heldPlainRows: [[UInt8]]? = []
+    /// Members whose row is left out of the summary.
+    var rowsLeftOut = 0
+    static let plainRowsKeptUpTo = 1_000
 
     init(feed: FanOutFeed, window: Int, keepsMembers: Bool) {
         self.feed = feed

@@ -110,6 +110,14 @@ extension RunEngine {
             var quoted = ""
             JSONValue.writeQuoted(name, to: &quoted)
             progress.names.append(Array(((progress.created > 1 ? "," : "") + quoted).utf8), in: record)
+            var itemText = progress.created > 1 ? "," : ""
+            JSONValue.writeQuoted(item.text, to: &itemText)
+            progress.items.append(Array(itemText.utf8), in: record)
+            if progress.created > FanOutProgress.plainRowsKeptUpTo, let held = progress.heldPlainRows {
+                // A big fan-out: its plain successes are left out of the summary (they are counted there).
+                progress.rowsLeftOut += held.count
+                progress.heldPlainRows = nil
+            }
             let retiring = progress.retireWhenNextMade
             progress.retireWhenNextMade = nil
             if fanOut.sequential, let previous = progress.previous ?? fanOut.runsAfter { waitInSequence(member, after: previous) }
@@ -172,6 +180,7 @@ extension RunEngine {
     /// SPEC §4's status rules from the counts.
     private func fanOutSettled(_ group: Int, _ progress: FanOutProgress) {
         cancelTimer(.group(group))
+        writeHeldRows(progress)
         if let failure = progress.feed.failure {
             settle(group, .failed, why: "foreach: \(failure)")
         } else if progress.created == 0 && progress.settled == 0 {
@@ -203,12 +212,41 @@ extension RunEngine {
         nodes.retire(index)
     }
 
-    /// Counts the member for the run's totals and writes its summary row (once, when it settles).
+    /// Counts the member for the run's totals and writes its summary row
+    /// (once, when it settles) — or, in a fan-out past
+    /// `FanOutProgress.plainRowsKeptUpTo` members, leaves out the row of a
+    /// plain success: the group's `members` and `items` say all it would.
     func recordSettledMember(_ index: Int) {
         let status = nodes[index].status
         settledMemberCounts[status, default: 0] += 1
         if status.isFailure && !(nodes[index].definition?.value.continueOnError ?? false) { settledMemberFailed = true }
-        summaryRows.append(Array(((summaryRows.byteCount > 0 ? ",\n" : "")).utf8) + shown(json: taskObject(index)), in: record)
+        if isPlainSuccess(index), let progress = nodes[index].group.flatMap({ fanOutProgress[$0] }) {
+            guard progress.heldPlainRows != nil else {
+                progress.rowsLeftOut += 1
+                return
+            }
+            progress.heldPlainRows?.append(shown(json: taskObject(index)))
+            return
+        }
+        appendSummaryRow(shown(json: taskObject(index)))
+    }
+
+    private func appendSummaryRow(_ row: [UInt8]) {
+        summaryRows.append(Array(((summaryRows.byteCount > 0 ? ",\n" : "")).utf8) + row, in: record)
+    }
+
+    /// The held rows of a small fan-out, into the summary.
+    func writeHeldRows(_ progress: FanOutProgress) {
+        for row in progress.heldPlainRows ?? [] { appendSummaryRow(row) }
+        progress.heldPlainRows = progress.heldPlainRows.map { _ in [] }
+    }
+
+    /// Succeeded on its first attempt, restored from nothing, printed
+    /// nothing, wrote no outputs, exit 0: a row would say only its name and item.
+    func isPlainSuccess(_ index: Int) -> Bool {
+        nodes[index].status == .succeeded && nodes[index].attempt <= 1 && nodes[index].reused == nil && !nodes[index].hasLog
+            && nodes[index].stash.stdout.isEmpty && nodes[index].stash.outputs.isEmpty && nodes[index].stash.oversizedStdout == nil
+            && (nodes[index].stash.exitCode ?? 0) == 0 && nodes[index].cancelReason == nil
     }
 
     func memberSettled(_ group: Int, member: Int) {

@@ -26,6 +26,7 @@ extension RunEngine {
         file.bytes += shown(json: json.finish())
         file.bytes.removeLast()  // the object stays open for "tasks", "groups" and "joins"
         file.bytes.append(contentsOf: ",\"tasks\":[\n".utf8)
+        for progress in fanOutProgress.values { writeHeldRows(progress) }
         var groups: [UInt8] = []
         var joins: [UInt8] = []
         var firstTask = true
@@ -45,6 +46,19 @@ extension RunEngine {
                     progress.names.drain(in: record) { names += $0 }
                     names.append(UInt8(ascii: "]"))
                     object.add("members") { $0 += names }
+                    var items: [UInt8] = Array("[".utf8)
+                    progress.items.drain(in: record) { items += $0 }
+                    items.append(UInt8(ascii: "]"))
+                    object.add("items") { $0 += items }
+                    // Members with no row in "tasks" succeeded plainly (see docs/RUNNING.md).
+                    object.add("rows_left_out", progress.rowsLeftOut)
+                    if let template = fanOuts[index]?.template.value.name, let identity = identities[template] {
+                        object.add("member_identity", identity.hash)
+                        var parts = JSONObjectWriter()
+                        for part in identity.parts { parts.add(key: part.name, String(part.hash.prefix(8))) }
+                        let partsJSON = parts.finish()
+                        object.add("member_identity_parts") { $0 += partsJSON }
+                    }
                 } else {
                     object.add("members", nodes[index].members.map { nodes[$0].name })
                 }
