@@ -37,10 +37,11 @@ final class FanOutProgress {
     /// Member names and items in index order, as the summary lists them (JSON strings, comma-separated).
     var names = RecordSpill()
     var items = RecordSpill()
-    /// Summary rows of members that succeeded plainly (see `RunEngine.isPlainSuccess`),
-    /// held while the fan-out is small; nil once it has more members than
-    /// `plainRowsKeptUpTo`: then such rows are left out of the summary.
-    var heldPlainRows: [[UInt8]]? = []
+    /// Summary rows of settled members, held while the fan-out is small so
+    /// they are written in index order; nil once it has more members than
+    /// `plainRowsKeptUpTo`: then rows go out as members settle, and those of
+    /// plain successes (see `RunEngine.isPlainSuccess`) are left out.
+    var heldRows: [(member: Int, row: [UInt8], plain: Bool)]? = []
     /// Members whose row is left out of the summary.
     var rowsLeftOut = 0
     static let plainRowsKeptUpTo = 1_000

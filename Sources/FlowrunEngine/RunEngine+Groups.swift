@@ -112,11 +112,13 @@ extension RunEngine {
             progress.names.append(Array(((progress.created > 1 ? "," : "") + quoted).utf8), in: record)
             var itemText = progress.created > 1 ? "," : ""
             JSONValue.writeQuoted(item.text, to: &itemText)
-            progress.items.append(Array(itemText.utf8), in: record)
-            if progress.created > FanOutProgress.plainRowsKeptUpTo, let held = progress.heldPlainRows {
-                // A big fan-out: its plain successes are left out of the summary (they are counted there).
-                progress.rowsLeftOut += held.count
-                progress.heldPlainRows = nil
+            progress.items.append(shown(json: Array(itemText.utf8)), in: record)
+            if progress.created > FanOutProgress.plainRowsKeptUpTo, progress.heldRows != nil {
+                // A big fan-out: its plain successes are left out of the summary (the group lists them).
+                for held in progress.heldRows!.sorted(by: { $0.member < $1.member }) {
+                    if held.plain { progress.rowsLeftOut += 1 } else { appendSummaryRow(held.row) }
+                }
+                progress.heldRows = nil
             }
             let retiring = progress.retireWhenNextMade
             progress.retireWhenNextMade = nil
@@ -220,25 +222,26 @@ extension RunEngine {
         let status = nodes[index].status
         settledMemberCounts[status, default: 0] += 1
         if status.isFailure && !(nodes[index].definition?.value.continueOnError ?? false) { settledMemberFailed = true }
-        if isPlainSuccess(index), let progress = nodes[index].group.flatMap({ fanOutProgress[$0] }) {
-            guard progress.heldPlainRows != nil else {
-                progress.rowsLeftOut += 1
-                return
-            }
-            progress.heldPlainRows?.append(shown(json: taskObject(index)))
-            return
+        guard let progress = nodes[index].group.flatMap({ fanOutProgress[$0] }) else { return }
+        let plain = isPlainSuccess(index)
+        if progress.heldRows != nil {
+            progress.heldRows!.append((index, shown(json: taskObject(index)), plain))
+        } else if plain {
+            progress.rowsLeftOut += 1
+        } else {
+            appendSummaryRow(shown(json: taskObject(index)))
         }
-        appendSummaryRow(shown(json: taskObject(index)))
     }
 
-    private func appendSummaryRow(_ row: [UInt8]) {
+    func appendSummaryRow(_ row: [UInt8]) {
         summaryRows.append(Array(((summaryRows.byteCount > 0 ? ",\n" : "")).utf8) + row, in: record)
     }
 
     /// The held rows of a small fan-out, into the summary.
     func writeHeldRows(_ progress: FanOutProgress) {
-        for row in progress.heldPlainRows ?? [] { appendSummaryRow(row) }
-        progress.heldPlainRows = progress.heldPlainRows.map { _ in [] }
+        guard let held = progress.heldRows, !held.isEmpty else { return }
+        for entry in held.sorted(by: { $0.member < $1.member }) { appendSummaryRow(entry.row) }
+        progress.heldRows = []
     }
 
     /// Succeeded on its first attempt, restored from nothing, printed

@@ -27,7 +27,7 @@ extension RunEngine {
         file.bytes.removeLast()  // the object stays open for "tasks", "groups" and "joins"
         file.bytes.append(contentsOf: ",\"tasks\":[\n".utf8)
         for progress in fanOutProgress.values { writeHeldRows(progress) }
-        var groups: [UInt8] = []
+        var groupIndices: [Int] = []
         var joins: [UInt8] = []
         var firstTask = true
         for index in nodes.indices {
@@ -38,32 +38,7 @@ extension RunEngine {
                 file.bytes += shown(json: taskObject(index))
                 file.flushIfFull()
             case .group:
-                if !groups.isEmpty { groups.append(contentsOf: ",\n".utf8) }
-                var object = commonFields(index)
-                if let progress = fanOutProgress[index] {
-                    // A fan-out's member names, in index order, from their spill.
-                    var names: [UInt8] = Array("[".utf8)
-                    progress.names.drain(in: record) { names += $0 }
-                    names.append(UInt8(ascii: "]"))
-                    object.add("members") { $0 += names }
-                    var items: [UInt8] = Array("[".utf8)
-                    progress.items.drain(in: record) { items += $0 }
-                    items.append(UInt8(ascii: "]"))
-                    object.add("items") { $0 += items }
-                    // Members with no row in "tasks" succeeded plainly (see docs/RUNNING.md).
-                    object.add("rows_left_out", progress.rowsLeftOut)
-                    if let template = fanOuts[index]?.template.value.name, let identity = identities[template] {
-                        object.add("member_identity", identity.hash)
-                        var parts = JSONObjectWriter()
-                        for part in identity.parts { parts.add(key: part.name, String(part.hash.prefix(8))) }
-                        let partsJSON = parts.finish()
-                        object.add("member_identity_parts") { $0 += partsJSON }
-                    }
-                } else {
-                    object.add("members", nodes[index].members.map { nodes[$0].name })
-                }
-                object.add("timed_out", nodes[index].groupTimedOut)
-                groups += object.finish()
+                groupIndices.append(index)
             case .join:
                 if !joins.isEmpty { joins.append(contentsOf: ",\n".utf8) }
                 var object = commonFields(index)
@@ -83,10 +58,48 @@ extension RunEngine {
             }
         }
         file.bytes.append(contentsOf: "\n],\"groups\":[".utf8)
-        file.bytes += groups
+        for (position, index) in groupIndices.enumerated() {
+            if position > 0 { file.bytes.append(contentsOf: ",\n".utf8) }
+            writeGroup(index, into: &file)
+        }
         file.bytes.append(contentsOf: "],\"joins\":[".utf8)
         file.bytes += joins
         file.bytes.append(contentsOf: "]}\n".utf8)
+    }
+
+    /// A group's object. A fan-out's member names and items (a million
+    /// each, maybe) go from their spills to the file a chunk at a time.
+    private func writeGroup(_ index: Int, into file: inout ChunkedFileWriter) {
+        var object = commonFields(index)
+        object.add("timed_out", nodes[index].groupTimedOut)
+        guard let progress = fanOutProgress[index] else {
+            object.add("members", nodes[index].members.map { nodes[$0].name })
+            file.bytes += object.finish()
+            return
+        }
+        // Members with no row in "tasks" succeeded plainly (see docs/RUNNING.md).
+        object.add("rows_left_out", progress.rowsLeftOut)
+        if let template = fanOuts[index]?.template.value.name, let identity = identities[template] {
+            object.add("member_identity", identity.hash)
+            var parts = JSONObjectWriter()
+            for part in identity.parts { parts.add(key: part.name, String(part.hash.prefix(8))) }
+            let partsJSON = parts.finish()
+            object.add("member_identity_parts") { $0 += partsJSON }
+        }
+        var head = object.finish()
+        head.removeLast()  // the object stays open for the lists
+        file.bytes += head
+        file.bytes.append(contentsOf: ",\"members\":[".utf8)
+        progress.names.drain(in: record) { chunk in
+            file.bytes += chunk
+            file.flushIfFull()
+        }
+        file.bytes.append(contentsOf: "],\"items\":[".utf8)
+        progress.items.drain(in: record) { chunk in
+            file.bytes += chunk
+            file.flushIfFull()
+        }
+        file.bytes.append(contentsOf: "]}".utf8)
     }
 
     func taskObject(_ index: Int) -> [UInt8] {
