@@ -36,12 +36,11 @@ extension RunEngine {
         case .failure(let error):
             problem = error.message
         case .success(let feed):
-            if let missing = missingFieldProblem(fanOut, feed: feed) {
+            let makeFeed = { (try? self.fanOutFeed(fanOut.source, split: fanOut.split, group: index).get()) ?? FanOutFeed(.items([])) }
+            if let missing = missingFieldProblem(fanOut, feed: feed, makeFeed: makeFeed) {
                 problem = missing
             } else {
-                problem = memberNameProblem(group: index, fanOut: fanOut) {
-                    (try? fanOutFeed(fanOut.source, split: fanOut.split, group: index).get()) ?? FanOutFeed(.items([]))
-                }
+                problem = memberNameProblem(group: index, fanOut: fanOut, makeFeed: makeFeed)
             }
             if problem == nil {
                 let window = fanOut.sequential ? 2 : fanOutWindow(fanOut)
@@ -80,10 +79,24 @@ extension RunEngine {
 
     /// `no item has the field …` when the template reads a field no item
     /// has; text items (lines, a range) have none, so their first tells.
-    private func missingFieldProblem(_ fanOut: FanOut, feed: FanOutFeed) -> String? {
+    private func missingFieldProblem(_ fanOut: FanOut, feed: FanOutFeed, makeFeed: () -> FanOutFeed) -> String? {
         let operands = fanOut.template.value.itemFieldOperands
         guard !operands.isEmpty else { return nil }
         if let items = feed.inMemoryItems { return Self.missingField(operands, in: items) }
+        if feed.isStreamedJSON {
+            // A pass of its own: which fields some element has, and the first 100 elements for the message.
+            var sample: [FanOutItem] = []
+            var present = [Bool](repeating: false, count: operands.count)
+            var pass = makeFeed()
+            while let item = pass.next() {
+                if sample.count < 100 { sample.append(item) }
+                for (position, operand) in operands.enumerated() where !present[position] {
+                    if case .itemField(let path) = operand.path, item.field(at: path) != nil { present[position] = true }
+                }
+            }
+            for (position, operand) in operands.enumerated() where !present[position] { return Self.missingField([operand], in: sample) }
+            return nil
+        }
         return feed.isEmpty ? nil : Self.missingField(operands, in: [.text("")])
     }
 
@@ -318,8 +331,8 @@ extension RunEngine {
                     if let split { return .success(FanOutFeed(.texts(split.items(try FanOutItems.wholeText(contentsOf: file))))) }
                     let lines = try FanOutLines(contentsOf: file)
                     // A JSON array is read whole (its elements are the items); lines one at a time.
-                    if try lines.firstNonBlankByte() == UInt8(ascii: "[") {
-                        return .success(FanOutFeed(.items(try FanOutItems.items(contentsOf: file))))
+                    if try lines.firstNonBlankByte() == UInt8(ascii: "["), let count = try Self.jsonElementCount(file) {
+                        return .success(FanOutFeed(.json(try FanOutJSONElements(contentsOf: file), count: count)))
                     }
                     return .success(FanOutFeed(.lines(lines)))
                 } catch {
@@ -330,6 +343,25 @@ extension RunEngine {
                 return .success(Self.feed(try renderText(template, for: group), split: split))
             } catch {
                 return .failure(FanOutError(message: error.message))
+            }
+        }
+    }
+
+    /// How many elements the file's JSON array has, read through once
+    /// (nothing kept); nil when the text is not one JSON array — then its
+    /// lines are the items, as for a stdout in memory.
+    private static func jsonElementCount(_ file: String) throws(FanOutFileError) -> Int? {
+        let elements = try FanOutJSONElements(contentsOf: file)
+        var count = 0
+        while true {
+            do throws(FanOutJSONElements.Failure) {
+                guard try elements.next() != nil else { return count }
+                count += 1
+            } catch {
+                switch error {
+                case .read(let problem): throw problem
+                case .notAnArray: return nil
+                }
             }
         }
     }

@@ -15,6 +15,8 @@ struct FanOutFeed {
         case texts([String])
         case range(Int, Int)
         case lines(FanOutLines)
+        /// A JSON array in a file, element by element (`count`: from the pass that checked it).
+        case json(FanOutJSONElements, count: Int)
     }
 
     private var source: Source
@@ -34,6 +36,7 @@ struct FanOutFeed {
         case .texts(let texts): return texts.count
         case .range(let low, let high): return high >= low ? high - low + 1 : 0
         case .lines: return nil
+        case .json(_, let count): return count
         }
     }
 
@@ -41,6 +44,12 @@ struct FanOutFeed {
     var inMemoryItems: [FanOutItem]? {
         if case .items(let items) = source { return items }
         return nil
+    }
+
+    /// Whether the items are records read one at a time (their fields are checked in a pass of their own).
+    var isStreamedJSON: Bool {
+        if case .json = source { return true }
+        return false
     }
 
     /// Whether there are no items at all, without using any up.
@@ -64,6 +73,16 @@ struct FanOutFeed {
                 item = try lines.next().map(FanOutItem.text)
             } catch {
                 failure = error.message
+                item = nil
+            }
+        case .json(let elements, _):
+            do throws(FanOutJSONElements.Failure) {
+                item = try elements.next()
+            } catch {
+                switch error {
+                case .read(let problem): failure = problem.message
+                case .notAnArray: failure = "the JSON array changed while it was read"
+                }
                 item = nil
             }
         }
