@@ -133,6 +133,19 @@ package struct ResumeSelection: Sendable {
 
         private mutating func restore(member task: ResumeSource.Task, template: String) -> Bool {
             guard let identity = identities[template]?.member(item: task.item) else { return false }
+            if task.leftOut {
+                // No row: its identity is the group's template identity with its item.
+                guard let templateIdentity = identities[template], let old = task.group.flatMap({ self.old.memberIdentity[$0] }) else {
+                    changed.append((task.name, ["not recorded"]))
+                    return false
+                }
+                guard old.hash == templateIdentity.hash else {
+                    changed.append((task.name, templateIdentity.changes(from: old.parts)))
+                    return false
+                }
+                restored[task.name] = RestoredTask(item: task.item, stdout: "", exitCode: 0, outputs: [], duration: nil, wholeStdout: nil)
+                return true
+            }
             guard task.identity == identity.hash else {
                 changed.append((task.name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
                 return false

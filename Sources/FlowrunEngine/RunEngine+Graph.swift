@@ -84,6 +84,7 @@ extension RunEngine {
         for index in nodes.indices where nodes[index].kind == .join {
             nodes[index].unsettledNeeds = 1
         }
+        groupsWithMembersRead = Self.groupsWithMembersRead(steps: steps, finallySteps: finallySteps)
         unsettledFinally = nodes.indices.count { nodes[$0].isFinally }
         unsettledMain = nodes.count - unsettledFinally
     }
@@ -127,11 +128,31 @@ extension RunEngine {
         }
     }
 
+    /// Groups whose members' stashes are read after they settle: named by
+    /// `groups.G.results` anywhere, or counted by a join (its report shows
+    /// each member's stash).
+    static func groupsWithMembersRead(steps: [PlanStep], finallySteps: [PlanStep]) -> Set<String> {
+        var names = Set<String>()
+        func note(_ operands: [Operand]) {
+            for operand in operands { if case .group(let name, .results) = operand.path { names.insert(name) } }
+        }
+        for phase in [steps, finallySteps] {
+            for position in phase.indices {
+                if let task = phase[position].task {
+                    for template in task.templates + task.sources + task.generates { note(template.operands) }
+                    if let condition = task.condition { note(condition.value.operands) }
+                }
+                if case .expression(let template)? = phase[position].fanOutSource { note(template.operands) }
+                if phase[position].kind == .join { names.formUnion(phase[position].members) }
+            }
+        }
+        return names
+    }
+
     @discardableResult
     func add(_ node: RunNode) -> Int {
-        let index = nodes.count
+        let index = nodes.append(node)
         indexByName[node.name] = index
-        nodes.append(node)
         return index
     }
 

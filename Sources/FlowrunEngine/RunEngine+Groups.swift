@@ -3,36 +3,15 @@ import FlowrunValues
 
 /// Groups: starting (expanding a fan-out), deadlines, and the status rules of SPEC §4.
 extension RunEngine {
-    /// The group's needs succeeded: create fan-out members, start the deadline, release members.
+    /// The group's needs succeeded: start the deadline, release its static
+    /// members, or make the first of its fan-out's members.
     func activateGroup(_ index: Int) {
         guard nodes[index].kind == .group else { return }
         nodes[index].status = .running
         nodes[index].startedAt = elapsed
         if let fanOut = fanOuts[index] {
-            let named = fanOutItems(fanOut.source, split: fanOut.split, group: index).flatMap { items in
-                memberNames(of: index, fanOut: fanOut, items: items).map { (items, $0) }
-            }
-            switch named {
-            case .success(let (items, names)):
-                var previous = fanOut.runsAfter
-                // Items that targets left out get no member; the others keep the
-                // names they have in a whole run.
-                for (offset, item) in items.enumerated() where fanOut.items?.contains(offset) ?? true {
-                    let member = addFanOutMember(
-                        group: index, template: fanOut.template, demand: fanOut.demand, timeout: fanOut.timeout, item: item, index: offset,
-                        name: names[offset])
-                    if fanOut.sequential {
-                        if let previous { waitInSequence(member, after: previous) }
-                        previous = member
-                    }
-                }
-            case .failure(let error):
-                // The items could not be read or named: the group fails without running anything.
-                nodes[index].status = .pending
-                for member in nodes[index].members { settle(member, .skipped, why: "foreach failed") }
-                settle(index, .failed, why: "foreach: \(error.message)")
-                return
-            }
+            startFanOut(index, fanOut)
+            return
         }
         let members = nodes[index].members
         nodes[index].unsettledMembers = members.count
@@ -49,41 +28,252 @@ extension RunEngine {
         }
     }
 
-    @discardableResult
-    private func addFanOutMember(
-        group: Int, template shared: Shared<TaskDefinition>, demand: SlotPool.Demand, timeout: Duration?, item: FanOutItem, index: Int,
-        name: String
-    ) -> Int {
-        let template = shared.value
+    /// Checks the fan-out's items and names, then makes its first members:
+    /// the rest are made as these settle (`refillFanOut`).
+    private func startFanOut(_ index: Int, _ fanOut: FanOut) {
+        let problem: String?
+        switch fanOutFeed(fanOut.source, split: fanOut.split, group: index) {
+        case .failure(let error):
+            problem = error.message
+        case .success(let feed):
+            let makeFeed = { (try? self.fanOutFeed(fanOut.source, split: fanOut.split, group: index).get()) ?? FanOutFeed(.items([])) }
+            if let missing = missingFieldProblem(fanOut, feed: feed, makeFeed: makeFeed) {
+                problem = missing
+            } else {
+                problem = memberNameProblem(group: index, fanOut: fanOut, makeFeed: makeFeed)
+            }
+            if problem == nil {
+                let window = fanOut.sequential ? 2 : fanOutWindow(fanOut)
+                fanOutProgress[index] = FanOutProgress(feed: feed, window: window, keepsMembers: groupsWithMembersRead.contains(nodes[index].name))
+            }
+        }
+        if let problem {
+            // The items could not be read or named: the group fails without running anything.
+            nodes[index].status = .pending
+            settle(index, .failed, why: "foreach: \(problem)")
+            return
+        }
+        if let timeout = nodes[index].timeout {
+            startTimer(.group(index), after: timeout) { $0.groupTimedOut(index) }
+        }
+        // Static members the group lists beside its `foreach` start with it.
+        let members = nodes[index].members
+        fanOutProgress[index]?.unsettled = members.count
+        for member in members {
+            nodes[member].unsettledNeeds -= 1
+            if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+        }
+        refillFanOut(index)
+    }
+
+    /// Members unsettled at once: the slots the members can hold at most
+    /// (the run's, their group limit's, their semaphores'), and 16 more
+    /// waiting, so a freed slot always has a member to take it.
+    private func fanOutWindow(_ fanOut: FanOut) -> Int {
+        var slots = Int.max
+        for (resource, amount) in fanOut.demand.pairs where amount > 0 {
+            slots = min(slots, pool.capacity(of: resource) / amount)
+        }
+        return min(max(slots, 1), 100_000) + 16
+    }
+
+    /// `no item has the field …` when the template reads a field no item
+    /// has; text items (lines, a range) have none, so their first tells.
+    private func missingFieldProblem(_ fanOut: FanOut, feed: FanOutFeed, makeFeed: () -> FanOutFeed) -> String? {
+        let operands = fanOut.template.value.itemFieldOperands
+        guard !operands.isEmpty else { return nil }
+        if let items = feed.inMemoryItems { return Self.missingField(operands, in: items) }
+        if feed.isStreamedJSON {
+            // A pass of its own: which fields some element has, and the first 100 elements for the message.
+            var sample: [FanOutItem] = []
+            var present = [Bool](repeating: false, count: operands.count)
+            var pass = makeFeed()
+            while let item = pass.next() {
+                if sample.count < 100 { sample.append(item) }
+                for (position, operand) in operands.enumerated() where !present[position] {
+                    if case .itemField(let path) = operand.path, item.field(at: path) != nil { present[position] = true }
+                }
+            }
+            for (position, operand) in operands.enumerated() where !present[position] { return Self.missingField([operand], in: sample) }
+            return nil
+        }
+        return feed.isEmpty ? nil : Self.missingField(operands, in: [.text("")])
+    }
+
+    /// Makes members while the window has room (or, once the group or run is
+    /// stopping, every member left, each cancelled at once), then settles the
+    /// group when its items are used up and every member has settled.
+    func refillFanOut(_ group: Int) {
+        guard let progress = fanOutProgress[group], !progress.refilling, let fanOut = fanOuts[group] else { return }
+        progress.refilling = true
+        while !progress.exhausted, nodes[group].status == .running {
+            let draining = progress.drainReason != nil || stopping != nil || nodes[group].groupTimedOut
+            if !draining && progress.unsettled >= progress.window { break }
+            guard let item = progress.feed.next() else {
+                progress.exhausted = true
+                break
+            }
+            let offset = progress.feed.offset - 1
+            // Items that targets left out get no member; the others keep the names they have in a whole run.
+            if let selected = fanOut.items, !selected.contains(offset) { continue }
+            let name = memberName(group: group, fanOut: fanOut, item: item, index: offset)
+            let member = addFanOutMember(group: group, fanOut: fanOut, item: item, index: offset, name: name)
+            progress.created += 1
+            progress.unsettled += 1
+            var quoted = ""
+            JSONValue.writeQuoted(name, to: &quoted)
+            progress.names.append(Array(((progress.created > 1 ? "," : "") + quoted).utf8), in: record)
+            var itemText = progress.created > 1 ? "," : ""
+            JSONValue.writeQuoted(item.text, to: &itemText)
+            progress.items.append(shown(json: Array(itemText.utf8)), in: record)
+            if progress.created > FanOutProgress.plainRowsKeptUpTo, progress.heldRows != nil {
+                // A big fan-out: its plain successes are left out of the summary (the group lists them).
+                for held in progress.heldRows!.sorted(by: { $0.member < $1.member }) {
+                    if held.plain { progress.rowsLeftOut += 1 } else { appendSummaryRow(held.row) }
+                }
+                progress.heldRows = nil
+            }
+            let retiring = progress.retireWhenNextMade
+            progress.retireWhenNextMade = nil
+            if fanOut.sequential, let previous = progress.previous ?? fanOut.runsAfter { waitInSequence(member, after: previous) }
+            progress.previous = member
+            if let reason = progress.drainReason {
+                nodes[member].unsettledNeeds = 0
+                settle(member, .cancelled, reason: reason)
+            } else {
+                nodes[member].unsettledNeeds -= 1
+                if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+            }
+            if let retiring { retireMember(retiring) }
+        }
+        progress.refilling = false
+        if progress.exhausted && progress.unsettled == 0 && nodes[group].status == .running { fanOutSettled(group, progress) }
+    }
+
+    private func addFanOutMember(group: Int, fanOut: FanOut, item: FanOutItem, index: Int, name: String) -> Int {
         let groupName = nodes[group].name
         var node = RunNode(kind: .task, name: name)
-        node.definition = shared
+        node.definition = fanOut.template
         node.item = item
         node.index = index
         node.group = group
-        let own = template.needs.map(\.value).filter { $0 != groupName }
-        node.needs = own.compactMap { indexByName[$0] }
-        node.demand = demand
-        node.timeout = timeout
-        let member = add(node)
-        nodes[group].members.append(member)
+        let template = fanOut.template.value
+        if template.needs.count > 1 || template.needs.first?.value != groupName {
+            node.needs = template.needs.map(\.value).filter { $0 != groupName }.compactMap { indexByName[$0] }
+        }
+        node.demand = fanOut.demand
+        node.timeout = fanOut.timeout
+        let member = nodes.addMember(node)
         var unsettled = 1
         for need in nodes[member].needs where !nodes[need].status.isFinal {
             nodes[need].dependents.append(member)
             unsettled += 1
         }
         nodes[member].unsettledNeeds = unsettled
-        // Members count toward the group's joins too (the harmonizer's count-up).
+        if fanOutProgress[group]?.keepsMembers == true { nodes[group].members.append(member) }
         unsettledMain += 1
         return member
     }
 
-    func memberSettled(_ group: Int) {
+    /// A fan-out member has settled: counted, then let go unless something
+    /// will read it (see `FanOutProgress.keepsMembers`).
+    private func fanOutMemberSettled(_ group: Int, _ member: Int, _ progress: FanOutProgress) {
+        progress.unsettled -= 1
+        progress.settled += 1
+        switch nodes[member].status {
+        case .succeeded: progress.succeeded += 1
+        case .skipped: progress.skipped += 1
+        default: break
+        }
+        if nodes[member].isFailure && !(nodes[member].definition?.value.continueOnError ?? false) { progress.failed += 1 }
+        if let reason = nodes[member].cancelReason, reason != .joinSettled, member < (progress.firstStop?.member ?? Int.max) {
+            progress.firstStop = (member, reason)
+        }
+        refillFanOut(group)
+    }
+
+    /// SPEC §4's status rules from the counts.
+    private func fanOutSettled(_ group: Int, _ progress: FanOutProgress) {
+        cancelTimer(.group(group))
+        writeHeldRows(progress)
+        if let failure = progress.feed.failure {
+            settle(group, .failed, why: "foreach: \(failure)")
+        } else if progress.created == 0 && progress.settled == 0 {
+            settle(group, .succeeded, why: "no members")
+        } else if nodes[group].groupTimedOut {
+            settle(group, .timedOut, why: "deadline passed")
+        } else if progress.failed > 0 {
+            settle(group, .failed, why: "a member failed")
+        } else if let stop = progress.firstStop {
+            settle(group, .cancelled, reason: stop.reason)
+        } else if progress.skipped == progress.settled {
+            // SPEC §10: what needs it is skipped, as after a skipped task.
+            settle(group, .skipped, why: "every member was skipped")
+        } else {
+            settle(group, .succeeded)
+        }
+    }
+
+    /// A member's row goes to the summary's spill; its node is let go unless
+    /// the group keeps its members, or it is the last of a sequence (the
+    /// next member, not made yet, reads it).
+    func retireMember(_ index: Int) {
+        guard nodes.contains(index), let group = nodes[index].group, let progress = fanOutProgress[group] else { return }
+        if progress.keepsMembers { return }
+        if fanOuts[group]?.sequential == true, progress.previous == index, !progress.exhausted {
+            progress.retireWhenNextMade = index
+            return
+        }
+        nodes.retire(index)
+    }
+
+    /// Counts the member for the run's totals and writes its summary row
+    /// (once, when it settles) — or, in a fan-out past
+    /// `FanOutProgress.plainRowsKeptUpTo` members, leaves out the row of a
+    /// plain success: the group's `members` and `items` say all it would.
+    func recordSettledMember(_ index: Int) {
+        let status = nodes[index].status
+        settledMemberCounts[status, default: 0] += 1
+        if status.isFailure && !(nodes[index].definition?.value.continueOnError ?? false) { settledMemberFailed = true }
+        guard let progress = nodes[index].group.flatMap({ fanOutProgress[$0] }) else { return }
+        let plain = isPlainSuccess(index)
+        if progress.heldRows != nil {
+            progress.heldRows!.append((index, shown(json: taskObject(index)), plain))
+        } else if plain {
+            progress.rowsLeftOut += 1
+        } else {
+            appendSummaryRow(shown(json: taskObject(index)))
+        }
+    }
+
+    func appendSummaryRow(_ row: [UInt8]) {
+        summaryRows.append(Array(((summaryRows.byteCount > 0 ? ",\n" : "")).utf8) + row, in: record)
+    }
+
+    /// The held rows of a small fan-out, into the summary.
+    func writeHeldRows(_ progress: FanOutProgress) {
+        guard let held = progress.heldRows, !held.isEmpty else { return }
+        for entry in held.sorted(by: { $0.member < $1.member }) { appendSummaryRow(entry.row) }
+        progress.heldRows = []
+    }
+
+    /// Succeeded on its first attempt, restored from nothing, printed
+    /// nothing, wrote no outputs, exit 0: a row would say only its name and item.
+    func isPlainSuccess(_ index: Int) -> Bool {
+        nodes[index].status == .succeeded && nodes[index].attempt <= 1 && nodes[index].reused == nil && !nodes[index].hasLog
+            && nodes[index].stash.stdout.isEmpty && nodes[index].stash.outputs.isEmpty && nodes[index].stash.oversizedStdout == nil
+            && (nodes[index].stash.exitCode ?? 0) == 0 && nodes[index].cancelReason == nil
+    }
+
+    func memberSettled(_ group: Int, member: Int) {
         guard nodes[group].kind == .group, nodes[group].status == .running else { return }
+        if let progress = fanOutProgress[group] {
+            fanOutMemberSettled(group, member, progress)
+            return
+        }
         nodes[group].unsettledMembers -= 1
         guard nodes[group].unsettledMembers == 0 else { return }
         cancelTimer(.group(group))
-        // By index: a fan-out's members can be 100,000 nodes, too many to copy.
         let members = nodes[group].members
         if nodes[group].groupTimedOut {
             settle(group, .timedOut, why: "deadline passed")
@@ -102,85 +292,86 @@ extension RunEngine {
     private func groupTimedOut(_ index: Int) {
         guard nodes[index].status == .running else { return }
         nodes[index].groupTimedOut = true
-        for member in nodes[index].members where !nodes[member].status.isFinal {
+        for member in members(of: index) where !nodes[member].status.isFinal {
             cancel(member, reason: .groupTimeout)
         }
+        // Members not made yet are made cancelled, then the group settles.
+        refillFanOut(index)
     }
 
-    /// Items of a fan-out: a literal list, a range, a matrix, or a run-time value.
-    private func fanOutItems(_ source: FanOutSource, split: FanOutSplit?, group: Int) -> Result<[FanOutItem], FanOutError> {
+    /// The members of a group alive now: its static members, or a fan-out's unsettled ones.
+    func members(of group: Int) -> [Int] {
+        guard let progress = fanOutProgress[group] else { return nodes[group].members }
+        // Static (and kept) members are listed; members let go when settled are found among the live ones.
+        let listed = nodes[group].members
+        guard !progress.keepsMembers else { return listed }
+        return listed + nodes.liveMembers.filter { nodes[$0].group == group }
+    }
+
+    /// Items of a fan-out as a feed: a literal list, a range, a matrix, or a run-time value.
+    func fanOutFeed(_ source: FanOutSource, split: FanOutSplit?, group: Int) -> Result<FanOutFeed, FanOutError> {
         switch source {
         case .list(let items):
-            return .success(items.map(FanOutItem.text))
+            return .success(FanOutFeed(.texts(items)))
         case .records(let items):
-            return .success(items)
+            return .success(FanOutFeed(.items(items)))
         case .range(let low, let high):
-            return .success((low...high).map { .text(String($0)) })
+            return .success(FanOutFeed(.range(low, high)))
         case .expression(let template):
             if let target = wholeStdoutSource(template) {
                 // Read whole, however long: from disk when the stash kept only its end.
                 guard let oversized = nodes[target].stash.oversizedStdout?.value else {
-                    return .success(Self.items(nodes[target].stash.stdout, split: split))
+                    return .success(Self.feed(nodes[target].stash.stdout, split: split))
                 }
                 guard let file = oversized.file else {
                     // An HTTP body past 1 MiB is whole only in the log, mixed with its status line.
                     return .failure(FanOutError(message: "\(nodes[target].name)'s stdout is \(ValueLimit.mebibytes(oversized.byteCount)) and was not kept whole (an HTTP body over 1 MiB): write it to a file instead"))
                 }
                 do throws(FanOutFileError) {
-                    if let split { return .success(Self.items(try FanOutItems.wholeText(contentsOf: file), split: split)) }
-                    return .success(try FanOutItems.items(contentsOf: file))
+                    if let split { return .success(FanOutFeed(.texts(split.items(try FanOutItems.wholeText(contentsOf: file))))) }
+                    let lines = try FanOutLines(contentsOf: file)
+                    // A JSON array is read whole (its elements are the items); lines one at a time.
+                    if try lines.firstNonBlankByte() == UInt8(ascii: "["), let count = try Self.jsonElementCount(file) {
+                        return .success(FanOutFeed(.json(try FanOutJSONElements(contentsOf: file), count: count)))
+                    }
+                    return .success(FanOutFeed(.lines(lines)))
                 } catch {
                     return .failure(FanOutError(message: error.message))
                 }
             }
             do throws(TemplateRenderError) {
-                return .success(Self.items(try renderText(template, for: group), split: split))
+                return .success(Self.feed(try renderText(template, for: group), split: split))
             } catch {
                 return .failure(FanOutError(message: error.message))
             }
         }
     }
 
-    private static func items(_ text: String, split: FanOutSplit?) -> [FanOutItem] {
-        guard let split else { return FanOutItems.items(text) }
-        return split.items(text).map(FanOutItem.text)
+    /// How many elements the file's JSON array has, read through once
+    /// (nothing kept); nil when the text is not one JSON array — then its
+    /// lines are the items, as for a stdout in memory.
+    private static func jsonElementCount(_ file: String) throws(FanOutFileError) -> Int? {
+        let elements = try FanOutJSONElements(contentsOf: file)
+        var count = 0
+        while true {
+            do throws(FanOutJSONElements.Failure) {
+                guard try elements.next() != nil else { return count }
+                count += 1
+            } catch {
+                switch error {
+                case .read(let problem): throw problem
+                case .notAnArray: return nil
+                }
+            }
+        }
     }
 
-    /// Every member's name, before any member exists: a name two members
-    /// would share, or one a task, group, join or another fan-out's member
-    /// already has, fails the group rather than renaming a member (a name is
-    /// what targets, `groups.G.results` and the record know a member by).
-    /// So does a field `item.KEY` reads that no item has.
-    private func memberNames(of group: Int, fanOut: FanOut, items: [FanOutItem]) -> Result<[String], FanOutError> {
-        let template = fanOut.template.value
-        let groupName = nodes[group].name
-        if let problem = Self.missingField(template.itemFieldOperands, in: items) { return .failure(FanOutError(message: problem)) }
-        let fieldNames: Bool
-        if case .records = fanOut.source { fieldNames = true } else { fieldNames = false }
-        var names: [String] = []
-        names.reserveCapacity(items.count)
-        var firstIndex: [String: Int] = [:]
-        firstIndex.reserveCapacity(items.count)
-        for (offset, item) in items.enumerated() {
-            var name = MemberNaming.name(
-                group: groupName, item: item, index: offset, template: template.nameTemplate, fieldNames: fieldNames, axes: fanOut.axes,
-                vars: plan.workflow.vars)
-            if name == nil, let nameTemplate = template.nameTemplate {
-                // A name that cannot be made (a NUL byte, a value over 1 MiB) or is empty keeps the GROUP[INDEX] form.
-                if let rendered = try? renderText(nameTemplate, for: nil, item: item, index: offset), !rendered.isEmpty { name = rendered }
-            }
-            let chosen = name ?? "\(groupName)[\(offset)]"
-            if let earlier = firstIndex[chosen] {
-                return .failure(FanOutError(message: "items \(earlier) and \(offset) would both be named '\(chosen)'; member names must differ: give the task a name: that tells them apart (for example with ${{ index }})"))
-            }
-            if let taken = indexByName[chosen] {
-                let owner = nodes[taken].group.map { "a member of group '\(nodes[$0].name)'" } ?? "a \(nodes[taken].kind)"
-                return .failure(FanOutError(message: "item \(offset) would be named '\(chosen)', which is already the name of \(owner); member names must differ from every other name"))
-            }
-            firstIndex[chosen] = offset
-            names.append(chosen)
+    private static func feed(_ text: String, split: FanOutSplit?) -> FanOutFeed {
+        if let split { return FanOutFeed(.texts(split.items(text))) }
+        if let first = text.utf8.first(where: { !ExpressionValue.isSpace($0) }), first == UInt8(ascii: "[") {
+            return FanOutFeed(.items(FanOutItems.items(text)))
         }
-        return .success(names)
+        return FanOutFeed(.lines(FanOutLines(text: text)))
     }
 
     /// "no item has the field …" for the first `item.KEY` that no item has.

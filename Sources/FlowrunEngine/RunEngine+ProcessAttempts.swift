@@ -160,7 +160,7 @@ extension RunEngine {
     }
 
     func progressed(_ index: Int, _ percent: Int) {
-        guard nodes[index].status == .running else { return }
+        guard nodes.contains(index), nodes[index].status == .running else { return }
         var progress = event(.taskProgress, index)
         progress.progress = percent
         emit(progress)

@@ -152,7 +152,7 @@ extension RunEngine {
     }
 
     private func attemptFinished(_ index: Int, attempt number: Int, _ result: AttemptResult) {
-        guard nodes[index].attempt == number, nodes[index].status == .running else { return }
+        guard nodes.contains(index), nodes[index].attempt == number, nodes[index].status == .running else { return }
         attempts[index] = nil
         retryDescriptorWaiters()
         if result.wroteLog { nodes[index].hasLog = true }
@@ -175,7 +175,7 @@ extension RunEngine {
             retrying.delay = delay.seconds
             emit(retrying)
             startTimer(.retry(index), after: delay) { engine in
-                guard engine.nodes[index].status == .waiting else { return }
+                guard engine.nodes.contains(index), engine.nodes[index].status == .waiting else { return }
                 engine.nodes[index].status = .pending
                 engine.enqueue(index)
             }
@@ -251,8 +251,13 @@ extension RunEngine {
         case .group:
             var finished = event(.groupFinished, index)
             finished.status = status
-            finished.members = nodes[index].members.count
-            finished.succeeded = nodes[index].members.filter { nodes[$0].status == .succeeded }.count
+            if let progress = fanOutProgress[index] {
+                finished.members = progress.created
+                finished.succeeded = progress.succeeded
+            } else {
+                finished.members = nodes[index].members.count
+                finished.succeeded = nodes[index].members.filter { nodes[$0].status == .succeeded }.count
+            }
             finished.reason = why
             finished.duration = nodes[index].startedAt.map { elapsed - $0 }
             emit(finished)
@@ -261,13 +266,16 @@ extension RunEngine {
         }
 
         if status == .succeeded && startsWaitersFirst(index) { admitWaiters() }
-        if let group = nodes[index].group { memberSettled(group) }
+        let fanOutMember = nodes[index].index != nil && nodes[index].group.map { fanOutProgress[$0] != nil } == true
+        if fanOutMember { recordSettledMember(index) }
+        if let group = nodes[index].group { memberSettled(group, member: index) }
         for join in nodes[index].joins { joinMemberSettled(join) }
-        for dependent in nodes[index].dependents {
+        for dependent in nodes[index].dependents where nodes.contains(dependent) {
             nodes[dependent].unsettledNeeds -= 1
             if nodes[dependent].unsettledNeeds == 0 { needsSettled(dependent) }
         }
         finishIfDone()
+        if fanOutMember { retireMember(index) }
     }
 
     /// Whether a task that succeeded may hand its freed slot to the next

@@ -16,11 +16,14 @@ extension RunEngine {
                 settle(index, .cancelled, reason: reason)
             }
         case .group:
-            let members = nodes[index].members
+            let members = members(of: index)
             if nodes[index].status == .pending {
                 settle(index, .cancelled, reason: reason)
             }
+            if let progress = fanOutProgress[index], progress.drainReason == nil { progress.drainReason = reason }
             for member in members { cancel(member, reason: reason) }
+            // Members not made yet are made cancelled.
+            refillFanOut(index)
         case .join:
             for member in nodes[index].members { cancel(member, reason: reason) }
         }
@@ -35,9 +38,14 @@ extension RunEngine {
         for index in nodes.indices where !nodes[index].isFinally && nodes[index].kind == .task && !nodes[index].status.isFinal {
             cancel(index, reason: reason)
         }
+        for index in nodes.liveMembers where nodes.contains(index) && !nodes[index].status.isFinal {
+            cancel(index, reason: reason)
+        }
         for index in nodes.indices where !nodes[index].isFinally && nodes[index].kind == .group && nodes[index].status == .pending {
             cancel(index, reason: reason)
         }
+        // Fan-outs' members not made yet are made cancelled.
+        for group in fanOutProgress.keys.sorted() { refillFanOut(group) }
         finishIfDone()
     }
 
@@ -45,7 +53,7 @@ extension RunEngine {
     func killEverything() {
         killingEverything = true
         if stopping == nil { stopping = .signal }
-        for index in nodes.indices where !nodes[index].status.isFinal && nodes[index].kind == .task {
+        for index in Array(nodes.indices) + nodes.liveMembers where nodes.contains(index) && !nodes[index].status.isFinal && nodes[index].kind == .task {
             nodes[index].cancelReason = .signal
             if let attempt = attempts[index] {
                 attempt.kill()
@@ -53,6 +61,7 @@ extension RunEngine {
                 settle(index, .cancelled, reason: .signal)
             }
         }
+        for group in fanOutProgress.keys.sorted() { refillFanOut(group) }
         finishIfDone()
     }
 

@@ -26,7 +26,8 @@ extension RunEngine {
         file.bytes += shown(json: json.finish())
         file.bytes.removeLast()  // the object stays open for "tasks", "groups" and "joins"
         file.bytes.append(contentsOf: ",\"tasks\":[\n".utf8)
-        var groups: [UInt8] = []
+        for progress in fanOutProgress.values { writeHeldRows(progress) }
+        var groupIndices: [Int] = []
         var joins: [UInt8] = []
         var firstTask = true
         for index in nodes.indices {
@@ -37,11 +38,7 @@ extension RunEngine {
                 file.bytes += shown(json: taskObject(index))
                 file.flushIfFull()
             case .group:
-                if !groups.isEmpty { groups.append(contentsOf: ",\n".utf8) }
-                var object = commonFields(index)
-                object.add("members", nodes[index].members.map { nodes[$0].name })
-                object.add("timed_out", nodes[index].groupTimedOut)
-                groups += object.finish()
+                groupIndices.append(index)
             case .join:
                 if !joins.isEmpty { joins.append(contentsOf: ",\n".utf8) }
                 var object = commonFields(index)
@@ -52,14 +49,60 @@ extension RunEngine {
                 joins += object.finish()
             }
         }
+        // Fan-out members' rows, written as they settled (in that order).
+        if summaryRows.byteCount > 0 {
+            if !firstTask { file.bytes.append(contentsOf: ",\n".utf8) }
+            summaryRows.drain(in: record) { chunk in
+                file.bytes += chunk
+                file.flushIfFull()
+            }
+        }
         file.bytes.append(contentsOf: "\n],\"groups\":[".utf8)
-        file.bytes += groups
+        for (position, index) in groupIndices.enumerated() {
+            if position > 0 { file.bytes.append(contentsOf: ",\n".utf8) }
+            writeGroup(index, into: &file)
+        }
         file.bytes.append(contentsOf: "],\"joins\":[".utf8)
         file.bytes += joins
         file.bytes.append(contentsOf: "]}\n".utf8)
     }
 
-    private func taskObject(_ index: Int) -> [UInt8] {
+    /// A group's object. A fan-out's member names and items (a million
+    /// each, maybe) go from their spills to the file a chunk at a time.
+    private func writeGroup(_ index: Int, into file: inout ChunkedFileWriter) {
+        var object = commonFields(index)
+        object.add("timed_out", nodes[index].groupTimedOut)
+        guard let progress = fanOutProgress[index] else {
+            object.add("members", nodes[index].members.map { nodes[$0].name })
+            file.bytes += object.finish()
+            return
+        }
+        // Members with no row in "tasks" succeeded plainly (see docs/RUNNING.md).
+        object.add("rows_left_out", progress.rowsLeftOut)
+        if let template = fanOuts[index]?.template.value.name, let identity = identities[template] {
+            object.add("member_identity", identity.hash)
+            var parts = JSONObjectWriter()
+            for part in identity.parts { parts.add(key: part.name, String(part.hash.prefix(8))) }
+            let partsJSON = parts.finish()
+            object.add("member_identity_parts") { $0 += partsJSON }
+        }
+        var head = object.finish()
+        head.removeLast()  // the object stays open for the lists
+        file.bytes += head
+        file.bytes.append(contentsOf: ",\"members\":[".utf8)
+        progress.names.drain(in: record) { chunk in
+            file.bytes += chunk
+            file.flushIfFull()
+        }
+        file.bytes.append(contentsOf: "],\"items\":[".utf8)
+        progress.items.drain(in: record) { chunk in
+            file.bytes += chunk
+            file.flushIfFull()
+        }
+        file.bytes.append(contentsOf: "]}".utf8)
+    }
+
+    func taskObject(_ index: Int) -> [UInt8] {
         var object = commonFields(index)
         object.add("phase", nodes[index].isFinally ? "finally" : "main")
         object.add("group", nodes[index].group.map { nodes[$0].name })

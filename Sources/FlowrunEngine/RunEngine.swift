@@ -29,7 +29,20 @@ package final class RunEngine: @unchecked Sendable {
     /// CLOCK_MONOTONIC at the start, in seconds.
     let startSeconds: Double
 
-    var nodes: [RunNode] = []
+    var nodes = RunNodes()
+    /// Each running (or finished) fan-out's feed and counts, by the group's node index.
+    var fanOutProgress: [Int: FanOutProgress] = [:]
+    /// Names made by fan-outs named other than `GROUP[INDEX]` (see RunEngine+MemberNames.swift).
+    var madeMemberNames: [MadeMemberNames] = []
+    /// Groups whose members' stashes something reads (`groups.G.results`, a
+    /// join over the group): their members are kept after they settle.
+    var groupsWithMembersRead: Set<String> = []
+    /// Fan-out members settled so far, by status, and whether one failed
+    /// (not allowed to): members are let go, these stay.
+    var settledMemberCounts: [TaskStatus: Int] = [:]
+    var settledMemberFailed = false
+    /// Settled fan-out members' summary rows, spilled to disk as they settle.
+    var summaryRows = RecordSpill()
     var indexByName: [String: Int] = [:]
     var pool: SlotPool
     /// Resource 0 of the pool: the run's `max_parallel` slots.
@@ -340,6 +353,7 @@ package final class RunEngine: @unchecked Sendable {
         // By index: copying 100,000 nodes to count them showed in peak memory.
         var counts: [TaskStatus: Int] = [:]
         for index in nodes.indices where nodes[index].kind == .task { counts[nodes[index].status, default: 0] += 1 }
+        for (status, count) in settledMemberCounts { counts[status, default: 0] += count }
         return TaskStatus.allCases.filter(\.isFinal).compactMap { status in counts[status].map { (status, $0) } }
     }
 
@@ -349,7 +363,7 @@ package final class RunEngine: @unchecked Sendable {
         if let stopSignal { return 128 + stopSignal }
         if stopping == .runTimeout { return 124 }
         // By index: copying every node to look at it showed at 100,000 tasks.
-        return nodes.indices.contains(where: countsAsFailure) ? 1 : 0
+        return settledMemberFailed || nodes.indices.contains(where: countsAsFailure) ? 1 : 0
     }
 
     private func countsAsFailure(_ index: Int) -> Bool {

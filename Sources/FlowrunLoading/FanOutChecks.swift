@@ -92,6 +92,8 @@ struct FanOutChecks {
             // GROUP[k=v,…]: no declared name holds '[', so only records can collide, among themselves.
             let template = fanOut.template.nameTemplate
             guard template != nil || fanOut.source.isRecords else { continue }
+            // A huge range is checked as the run starts it, without a list of its names (RunEngine+MemberNames.swift).
+            guard (fanOut.source.staticCount ?? 0) <= NumericBounds.namesCheckedAtLoad else { continue }
             guard let names = MemberNaming.staticNames(of: group, vars: workflow.vars) else { continue }
             var first: [String: Int] = [:]
             first.reserveCapacity(names.count)

@@ -85,8 +85,8 @@ extension WorkflowDecoder {
         var count = axes.isEmpty ? 0 : 1
         for axis in axes {
             let product = count.multipliedReportingOverflow(by: axis.values.count)
-            guard !product.overflow, product.partialValue <= NumericBounds.rangeItems else {
-                error("the matrix has more than \(NumericBounds.rangeItems.grouped) combinations (\(axes.map { "\($0.values.count)" }.joined(separator: " × ")))", at: node)
+            guard !product.overflow, product.partialValue <= NumericBounds.matrixCombinations else {
+                error("the matrix has more than \(NumericBounds.matrixCombinations.grouped) combinations (\(axes.map { "\($0.values.count)" }.joined(separator: " × ")))", at: node)
                 return nil
             }
             count = product.partialValue

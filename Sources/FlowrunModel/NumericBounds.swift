@@ -11,8 +11,14 @@ public enum NumericBounds {
     public static let slots = 1...1_000_000
     /// Either end of `foreach: {range: [FIRST, LAST]}`.
     public static let rangeEnd = -1_000_000_000_000_000...1_000_000_000_000_000
-    /// How many items one `range` may give.
-    public static let rangeItems = 100_000
+    /// How many items one `range` may give: members are made as slots free
+    /// up and let go once settled, so a range costs no memory per item.
+    public static let rangeItems = 10_000_000
+    /// How many combinations one `matrix:` may give (they are listed in the plan).
+    public static let matrixCombinations = 100_000
+    /// Fan-outs with more members than this have their names checked when
+    /// they start, not when the file is loaded (that would list them all).
+    public static let namesCheckedAtLoad = 100_000
     /// Every duration key (`timeout`, `retry_delay`, `kill_grace`, `sleep`, group and join `timeout`).
     public static let longestDuration: Duration = .seconds(366 * 24 * 3600)
     /// A retry's delay after backoff never exceeds this (nor the run's deadline).

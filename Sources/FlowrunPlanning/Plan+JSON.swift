@@ -214,6 +214,7 @@ private struct PlanDocument: Encodable {
 
     /// The members of a list or matrix known before the run (a range is described, not listed).
     private static func members(_ step: PlanStep, source: FanOutSource, template: Template?, vars: [Variable]) -> [Member]? {
+        if case .range = source { return nil }
         guard let group = step.group,
               let names = MemberNaming.staticNames(group: group, source: source, template: template, axes: step.fanOutAxes, vars: vars) else { return nil }
         switch source {

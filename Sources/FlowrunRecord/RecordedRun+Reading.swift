@@ -48,6 +48,21 @@ extension RecordedRun {
             task.outputs = (entry["outputs"]?.members ?? []).compactMap { member in member.value.string.map { (member.key, $0) } }
             tasks.append(task)
         }
+        // A big fan-out's plain successes have no row: made from the group's names and items.
+        var named: Set<String>?
+        for entry in document["groups"]?.array ?? [] where (entry["rows_left_out"]?.int ?? 0) > 0 {
+            guard let group = entry["name"]?.string, let names = entry["members"]?.array, let items = entry["items"]?.array else { continue }
+            if named == nil { named = Set(tasks.map(\.name)) }
+            for (offset, member) in names.enumerated() {
+                guard let name = member.string, !named!.contains(name) else { continue }
+                var task = Task(name: name, status: .succeeded)
+                task.group = group
+                task.item = offset < items.count ? items[offset].string : nil
+                task.attempts = 1
+                task.exitCode = 0
+                tasks.append(task)
+            }
+        }
         for entry in document["groups"]?.array ?? [] {
             guard let name = entry["name"]?.string else { continue }
             groups.append(Group(

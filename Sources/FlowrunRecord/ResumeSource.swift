@@ -23,6 +23,9 @@ package struct ResumeSource: Sendable {
     package var tasks: [Task]
     /// Final status of each group and join, by name.
     package var groupStatus: [String: String]
+    /// A big fan-out's template identity (hash and parts), for its members
+    /// that have no row (`Task.leftOut`): theirs is this with their item.
+    package var memberIdentity: [String: (hash: String, parts: [(name: String, hash: String)])] = [:]
     package var joinStatus: [String: String]
 
     package struct Task: Sendable {
@@ -41,6 +44,8 @@ package struct ResumeSource: Sendable {
         /// A stdout over 1 MiB: the record's file holding it whole (the
         /// summary keeps only its end), and its size.
         package var wholeStdout: (file: String, byteCount: Int)?
+        /// A plain success of a big fan-out, with no row of its own in the summary.
+        package var leftOut = false
     }
 
     package struct Problem: Error, Sendable, CustomStringConvertible {
@@ -91,9 +96,32 @@ package struct ResumeSource: Sendable {
                 outputs: outputs, identity: fields.string("identity"), identityParts: parts,
                 wholeStdout: wholeStdout(log: fields.string("log"), attempts: fields.int("attempts"), in: directory)))
         }
+        var named: Set<String>?
         for case .object(let group) in summary.array("groups") {
             let fields = Fields(group)
-            if let name = fields.string("name") { source.groupStatus[name] = fields.string("status") ?? "" }
+            guard let name = fields.string("name") else { continue }
+            source.groupStatus[name] = fields.string("status") ?? ""
+            guard (fields.int("rows_left_out") ?? 0) > 0 else { continue }
+            // Members with no row succeeded plainly: empty stash, exit 0.
+            if named == nil { named = Set(source.tasks.map(\.name)) }
+            let items = fields.array("items")
+            for (offset, member) in fields.array("members").enumerated() {
+                guard case .string(let member) = member, !named!.contains(member) else { continue }
+                var item: String?
+                if offset < items.count, case .string(let text) = items[offset] { item = text }
+                var task = Task(
+                    name: member, status: "succeeded", phase: "main", group: name, item: item, stdout: "", exitCode: 0, duration: nil,
+                    outputs: [], identity: nil, identityParts: [], wholeStdout: nil)
+                task.leftOut = true
+                source.tasks.append(task)
+            }
+            if let hash = fields.string("member_identity") {
+                var parts: [(name: String, hash: String)] = []
+                if case .object(let pairs)? = fields.value("member_identity_parts") {
+                    for pair in pairs { if case .string(let value) = pair.value { parts.append((pair.key, value)) } }
+                }
+                source.memberIdentity[name] = (hash, parts)
+            }
         }
         for case .object(let join) in summary.array("joins") {
             let fields = Fields(join)

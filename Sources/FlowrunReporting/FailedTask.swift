@@ -51,3 +51,26 @@ struct NameSample {
         first.prefix(limit).joined(separator: ", ") + (count > limit ? ", … (\(count))" : "")
     }
 }
+
+/// The failed tasks a reporter lists at the end: the first `limit` kept
+/// whole, every one counted — a fan-out of a million failing members costs
+/// the reporter a counter, not a million log tails.
+struct FailedTasks {
+    let limit: Int
+    private(set) var listed: [FailedTask] = []
+    private(set) var count = 0
+    private(set) var allowedCount = 0
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    mutating func append(_ failure: FailedTask) {
+        count += 1
+        if failure.allowed { allowedCount += 1 }
+        if listed.count < limit { listed.append(failure) }
+    }
+
+    /// Failures counted but not kept.
+    var unlisted: Int { count - listed.count }
+}

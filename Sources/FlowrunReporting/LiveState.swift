@@ -68,7 +68,7 @@ struct LiveState {
     /// The terminal's width, set by the view before each batch of events:
     /// join blocks and failure reasons are fitted (or wrapped) to it.
     var columns = 80
-    private var failures: [FailedTask] = []
+    private var failures = FailedTasks(limit: LiveState.summaryFailureLimit)
     /// Members joins cancelled once they had what they needed.
     /// The first few of them and how many (a quorum over 100,000 members keeps five names, not all).
     private var notNeeded = NameSample()
@@ -81,7 +81,7 @@ struct LiveState {
     /// Each running task's latest line of output (`--stream` / the row's dimmed tail).
     private(set) var latestOutput: [String: String] = [:]
     /// Tasks cancelled before they started, since the last `collapsedLines()`.
-    private var cancelledUnstarted: [String] = []
+    private var cancelledUnstarted = NameSample()
     /// The three slowest finished tasks, slowest first.
     private var slowest: [(name: String, duration: Double)] = []
     /// Tasks that succeeded without running: restored, up to date.
@@ -194,12 +194,12 @@ struct LiveState {
     }
 
     private mutating func collapsedCancelledLines() -> [StyledLine] {
-        guard !cancelledUnstarted.isEmpty else { return [] }
-        defer { cancelledUnstarted = [] }
+        guard cancelledUnstarted.count > 0 else { return [] }
+        defer { cancelledUnstarted = NameSample() }
         if cancelledUnstarted.count == 1 {
-            return [taskLine(symbol: "⊘", role: .dim, name: cancelledUnstarted[0], details: "cancelled before it started")]
+            return [taskLine(symbol: "⊘", role: .dim, name: cancelledUnstarted.first[0], details: "cancelled before it started")]
         }
-        let names = cancelledUnstarted.prefix(3).joined(separator: ", ") + (cancelledUnstarted.count > 3 ? ", …" : "")
+        let names = cancelledUnstarted.first.prefix(3).joined(separator: ", ") + (cancelledUnstarted.count > 3 ? ", …" : "")
         var line = StyledLine("⊘ ", .dim)
         line.append("\(cancelledUnstarted.count) tasks", .bold)
         line.append(" cancelled before they started: \(names)", .dim)
@@ -227,7 +227,7 @@ struct LiveState {
         }
         if status == .cancelled && !ran {
             // Ctrl-C on 20,000 pending tasks is one line, not 20,000.
-            cancelledUnstarted.append(name)
+            cancelledUnstarted.add(name)
             return []
         }
         var details: [String] = []
@@ -299,7 +299,7 @@ struct LiveState {
         head.append(" \(succeeded ? "succeeded" : "failed") in \(PlainReporter.seconds(event.duration ?? 0)) (exit \(exitCode))")
         var lines = [StyledLine(), head]
         var counts = StyledLine("  ")
-        let words = FailedTask.counts(event.counts ?? [], allowed: failures.count { $0.allowed }, notNeeded: notNeeded.count)
+        let words = FailedTask.counts(event.counts ?? [], allowed: failures.allowedCount, notNeeded: notNeeded.count)
         for (offset, entry) in words.enumerated() {
             if offset > 0 { counts.append(" · ", .dim) }
             counts.append("\(entry.count) \(entry.word)", entry.word == "failed (allowed)" ? .warning : Self.role(of: entry.status))
@@ -312,7 +312,7 @@ struct LiveState {
             line.append(slowest.map { "\($0.name) \(PlainReporter.seconds($0.duration))" }.joined(separator: ", "))
             lines.append(line)
         }
-        for failure in failures.prefix(Self.summaryFailureLimit) {
+        for failure in failures.listed {
             var line = StyledLine(failure.allowed ? "  failed (allowed): " : "  failed: ", failure.allowed ? .warning : .failure)
             line.append(failure.name, .bold)
             if let path = failure.path {
@@ -325,8 +325,8 @@ struct LiveState {
                 lines.append(line)
             }
         }
-        if failures.count > Self.summaryFailureLimit {
-            lines.append(StyledLine("  … and \(failures.count - Self.summaryFailureLimit) more failed (see the run record)", .failure))
+        if failures.unlisted > 0 {
+            lines.append(StyledLine("  … and \(failures.unlisted) more failed (see the run record)", .failure))
         }
         if notNeeded.count > 0 {
             var line = StyledLine("  not needed: ", .dim)

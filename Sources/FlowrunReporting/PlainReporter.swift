@@ -14,7 +14,8 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     private let valueWidth = 200
     /// Join blocks fit this width: the terminal's, or 80 when not a terminal.
     private let columns: Int
-    private var failures: [FailedTask] = []
+    /// The first 100 failures are listed at the end, the rest counted.
+    private var failures = FailedTasks(limit: 100)
     /// Members joins cancelled once they had what they needed: "not needed", not failures.
     private var notNeeded = NameSample()
     /// Joins that failed: the members they cancelled were not "not needed".
@@ -189,14 +190,15 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     }
 
     private func summary(_ event: RunEvent, stamp: String) -> [String] {
-        let counts = FailedTask.counts(event.counts ?? [], allowed: failures.count { $0.allowed }, notNeeded: notNeeded.count)
+        let counts = FailedTask.counts(event.counts ?? [], allowed: failures.allowedCount, notNeeded: notNeeded.count)
             .map { "\($0.count) \($0.word)" }.joined(separator: ", ")
         var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts)\(reused.text) — exit \(event.runExitCode ?? 0)"]
         if !slowest.isEmpty { lines.append("    slowest: " + slowest.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
-        for failure in failures {
+        for failure in failures.listed {
             lines.append("    \(failure.allowed ? "failed (allowed)" : "failed"): \(failure.name)" + (failure.path.map { " — \($0)" } ?? ""))
             for line in failure.tail.suffix(FailedTask.summaryTailLines) { lines.append("      | " + line) }
         }
+        if failures.unlisted > 0 { lines.append("    … and \(failures.unlisted) more failed (see the run record)") }
         if notNeeded.count > 0 {
             lines.append("    not needed: " + notNeeded.listed(5))
         }

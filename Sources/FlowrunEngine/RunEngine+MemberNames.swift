@@ -1,0 +1,132 @@
+import FlowrunModel
+import FlowrunValues
+
+/// Member names (docs/FORMAT.md "Member names"), checked before any member
+/// exists without a table of them in memory: a pass over the items hashes
+/// each name to 64 bits; only names whose hash repeats are compared whole,
+/// in a second pass. Default `GROUP[INDEX]` names need no pass.
+extension RunEngine {
+    /// Names made by a fan-out whose names are not `GROUP[INDEX]`: for later
+    /// fan-outs to check theirs against (sorted hashes, 8 bytes a member).
+    struct MadeMemberNames {
+        var group: String
+        var hashes: [UInt64]
+    }
+
+    /// The member's name for `item`: its `name:` filled in, its record
+    /// fields, or `GROUP[INDEX]`.
+    func memberName(group: Int, fanOut: FanOut, item: FanOutItem, index: Int) -> String {
+        let template = fanOut.template.value
+        let groupName = nodes[group].name
+        let fieldNames: Bool
+        if case .records = fanOut.source { fieldNames = true } else { fieldNames = false }
+        var name = MemberNaming.name(
+            group: groupName, item: item, index: index, template: template.nameTemplate, fieldNames: fieldNames, axes: fanOut.axes,
+            vars: plan.workflow.vars)
+        if name == nil, let nameTemplate = template.nameTemplate {
+            // A name that cannot be made (a NUL byte, a value over 1 MiB) or is empty keeps the GROUP[INDEX] form.
+            if let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index), !rendered.isEmpty { name = rendered }
+        }
+        return name ?? "\(groupName)[\(index)]"
+    }
+
+    /// Whether every member would get the `GROUP[INDEX]` form.
+    private func namesAreIndexed(_ fanOut: FanOut) -> Bool {
+        if fanOut.template.value.nameTemplate != nil { return false }
+        if case .records = fanOut.source { return false }
+        return true
+    }
+
+    /// The first problem with the members' names, or nil: two members that
+    /// would share a name, or a name a task, group, join or another
+    /// fan-out's member already has. `makeFeed` gives the items afresh for each pass.
+    func memberNameProblem(group: Int, fanOut: FanOut, makeFeed: () -> FanOutFeed) -> String? {
+        let groupName = nodes[group].name
+        let indexed = namesAreIndexed(fanOut)
+        let prefix = groupName + "["
+        // Indexed names collide only with a name of that form made elsewhere.
+        if indexed && !indexByName.keys.contains(where: { $0.hasPrefix(prefix) }) && madeMemberNames.isEmpty { return nil }
+        var hashes: [UInt64] = []
+        var firstTaken: (offset: Int, message: String)?
+        var feed = makeFeed()
+        if let count = feed.knownCount { hashes.reserveCapacity(count) }
+        while let item = feed.next() {
+            let offset = feed.offset - 1
+            if let selected = fanOut.items, !selected.contains(offset) { continue }
+            let name = memberName(group: group, fanOut: fanOut, item: item, index: offset)
+            let hash = Self.nameHash(name)
+            if !indexed { hashes.append(hash) }
+            if firstTaken == nil, let owner = owner(ofTaken: name, hash: hash) {
+                firstTaken = (offset, "item \(offset) would be named '\(name)', which is already the name of \(owner); member names must differ from every other name")
+            }
+        }
+        if let failure = feed.failure { return failure }
+        var firstRepeat: (offset: Int, message: String)?
+        if !indexed {
+            hashes.sort()
+            var repeated = Set<UInt64>()
+            for position in hashes.indices.dropFirst() where hashes[position] == hashes[position - 1] { repeated.insert(hashes[position]) }
+            if !repeated.isEmpty {
+                // Second pass: only names whose hash repeats are compared whole.
+                var firstOffset: [String: Int] = [:]
+                var again = makeFeed()
+                while let item = again.next() {
+                    let offset = again.offset - 1
+                    if let selected = fanOut.items, !selected.contains(offset) { continue }
+                    let name = memberName(group: group, fanOut: fanOut, item: item, index: offset)
+                    guard repeated.contains(Self.nameHash(name)) else { continue }
+                    if let earlier = firstOffset[name] {
+                        firstRepeat = (offset, "items \(earlier) and \(offset) would both be named '\(name)'; member names must differ: give the task a name: that tells them apart (for example with ${{ index }})")
+                        break
+                    }
+                    firstOffset[name] = offset
+                }
+            }
+            madeMemberNames.append(MadeMemberNames(group: groupName, hashes: hashes))
+        }
+        switch (firstTaken, firstRepeat) {
+        case let (taken?, repeated?): return taken.offset <= repeated.offset ? taken.message : repeated.message
+        case let (taken?, nil): return taken.message
+        case let (nil, repeated?): return repeated.message
+        case (nil, nil): return nil
+        }
+    }
+
+    /// Who already has `name`: a task, group or join, or a member of an
+    /// earlier fan-out (by its names' hashes, or its `GROUP[INDEX]` form).
+    private func owner(ofTaken name: String, hash: UInt64) -> String? {
+        if let taken = indexByName[name] {
+            return nodes[taken].group.map { "a member of group '\(nodes[$0].name)'" } ?? "a \(nodes[taken].kind)"
+        }
+        for made in madeMemberNames {
+            if let found = Self.binarySearch(made.hashes, hash), found { return "a member of group '\(made.group)'" }
+        }
+        // GROUP[INDEX] of an indexed fan-out that has started.
+        if name.hasSuffix("]"), let open = name.lastIndex(of: "["), let index = Int(name[name.index(after: open)..<name.index(before: name.endIndex)]),
+           let other = indexByName[String(name[..<open])], let progress = fanOutProgress[other], let fanOut = fanOuts[other], namesAreIndexed(fanOut),
+           !progress.exhausted || index < progress.feed.offset {
+            return "a member of group '\(nodes[other].name)'"
+        }
+        return nil
+    }
+
+    private static func binarySearch(_ sorted: [UInt64], _ value: UInt64) -> Bool? {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] < value { low = middle + 1 } else { high = middle }
+        }
+        return low < sorted.count && sorted[low] == value
+    }
+
+    /// FNV-1a over the name's bytes: the same in every pass, unlike `Hasher`.
+    static func nameHash(_ name: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+}
