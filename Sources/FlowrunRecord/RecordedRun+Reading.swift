@@ -111,7 +111,7 @@ extension RecordedRun {
                 guard let name = event["task"]?.string else { continue }
                 let index = position(of: name)
                 tasks[index].status = .running
-                tasks[index].attempts = event["attempt"]?.int ?? tasks[index].attempts + 1
+                tasks[index].attempts = event["attempt"]?.int ?? 1
                 if tasks[index].started == nil { tasks[index].started = elapsed }
                 if let path = event["path"]?.string { tasks[index].logPath = path }
                 tasks[index].reason = nil
@@ -122,13 +122,20 @@ extension RecordedRun {
             case "task_finished":
                 guard let name = event["task"]?.string else { continue }
                 let index = position(of: name)
-                tasks[index].status = status ?? .failed
+                // Left out of the line when they go without saying (docs/events-json.md).
+                let finalStatus = status ?? .succeeded
+                let attempt = event["attempt"]?.int ?? 1
+                if tasks[index].started == nil { tasks[index].started = event["started"]?.double }
+                tasks[index].status = finalStatus
                 tasks[index].reason = event["reason"]?.string
-                tasks[index].exitCode = event["exit_code"]?.int
+                tasks[index].exitCode = event["exit_code"]?.int ?? (finalStatus == .succeeded && attempt > 0 ? 0 : nil)
                 tasks[index].duration = event["duration"]?.double
+                if tasks[index].duration == nil, attempt == 1, let elapsed, let started = tasks[index].started {
+                    tasks[index].duration = max(0, elapsed - started)
+                }
                 tasks[index].finished = elapsed
                 tasks[index].allowed = event["allowed"]?.bool ?? false
-                if let attempt = event["attempt"]?.int { tasks[index].attempts = attempt }
+                tasks[index].attempts = attempt
                 if let path = event["path"]?.string { tasks[index].logPath = path }
             case "group_finished":
                 guard let name = event["group"]?.string else { continue }

@@ -141,7 +141,10 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// Event lines not yet written. The engine's queue writes them once the
     /// step that produced them is over (`writesEvents(scheduling:)`), so a burst of
     /// events costs one write, and nothing waits longer than that step.
-    private var pendingEvents: [UInt8] = []
+    var pendingEvents: [UInt8] = []
+    /// Starts held back for a moment (`RunRecord+HeldStarts`), and how to come back to them.
+    var held = HeldStarts()
+    var scheduleLater: ((Double, @escaping @Sendable () -> Void) -> Void)?
     private var scheduleWrite: ((@escaping @Sendable () -> Void) -> Void)?
     /// `writePendingEvents` as a closure made once, not once per step. Weak:
     /// a write queued for later must not outlive the record (nor keep it).
@@ -156,8 +159,17 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
 
     package func report(_ event: RunEvent) {
         let flushIsScheduled = !pendingEvents.isEmpty
-        event.appendJSONLine(to: &pendingEvents)
-        pendingEvents.append(UInt8(ascii: "\n"))
+        if holdsStart(event) { return }
+        if event.kind != .groupFinished, event.kind != .joinCompleted, let task = event.subject, let start = releaseHeldStart(of: task) {
+            if event.kind == .taskFinished {
+                append(start.mergedInto(event))
+            } else {
+                append(start)
+                append(event)
+            }
+        } else {
+            append(event)
+        }
         guard let scheduleWrite else {
             writePendingEvents()
             return
@@ -173,6 +185,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// events.jsonl is cut back to its last whole line, the run fails, and
     /// no more lines are written.
     package func writePendingEvents() {
+        writeDueStarts()
         guard !pendingEvents.isEmpty else { return }
         defer { pendingEvents.removeAll(keepingCapacity: true) }
         guard !eventsFailed else { return }
@@ -201,7 +214,13 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     }
 
     package func finish() {
+        writeDueStarts(all: true)
         writePendingEvents()
+    }
+
+    func append(_ event: RunEvent) {
+        event.appendJSONLine(to: &pendingEvents)
+        pendingEvents.append(UInt8(ascii: "\n"))
     }
 
     // MARK: Summary

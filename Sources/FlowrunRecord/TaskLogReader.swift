@@ -134,13 +134,13 @@ package final class TaskLogReader {
             if kind == "run_finished" {
                 runEnded = true
             } else if event["task"]?.string == task {
-                if kind == "task_started" {
-                    taskStarted = true
+                // A short attempt has one line, its task_finished with `started`.
+                if kind == "task_started" || kind == "task_finished" {
+                    if kind == "task_started" || event["started"] != nil { taskStarted = true }
+                    if kind == "task_finished" { taskFinished = true }
                     if let path = event["path"]?.string, let slash = path.lastIndex(of: "/") {
                         logFile = String(path[path.index(after: slash)...])
                     }
-                } else if kind == "task_finished" {
-                    taskFinished = true
                 }
             }
         }

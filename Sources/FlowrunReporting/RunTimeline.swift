@@ -162,6 +162,12 @@ package struct RunTimeline: Sendable {
                 waitingSince[task] = (event.elapsed, .retryDelay, [])
             case "task_finished":
                 guard let task = event.task else { return }
+                if let started = event.started {
+                    // One line for a short attempt: it opened at `started`.
+                    var start = event
+                    start.elapsed = started
+                    add(RecordedEvent(startOf: start), to: &timeline)
+                }
                 if open[task] != nil {
                     close(task, at: event.elapsed, event, into: &timeline)
                 } else {
@@ -191,7 +197,8 @@ package struct RunTimeline: Sendable {
         private mutating func close(_ task: String, at time: Double, _ event: RecordedEvent, into timeline: inout RunTimeline) {
             guard var attempt = open.removeValue(forKey: task) else { return }
             attempt.end = time
-            attempt.status = event.status ?? "failed"
+            // A task_finished says its status when it is not a success.
+            attempt.status = event.status ?? (event.event == "task_finished" ? "succeeded" : "failed")
             attempt.exitCode = event.exitCode
             attempt.signal = event.signal
             attempt.reason = event.reason
@@ -223,6 +230,7 @@ package struct RunTimeline: Sendable {
 
         var event: String
         var elapsed: Double
+        var started: Double?
         var runId: String?
         var workflow: String?
         var task: String?
@@ -240,5 +248,16 @@ package struct RunTimeline: Sendable {
         var succeeded: Int?
         var required: Int?
         var timedOut: Bool?
+
+        /// The `task_started` a short attempt's `task_finished` stands for too.
+        init(startOf finished: RecordedEvent) {
+            self = finished
+            event = "task_started"
+            started = nil
+            status = nil
+            exitCode = nil
+            signal = nil
+            reason = nil
+        }
     }
 }
