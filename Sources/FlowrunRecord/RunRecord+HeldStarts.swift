@@ -26,24 +26,29 @@ extension RunRecord {
 
     struct HeldStarts {
         /// Starts in the order they came, by sequence number (`base` is the
-        /// first one still in `events`); nil once written or merged.
+        /// sequence of `events[0]`); nil once written or merged. Those
+        /// before `head` are all nil.
         var events: [RunEvent?] = []
         var heldAt: [Double] = []
+        var head = 0
         var base = 0
         var sequenceOf: [String: Int] = [:]
         var timerArmed = false
 
+        /// Moves `head` past the starts no longer held; drops them from the
+        /// arrays once they are most of it.
         mutating func dropWrittenFront() {
-            var front = 0
-            while front < events.count, events[front] == nil { front += 1 }
-            if front == events.count {
+            while head < events.count, events[head] == nil { head += 1 }
+            if head == events.count {
+                base += head
                 events.removeAll(keepingCapacity: true)
                 heldAt.removeAll(keepingCapacity: true)
-                base += front
-            } else if front > 1024 && front * 2 > events.count {
-                events.removeFirst(front)
-                heldAt.removeFirst(front)
-                base += front
+                head = 0
+            } else if head > 1024 && head * 2 > events.count {
+                base += head
+                events.removeFirst(head)
+                heldAt.removeFirst(head)
+                head = 0
             }
         }
     }
@@ -82,7 +87,7 @@ extension RunRecord {
         guard !held.sequenceOf.isEmpty else { return }
         let due = Self.monotonicSeconds() - Self.startHoldSeconds
         var lines: [UInt8] = []
-        var position = 0
+        var position = held.head
         while position < held.events.count {
             if let start = held.events[position] {
                 guard all || held.heldAt[position] <= due else { break }
@@ -98,7 +103,8 @@ extension RunRecord {
     }
 
     private func armHeldStartsTimer() {
-        guard !held.timerArmed, let scheduleLater, let first = held.events.firstIndex(where: { $0 != nil }) else { return }
+        guard !held.timerArmed, let scheduleLater, held.head < held.events.count else { return }
+        let first = held.head
         held.timerArmed = true
         let wait = max(0.001, held.heldAt[first] + Self.startHoldSeconds - Self.monotonicSeconds())
         scheduleLater(wait) { [weak self] in

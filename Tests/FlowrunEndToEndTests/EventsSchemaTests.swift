@@ -58,11 +58,8 @@ extension RunEndToEnd {
             let jsonRecord = try Self.eventsFile(in: jsonSandbox)
             let jsonLines = jsonRun.stdout.split(separator: "\n").map(String.init)
             // events.jsonl is --output json with short attempts in one line.
-            let record = try Self.parsed(jsonRecord)
-            let merged = Set(record.filter { $0["started"] != nil }.map { "\($0["task"] ?? "")@\($0["elapsed"] ?? "")" })
-            let folded = try Self.folded(jsonLines, merging: merged)
-            let written = try record.map(Self.canonical).sorted()
-            #expect(folded == written, "events.jsonl is --output json, each short attempt in one line: only in --output json \(folded.filter { !written.contains($0) }), only in the file \(written.filter { !folded.contains($0) })")
+            let problem = try Self.difference(console: jsonLines, file: jsonRecord)
+            #expect(problem == nil, "events.jsonl is --output json, each short attempt in one line: \(problem ?? "")")
             #expect(jsonRecord.count < jsonLines.count, "no attempt was written as one line")
             let jsonEvents = try jsonLines.map(Self.kindAndSubject(json:))
             #expect(Set(jsonEvents.map(\.kind)) == Self.allKinds, "the workflow should exercise every kind of event")
@@ -174,6 +171,18 @@ extension RunEndToEnd {
 
         /// The keys of a `task_started` that a `task_finished` with `started` carries for it.
         static let startKeys = ["timeout_seconds", "group_timeout_seconds", "limits", "needs"]
+
+        /// Nil when `file` (events.jsonl) holds the events of `console`
+        /// (`--output json`) with short attempts folded into one line each;
+        /// else what differs.
+        static func difference(console: [String], file: [String]) throws -> String? {
+            let record = try parsed(file)
+            let merged = Set(record.filter { $0["started"] != nil }.map { "\($0["task"] ?? "")@\($0["elapsed"] ?? "")" })
+            let folded = try folded(console, merging: merged)
+            let written = try record.map(canonical).sorted()
+            guard folded != written else { return nil }
+            return "only in --output json \(folded.filter { !written.contains($0) }), only in the file \(written.filter { !folded.contains($0) })"
+        }
 
         /// An event as JSON text with its keys sorted, to compare.
         static func canonical(_ event: NSDictionary) throws -> String {

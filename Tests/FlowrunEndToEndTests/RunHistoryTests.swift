@@ -230,6 +230,8 @@ extension RunEndToEnd {
                   after: {needs: [slow], run: "echo after"}
                 """)
             #expect(sandbox.waitFor("ready"), "slow never started")
+            // Its task_started line: in events.jsonl once it ran a moment (RunRecord+HeldStarts).
+            #expect(sandbox.waitForEvent("task_started"), "slow's start was never written")
             let id = try #require(runFolders(in: sandbox.logDirectory).first)
 
             let show = try Self.flowrun(["show"], sandbox)
@@ -272,6 +274,8 @@ extension RunEndToEnd {
                   hold: {needs: [done], run: 'echo ready > "$SANDBOX/ready"; exec sleep 30'}
                 """)
             #expect(sandbox.waitFor("ready"), "hold never started")
+            // A start is written once the task ran a moment: a SIGKILL sooner leaves none (docs/events-json.md).
+            #expect(sandbox.waitForEvent("task_started"), "hold's start was never written")
             let running = try Self.flowrun(["runs"], sandbox)
             #expect(running.stdout.contains(" running "), "\(running)")
             live.signalGroup(SIGKILL)

@@ -232,7 +232,8 @@ extension RunEndToEnd {
             #expect(log == "first\n::progress::25\nsecond\n::progress::75\n::progress::100\nthird\n", "the log keeps every line printed")
             // --output json prints the same events as events.jsonl.
             let printed = run.stdout.split(separator: "\n").map(String.init)
-            #expect(printed == record.eventLines.filter { !$0.isEmpty }, "--output json and events.jsonl differ\n\(run)")
+            let problem = try RunEndToEnd.EventsSchemaTests.difference(console: printed, file: record.eventLines.filter { !$0.isEmpty })
+            #expect(problem == nil, "--output json and events.jsonl differ: \(problem ?? "")\n\(run)")
         }
 
         /// A burst of progress lines read at once may be reported as its
