@@ -64,7 +64,7 @@ extension RunRecord {
     /// or when starts are not held back.
     func holdsStart(_ event: RunEvent) -> Bool {
         guard scheduleLater != nil, event.kind == .taskStarted, let task = event.subject else { return false }
-        if let earlier = releaseHeldStart(of: task) { append(earlier) }
+        if let earlier = releaseHeldStart(of: task) { append(earlier, spilling: true) }
         held.sequenceOf[task] = held.base + held.events.count
         held.events.append(event)
         held.heldAt.append(Self.monotonicSeconds())
@@ -94,6 +94,7 @@ extension RunRecord {
                 start.appendJSONLine(to: &lines)
                 lines.append(UInt8(ascii: "\n"))
                 held.sequenceOf[start.subject ?? ""] = nil
+                logsInMemory.removeValue(forKey: start.subject ?? "")?.spill()
                 held.events[position] = nil
             }
             position += 1

@@ -9,7 +9,9 @@ package import FlowrunEvents
 ///
 ///     events.jsonl              one event a line, written as it happens (a step's lines in one write)
 ///     logs/000/000042-NAME.log  everything task 42 printed (stdout and stderr), all attempts;
-///                               none if it printed nothing
+///                               none if it printed nothing, or little in a moment:
+///     logs/small.pack           small logs of short attempts, one after another,
+///     logs/small.index          and where each is (`SmallLogPack`, read by `RecordedLog`)
 ///     outputs/000042-NAME.N     the `$FLOWRUN_OUTPUT` file of its attempt N (if it wrote one)
 ///
 /// `000` is the log's shard (`RecordFileName.shard`: tasks 0–999, then
@@ -92,7 +94,13 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     package func log(index: Int, name: String, exists: Bool) -> TaskLog {
         let stem = RecordFileName.stem(index: index, name: name)
         let shard = RecordFileName.shard(index: index)
-        return TaskLog(folder: folder, shard: shard, fileName: stem + ".log", path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists)
+        // Small logs are packed where starts are held back: the start's line
+        // being written is when the log goes to its own file (`spill`).
+        let packs = scheduleLater != nil
+        let log = TaskLog(folder: folder, shard: shard, stem: stem, path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists,
+                          pack: packs ? smallLogs : nil)
+        if packs { logsInMemory[name] = log }
+        return log
     }
 
     /// Task `index`'s log through flowrun's handle on the run folder
@@ -111,8 +119,8 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// The last lines of task `index`'s log.
     package func logTail(index: Int, name: String, lines: Int) -> [String] {
         var tail: [String] = []
-        _ = folder.inLogsShard(RecordFileName.shard(index: index), make: false) { logs in
-            if logs >= 0 { tail = LogTail.read(logs, RecordFileName.stem(index: index, name: name) + ".log", lines: lines) }
+        _ = folder.inLogsShard(RecordFileName.shard(index: index), make: false) { [folder] shard in
+            tail = RecordedLog(logs: folder.logs, shard: shard, fileName: RecordFileName.stem(index: index, name: name) + ".log").tail(lines: lines)
             return 0
         }
         return tail
@@ -145,6 +153,11 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// Starts held back for a moment (`RunRecord+HeldStarts`), and how to come back to them.
     var held = HeldStarts()
     var scheduleLater: ((Double, @escaping @Sendable () -> Void) -> Void)?
+    /// Small logs of short attempts (`SmallLogPack`).
+    private lazy var smallLogs = SmallLogPack(folder: folder)
+    /// The logs of attempts whose start is held back, by task: kept in
+    /// memory until the start is written (`spill`) or the attempt ends.
+    var logsInMemory: [String: TaskLog] = [:]
     private var scheduleWrite: ((@escaping @Sendable () -> Void) -> Void)?
     /// `writePendingEvents` as a closure made once, not once per step. Weak:
     /// a write queued for later must not outlive the record (nor keep it).
@@ -162,9 +175,10 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         if holdsStart(event) { return }
         if event.kind != .groupFinished, event.kind != .joinCompleted, let task = event.subject, let start = releaseHeldStart(of: task) {
             if event.kind == .taskFinished {
+                logsInMemory[task] = nil
                 append(start.mergedInto(event))
             } else {
-                append(start)
+                append(start, spilling: true)
                 append(event)
             }
         } else {
@@ -218,9 +232,12 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         writePendingEvents()
     }
 
-    func append(_ event: RunEvent) {
+    /// With `spilling`, a held start being written: its attempt's log
+    /// goes to its own file from now on.
+    func append(_ event: RunEvent, spilling: Bool = false) {
         event.appendJSONLine(to: &pendingEvents)
         pendingEvents.append(UInt8(ascii: "\n"))
+        if spilling, let task = event.subject { logsInMemory.removeValue(forKey: task)?.spill() }
     }
 
     // MARK: Summary
