@@ -199,7 +199,8 @@ package struct RunTimeline: Sendable {
             attempt.end = time
             // A task_finished says its status when it is not a success.
             attempt.status = event.status ?? (event.event == "task_finished" ? "succeeded" : "failed")
-            attempt.exitCode = event.exitCode
+            // A success's exit code goes without saying: 0 (docs/events-json.md).
+            attempt.exitCode = event.exitCode ?? (event.event == "task_finished" && event.status == nil ? 0 : nil)
             attempt.signal = event.signal
             attempt.reason = event.reason
             timeline.attempts.append(attempt)

@@ -147,8 +147,12 @@ extension RunEndToEnd {
             let secret = sandbox.file("secret")
             _ = FileManager.default.createFile(atPath: secret, contents: Data("TOP SECRET\n".utf8))
             let logs = "\(sandbox.logDirectory)/\(id)/logs/000"
-            let testLog = try #require(try FileManager.default.contentsOfDirectory(atPath: logs).first { $0.hasSuffix("-test.log") })
-            try FileManager.default.removeItem(atPath: logs + "/" + testLog)
+            // Its own file, or (a small log) its name where a later attempt's file would go.
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(sandbox.logDirectory)/\(id)/summary.json"))) as? [String: Any])
+            let testEntry = (summary["tasks"] as? [[String: Any]])?.first { $0["name"] as? String == "test" }
+            let testLog = try #require((testEntry?["log"] as? String).map { ($0 as NSString).lastPathComponent })
+            try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+            try? FileManager.default.removeItem(atPath: logs + "/" + testLog)
             try FileManager.default.createSymbolicLink(atPath: logs + "/" + testLog, withDestinationPath: secret)
             let log = try Self.flowrun(["logs", "test"], sandbox)
             #expect(log.exitStatus == 1, "\(log)")

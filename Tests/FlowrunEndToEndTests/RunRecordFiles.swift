@@ -144,6 +144,29 @@ struct RunRecordFiles {
         return directory + "/logs/" + (fileStem(name, in: "logs", suffix: ".log") ?? "NONE-" + name) + ".log"
     }
 
+    /// `task`'s log as `flowrun logs` reads it: its entries in
+    /// `logs/small.pack` (by `logs/small.index`), then its own file; nil
+    /// when it has neither.
+    func logText(_ name: String) -> String? {
+        let file = logPath(name)
+        let stem = String((file as NSString).lastPathComponent.dropLast(".log".count))
+        var bytes = Data()
+        var found = false
+        if let index = ProcessProbe.text(directory + "/logs/small.index"), let pack = FileManager.default.contents(atPath: directory + "/logs/small.pack") {
+            for line in index.split(separator: "\n") {
+                let fields = line.split(separator: " ", maxSplits: 2)
+                guard fields.count == 3, fields[2] == stem, let offset = Int(fields[0]), let length = Int(fields[1]) else { continue }
+                bytes += pack[offset..<offset + length]
+                found = true
+            }
+        }
+        if let own = FileManager.default.contents(atPath: file) {
+            bytes += own
+            found = true
+        }
+        return found ? String(decoding: bytes, as: UTF8.self) : nil
+    }
+
     /// Attempt `attempt`'s `$FLOWRUN_OUTPUT` file of `task`: `outputs/INDEX-NAME.N`.
     func outputsPath(_ name: String, attempt: Int) -> String {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/outputs")) ?? []
