@@ -83,7 +83,11 @@ package struct RecordedLog {
     /// The last `lines` lines: of its file's last 64 KiB, after what the
     /// pack holds of it.
     package func tail(lines: Int) -> [String] {
-        let packed = packedBytes(packedEntries().entries)
+        Self.tail(packed: packedBytes(packedEntries().entries), shard: shard, fileName: fileName, lines: lines)
+    }
+
+    /// The last `lines` lines of a log whose pack entries are `packed`.
+    static func tail(packed: [UInt8], shard: Int32, fileName: String, lines: Int) -> [String] {
         let file = shard >= 0 ? LogTail.lastBytes(shard, fileName) : (bytes: [], cut: false)
         if file.cut { return LogTail.lines(file.bytes, lines: lines, cut: true) }
         return LogTail.lines(packed + file.bytes, lines: lines, cut: false)

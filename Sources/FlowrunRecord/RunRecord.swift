@@ -97,7 +97,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         // Small logs are packed where starts are held back: the start's line
         // being written is when the log goes to its own file (`spill`).
         let packs = scheduleLater != nil
-        let log = TaskLog(folder: folder, shard: shard, stem: stem, path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists,
+        let log = TaskLog(folder: folder, shard: shard, stem: stem, task: name, path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists,
                           pack: packs ? smallLogs : nil)
         if packs { logsInMemory[name] = log }
         return log
@@ -119,8 +119,9 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// The last lines of task `index`'s log.
     package func logTail(index: Int, name: String, lines: Int) -> [String] {
         var tail: [String] = []
-        _ = folder.inLogsShard(RecordFileName.shard(index: index), make: false) { [folder] shard in
-            tail = RecordedLog(logs: folder.logs, shard: shard, fileName: RecordFileName.stem(index: index, name: name) + ".log").tail(lines: lines)
+        let packed = scheduleLater != nil ? smallLogs.packed(task: name) : []
+        _ = folder.inLogsShard(RecordFileName.shard(index: index), make: false) { shard in
+            tail = RecordedLog.tail(packed: packed, shard: shard, fileName: RecordFileName.stem(index: index, name: name) + ".log", lines: lines)
             return 0
         }
         return tail
@@ -173,6 +174,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     package func report(_ event: RunEvent) {
         let flushIsScheduled = !pendingEvents.isEmpty
         if holdsStart(event) { return }
+        if event.kind == .taskFinished, scheduleLater != nil, let task = event.subject { smallLogs.settled(task: task) }
         if event.kind != .groupFinished, event.kind != .joinCompleted, let task = event.subject, let start = releaseHeldStart(of: task) {
             if event.kind == .taskFinished {
                 logsInMemory[task] = nil

@@ -34,6 +34,10 @@ package final class SmallLogPack: Sendable {
         var index: Int32 = -1
         var length: Int = 0
         var problem: String?
+        /// What tasks not settled yet have in the pack, by task: the
+        /// engine's `log_tail` of a failure reads it from here, not by
+        /// searching the index (a million lines). Dropped as each settles.
+        var unsettled: [String: [UInt8]] = [:]
     }
 
     init(folder: RunFolder) {
@@ -49,8 +53,9 @@ package final class SmallLogPack: Sendable {
 
     /// Appends the log `bytes` of the task whose files are named `stem`.
     /// Nil when written, else why not (the run fails with it).
-    func append(_ bytes: [UInt8], stem: String) -> String? {
+    func append(_ bytes: [UInt8], stem: String, task: String) -> String? {
         state.withLock { state -> String? in
+            state.unsettled[task, default: []] += bytes
             if let problem = state.problem { return problem }
             if state.pack < 0 {
                 state.pack = folder.create(Self.packName, in: folder.logs, appending: true)
@@ -64,6 +69,18 @@ package final class SmallLogPack: Sendable {
             var text = line
             guard text.withUTF8({ writeAll(state.index, UnsafeRawBufferPointer($0)) }) else { return fail(&state, Self.indexName) }
             return nil
+        }
+    }
+
+    /// What `task`'s attempts so far put in the pack.
+    func packed(task: String) -> [UInt8] {
+        state.withLock { $0.unsettled[task] ?? [] }
+    }
+
+    /// `task` settled: its bytes in the pack are no longer needed at hand.
+    func settled(task: String) {
+        state.withLock { state in
+            if !state.unsettled.isEmpty { state.unsettled[task] = nil }
         }
     }
 

@@ -38,6 +38,8 @@ package final class TaskLog: Sendable {
     private let shard: String
     /// The file's name without `.log`: what the pack's index names it by.
     private let stem: String
+    /// The task's name, for what the pack keeps at hand until it settles.
+    private let task: String
     private let pack: SmallLogPack?
     private let state: Mutex<State>
 
@@ -52,8 +54,9 @@ package final class TaskLog: Sendable {
         var problem: String?
     }
 
-    init(folder: RunFolder, shard: String, stem: String, path: String, exists: Bool, pack: SmallLogPack?) {
+    init(folder: RunFolder, shard: String, stem: String, task: String, path: String, exists: Bool, pack: SmallLogPack?) {
         self.folder = folder
+        self.task = task
         self.shard = shard
         self.stem = stem
         fileName = stem + ".log"
@@ -111,7 +114,7 @@ package final class TaskLog: Sendable {
             if state.descriptor >= 0 { Glibc.close(state.descriptor) }
             state.descriptor = -1
             if !state.closed, let buffer = state.buffer, !buffer.isEmpty, let pack, state.problem == nil {
-                if let problem = pack.append(buffer, stem: stem) { state.problem = problem }
+                if let problem = pack.append(buffer, stem: stem, task: task) { state.problem = problem }
             }
             state.buffer = nil
             state.closed = true
