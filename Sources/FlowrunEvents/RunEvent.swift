@@ -148,7 +148,8 @@ package struct RunEvent: Sendable {
         json.add("duration", kind == .taskFinished && attempt == 1 ? nil : duration)
         json.add("progress", progress)
         json.add("reason", reason)
-        json.add("waiting_on", waitingOn)
+        // Waiting on the run's slots alone, the common case, goes without saying.
+        json.add("waiting_on", waitingOn.map { $0.count == 1 && $0[0].hasPrefix("max_parallel ") } == true ? nil : waitingOn)
         json.add("delay", delay)
         json.add("path", path)
         json.add("log_tail", logTail)

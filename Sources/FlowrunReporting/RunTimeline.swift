@@ -132,11 +132,13 @@ package struct RunTimeline: Sendable {
         var waitingSince: [String: (time: Double, kind: Wait.Kind, on: [String])] = [:]
         /// Tasks that had an attempt: one cancelled during a retry delay did run.
         var ran: Set<String> = []
+        var maxParallel: Int?
 
         mutating func add(_ event: RecordedEvent, to timeline: inout RunTimeline) {
             timeline.end = max(timeline.end, event.elapsed)
             switch event.event {
             case "run_started":
+                maxParallel = event.maxParallel
                 timeline.runID = event.runId ?? ""
                 timeline.workflow = event.workflow ?? ""
             case "task_waiting":
@@ -145,7 +147,8 @@ package struct RunTimeline: Sendable {
                 if let delay = waitingSince[task] {
                     timeline.waits.append(Wait(task: task, kind: delay.kind, start: delay.time, end: event.elapsed, waitingOn: delay.on))
                 }
-                waitingSince[task] = (event.elapsed, .slots, event.waitingOn ?? [])
+                // No waiting_on: the run's max_parallel slots are all taken (docs/events-json.md).
+                waitingSince[task] = (event.elapsed, .slots, event.waitingOn ?? maxParallel.map { ["max_parallel \($0)/\($0)"] } ?? [])
             case "task_started":
                 guard let task = event.task else { return }
                 if let wait = waitingSince.removeValue(forKey: task) {
@@ -232,6 +235,7 @@ package struct RunTimeline: Sendable {
         var event: String
         var elapsed: Double
         var started: Double?
+        var maxParallel: Int?
         var runId: String?
         var workflow: String?
         var task: String?

@@ -42,7 +42,8 @@ struct RunRecordFiles {
     /// docs/events-json.md says a reader derives it: a short attempt's one
     /// line opened up into its `task_started` and `task_finished`; every
     /// event's `time` (run_started's plus `elapsed`); a task end's `attempt`
-    /// (1), a start's `limits` (one run slot), `status` (succeeded), a success's `exit_code` (0) and a first
+    /// (1), a start's `limits` (one run slot), a wait's `waiting_on` (the run's
+    /// slots), `status` (succeeded), a success's `exit_code` (0) and a first
     /// attempt's `duration` (from its start).
     static func derived(_ events: [[String: Any]?]) -> [[String: Any]?] {
         let formatter = ISO8601DateFormatter()
@@ -64,6 +65,9 @@ struct RunRecordFiles {
             func time(_ seconds: Double) -> String? { runStart.map { formatter.string(from: $0.addingTimeInterval(seconds - startElapsed)) } }
             if event["time"] == nil { event["time"] = time(elapsed) }
             let task = event["task"] as? String
+            if kind == "task_waiting", event["waiting_on"] == nil, let slots = maxParallel {
+                event["waiting_on"] = ["max_parallel \(slots)/\(slots)"]
+            }
             if kind == "task_started", let task {
                 event["attempt"] = event["attempt"] ?? 1
                 event["limits"] = event["limits"] ?? maxParallel.map { ["run": $0] }
