@@ -81,8 +81,8 @@ extension RunRecord {
         return start
     }
 
-    /// Puts the starts held for a moment (or, with `all`, every one) ahead
-    /// of the lines waiting to be written: they happened before them.
+    /// Adds the starts held for a moment (or, with `all`, every one) to the
+    /// lines waiting to be written.
     func writeDueStarts(all: Bool = false) {
         guard !held.sequenceOf.isEmpty else { return }
         let due = Self.monotonicSeconds() - Self.startHoldSeconds
@@ -100,7 +100,8 @@ extension RunRecord {
             position += 1
         }
         held.dropWrittenFront()
-        if !lines.isEmpty { pendingEvents.insert(contentsOf: lines, at: 0) }
+        // After the lines waiting: any of them about the same task came before its start was held.
+        pendingEvents.append(contentsOf: lines)
     }
 
     private func armHeldStartsTimer() {
