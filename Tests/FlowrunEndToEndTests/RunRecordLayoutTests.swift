@@ -71,6 +71,25 @@ extension RunEndToEnd {
             #expect(show.exitStatus == 0 && show.stdout.contains("quiet") && show.stdout.contains("loud"), "\(show)")
         }
 
+        /// What a task printed in its first moment is kept in memory (for
+        /// the pack), but never lost when flowrun is stopped then: SIGTERM
+        /// arrives as soon as the task has printed and said so, the task
+        /// is stopped, and its log holds the line (packed, or in its file
+        /// if the moment had passed).
+        @Test func outputHeldInMemoryIsKeptWhenFlowrunIsStopped() throws {
+            let sandbox = try RunSandbox()
+            let live = try sandbox.start("""
+                tasks:
+                  talker: {run: 'echo "said before the stop"; echo ready > "$SANDBOX/ready"; exec sleep 30'}
+                """)
+            #expect(sandbox.waitFor("ready"), "talker never printed")
+            kill(live.pid, SIGTERM)
+            let ended = live.finish()
+            #expect(!ended.hung, "flowrun did not stop: \(ended)")
+            let log = try RunHistoryTests.flowrun(["logs", "talker"], sandbox)
+            #expect(log.exitStatus == 0 && log.stdout == "said before the stop\n", "\(log)")
+        }
+
         /// 20,000 members that each print a line (`echo`) leave a handful
         /// of files, not 20,000 of 4 KiB each: a short attempt's small log
         /// is packed (logs/small.pack). No folder holds more than 10,000
