@@ -61,6 +61,10 @@ package struct RunEvent: Sendable {
     package var delay: Double?
     /// task_finished: the log file; run_started: the run folder.
     package var path: String?
+    /// task_started / task_finished: the log's path inside the run record
+    /// (`logs/000/000042-NAME.log`): what the JSON line says as `path`,
+    /// the run record's own path being run_started's.
+    package var pathInRecord: String?
     /// task_finished of a failure: the last lines of its log.
     package var logTail: [String]?
     /// join_completed / group_finished.
@@ -151,7 +155,7 @@ package struct RunEvent: Sendable {
         // Waiting on the run's slots alone, the common case, goes without saying.
         json.add("waiting_on", waitingOn.map { $0.count == 1 && $0[0].hasPrefix("max_parallel ") } == true ? nil : waitingOn)
         json.add("delay", delay)
-        json.add("path", path)
+        json.add("path", isTaskEnd ? pathInRecord ?? path : path)
         json.add("log_tail", logTail)
         json.add("members", members)
         json.add("succeeded", succeeded)

@@ -83,6 +83,12 @@ extension RecordedRun {
         var positions: [String: Int] = [:]
         var groupPositions: [String: Int] = [:]
         var lastElapsed: Double?
+        var recordPath: String?
+        /// A task's log path is the record's (run_started's `path`) + its own.
+        func inRecord(_ path: String) -> String {
+            guard let recordPath, !path.hasPrefix("/"), path.hasPrefix("logs/") else { return path }
+            return recordPath + "/" + path
+        }
         var finalCounts: JSONValue?
         func position(of name: String) -> Int {
             if let index = positions[name] { return index }
@@ -96,10 +102,12 @@ extension RecordedRun {
             start = end + 1
             guard let event = JSONValue.parse(bytes: Array(line)), let kind = event["event"]?.string else { continue }
             let elapsed = event["elapsed"]?.double
-            lastElapsed = elapsed ?? lastElapsed
+            // The latest, not the last line's: a start held back a moment may come after later lines.
+            if let elapsed { lastElapsed = max(lastElapsed ?? elapsed, elapsed) }
             let status = event["status"]?.string.flatMap(TaskStatus.init(rawValue:))
             switch kind {
             case "run_started":
+                recordPath = event["path"]?.string
                 workflow = event["workflow"]?.string
                 startTime = event["time"]?.string.flatMap(Self.epochSeconds)
                 plannedTasks = event["members"]?.int
@@ -113,7 +121,7 @@ extension RecordedRun {
                 tasks[index].status = .running
                 tasks[index].attempts = event["attempt"]?.int ?? 1
                 if tasks[index].started == nil { tasks[index].started = elapsed }
-                if let path = event["path"]?.string { tasks[index].logPath = path }
+                if let path = event["path"]?.string { tasks[index].logPath = inRecord(path) }
                 tasks[index].reason = nil
             case "task_retrying":
                 guard let name = event["task"]?.string else { continue }
@@ -136,7 +144,7 @@ extension RecordedRun {
                 tasks[index].finished = elapsed
                 tasks[index].allowed = event["allowed"]?.bool ?? false
                 tasks[index].attempts = attempt
-                if let path = event["path"]?.string { tasks[index].logPath = path }
+                if let path = event["path"]?.string { tasks[index].logPath = inRecord(path) }
             case "group_finished":
                 guard let name = event["group"]?.string else { continue }
                 let group = Group(name: name, status: status ?? .failed, reason: event["reason"]?.string, members: [],

@@ -89,6 +89,12 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         directory + "/logs/" + RecordFileName.shard(index: index) + "/" + RecordFileName.stem(index: index, name: name) + ".log"
     }
 
+    /// Task `index`'s log inside the record: `logs/000/000042-NAME.log`
+    /// (what events.jsonl names it by, the record being run_started's `path`).
+    package func logPathInRecord(index: Int, name: String) -> String {
+        "logs/" + RecordFileName.shard(index: index) + "/" + RecordFileName.stem(index: index, name: name) + ".log"
+    }
+
     /// Task `index`'s log, to write: made at its first byte, or reopened
     /// when an earlier attempt made it (`exists`).
     package func log(index: Int, name: String, exists: Bool) -> TaskLog {

@@ -44,7 +44,7 @@ struct RunRecordFiles {
     /// event's `time` (run_started's plus `elapsed`); a task end's `attempt`
     /// (1), a start's `limits` (one run slot), a wait's `waiting_on` (the run's
     /// slots), `status` (succeeded), a success's `exit_code` (0) and a first
-    /// attempt's `duration` (from its start).
+    /// attempt's `duration` (from its start); a log's `path` (inside the record).
     static func derived(_ events: [[String: Any]?]) -> [[String: Any]?] {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -52,6 +52,7 @@ struct RunRecordFiles {
         let startElapsed = elapsedAtStart(events)
         var startedAt: [String: Double] = [:]
         var maxParallel: Any?
+        var recordPath: String?
         var result: [[String: Any]?] = []
         for event in events {
             guard var event, let kind = event["event"] as? String, let elapsed = double(event["elapsed"]) else {
@@ -59,12 +60,17 @@ struct RunRecordFiles {
                 continue
             }
             if kind == "run_started" {
+                recordPath = event["path"] as? String
                 runStart = (event["time"] as? String).flatMap(formatter.date(from:))
                 maxParallel = event["max_parallel"]
             }
             func time(_ seconds: Double) -> String? { runStart.map { formatter.string(from: $0.addingTimeInterval(seconds - startElapsed)) } }
             if event["time"] == nil { event["time"] = time(elapsed) }
             let task = event["task"] as? String
+            // A task's log `path` is inside the record: run_started's `path` + it.
+            if kind.hasPrefix("task_"), let path = event["path"] as? String, path.hasPrefix("logs/"), let recordPath {
+                event["path"] = recordPath + "/" + path
+            }
             if kind == "task_waiting", event["waiting_on"] == nil, let slots = maxParallel {
                 event["waiting_on"] = ["max_parallel \(slots)/\(slots)"]
             }
