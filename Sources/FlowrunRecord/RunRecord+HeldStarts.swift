@@ -44,7 +44,8 @@ extension RunRecord {
                 events.removeAll(keepingCapacity: true)
                 heldAt.removeAll(keepingCapacity: true)
                 head = 0
-            } else if head > 1024 && head * 2 > events.count {
+            } else if head >= 64 && head * 2 > events.count {
+                // Soon: each slot is a whole RunEvent (~700 bytes), written or not.
                 base += head
                 events.removeFirst(head)
                 heldAt.removeFirst(head)
