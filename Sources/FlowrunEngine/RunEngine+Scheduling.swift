@@ -137,7 +137,7 @@ extension RunEngine {
         started.limits = nodes[index].demand.flatMap { $0 == Self.runSlotOnly ? nil : limitsJSON($0) }
         // Where its log goes (made at its first byte): `flowrun logs` of a live run reads it from here.
         started.path = record.logPath(index: index, name: nodes[index].name)
-        started.pathInRecord = record.logPathInRecord(index: index, name: nodes[index].name)
+        started.pathInRecordOffset = record.directory.utf8.count + 1
         if nodes[index].attempt == 1 { started.needs = needNames(index) }
         emit(started)
 
@@ -246,7 +246,7 @@ extension RunEngine {
             if status.isFailure && nodes[index].definition?.value.continueOnError == true { finished.allowed = true }
             if nodes[index].hasLog {
                 finished.path = record.logPath(index: index, name: nodes[index].name)
-                finished.pathInRecord = record.logPathInRecord(index: index, name: nodes[index].name)
+                finished.pathInRecordOffset = record.directory.utf8.count + 1
                 if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
             }
             emit(finished)

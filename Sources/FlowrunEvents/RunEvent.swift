@@ -61,10 +61,12 @@ package struct RunEvent: Sendable {
     package var delay: Double?
     /// task_finished: the log file; run_started: the run folder.
     package var path: String?
-    /// task_started / task_finished: the log's path inside the run record
-    /// (`logs/000/000042-NAME.log`): what the JSON line says as `path`,
-    /// the run record's own path being run_started's.
-    package var pathInRecord: String?
+    /// task_started / task_finished: where in `path` the log's path inside
+    /// the run record starts (`logs/000/000042-NAME.log`, after the record's
+    /// folder and its slash): what the JSON line says as `path`, the run
+    /// record's own path being run_started's. A count, not a second string,
+    /// made for every task.
+    package var pathInRecordOffset: Int?
     /// task_finished of a failure: the last lines of its log.
     package var logTail: [String]?
     /// join_completed / group_finished.
@@ -155,7 +157,21 @@ package struct RunEvent: Sendable {
         // Waiting on the run's slots alone, the common case, goes without saying.
         json.add("waiting_on", waitingOn.map { $0.count == 1 && $0[0].hasPrefix("max_parallel ") } == true ? nil : waitingOn)
         json.add("delay", delay)
-        json.add("path", isTaskEnd ? pathInRecord ?? path : path)
+        if isTaskEnd, let path, let offset = pathInRecordOffset, offset < path.utf8.count {
+            let inRecord = path.utf8.dropFirst(offset)
+            // Letters, digits and `_.-+,=@/` (RecordFileName): nothing to escape.
+            if inRecord.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                json.add("path") { bytes in
+                    bytes.append(UInt8(ascii: "\""))
+                    bytes.append(contentsOf: inRecord)
+                    bytes.append(UInt8(ascii: "\""))
+                }
+            } else {
+                json.add("path", String(decoding: inRecord, as: UTF8.self))
+            }
+        } else {
+            json.add("path", path)
+        }
         json.add("log_tail", logTail)
         json.add("members", members)
         json.add("succeeded", succeeded)

@@ -95,7 +95,7 @@ extension RunRecord {
                 start.appendJSONLine(to: &lines)
                 lines.append(UInt8(ascii: "\n"))
                 held.sequenceOf[start.subject ?? ""] = nil
-                logsInMemory.removeValue(forKey: start.subject ?? "")?.spill()
+                if !logsInMemory.isEmpty { logsInMemory.removeValue(forKey: start.subject ?? "")?.spill() }
                 held.events[position] = nil
             }
             position += 1

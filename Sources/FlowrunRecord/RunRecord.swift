@@ -89,12 +89,6 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         directory + "/logs/" + RecordFileName.shard(index: index) + "/" + RecordFileName.stem(index: index, name: name) + ".log"
     }
 
-    /// Task `index`'s log inside the record: `logs/000/000042-NAME.log`
-    /// (what events.jsonl names it by, the record being run_started's `path`).
-    package func logPathInRecord(index: Int, name: String) -> String {
-        "logs/" + RecordFileName.shard(index: index) + "/" + RecordFileName.stem(index: index, name: name) + ".log"
-    }
-
     /// Task `index`'s log, to write: made at its first byte, or reopened
     /// when an earlier attempt made it (`exists`).
     package func log(index: Int, name: String, exists: Bool) -> TaskLog {
@@ -105,7 +99,10 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         let packs = scheduleLater != nil
         let log = TaskLog(folder: folder, shard: shard, stem: stem, task: name, path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists,
                           pack: packs ? smallLogs : nil)
-        if packs { logsInMemory[name] = log }
+        if packs {
+            logsInMemory[name] = log
+            madePackableLogs = true
+        }
         return log
     }
 
@@ -165,6 +162,8 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// The logs of attempts whose start is held back, by task: kept in
     /// memory until the start is written (`spill`) or the attempt ends.
     var logsInMemory: [String: TaskLog] = [:]
+    /// Whether any task's log may have gone to the pack (none in a run of `sleep:` tasks).
+    private var madePackableLogs = false
     private var scheduleWrite: ((@escaping @Sendable () -> Void) -> Void)?
     /// `writePendingEvents` as a closure made once, not once per step. Weak:
     /// a write queued for later must not outlive the record (nor keep it).
@@ -180,10 +179,10 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     package func report(_ event: RunEvent) {
         let flushIsScheduled = !pendingEvents.isEmpty
         if holdsStart(event) { return }
-        if event.kind == .taskFinished, scheduleLater != nil, let task = event.subject { smallLogs.settled(task: task) }
+        if event.kind == .taskFinished, madePackableLogs, let task = event.subject { smallLogs.settled(task: task) }
         if event.kind != .groupFinished, event.kind != .joinCompleted, let task = event.subject, let start = releaseHeldStart(of: task) {
             if event.kind == .taskFinished {
-                logsInMemory[task] = nil
+                if !logsInMemory.isEmpty { logsInMemory[task] = nil }
                 append(start.mergedInto(event))
             } else {
                 append(start, spilling: true)
@@ -245,7 +244,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     func append(_ event: RunEvent, spilling: Bool = false) {
         event.appendJSONLine(to: &pendingEvents)
         pendingEvents.append(UInt8(ascii: "\n"))
-        if spilling, let task = event.subject { logsInMemory.removeValue(forKey: task)?.spill() }
+        if spilling, !logsInMemory.isEmpty, let task = event.subject { logsInMemory.removeValue(forKey: task)?.spill() }
     }
 
     // MARK: Summary
