@@ -406,12 +406,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             result.stdout = ValueLimit.tail(result.stdout)  // shown in the summary and join blocks, never used as the value
         }
         result.outputs = readOutputs()
+        // Closed first: a small log is written to the pack only now, and may fail.
+        log.close()
         if let problem = log.problem ?? finalCapture?.spillProblem {
             // Output that could not be kept is output lost: say so, and fail.
             result.status = result.status == .succeeded ? .failed : result.status
             result.reason = problem
         }
-        log.close()
         result.wroteLog = log.exists
         completion(result)
     }

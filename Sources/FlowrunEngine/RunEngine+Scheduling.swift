@@ -111,9 +111,12 @@ extension RunEngine {
 
     /// A task's needs and its group's, by name (nil when none): what a
     /// timeline draws arrows from.
+    /// A group member names its group's needs only when it is the group's
+    /// first member to start: the others waited for the same, and a
+    /// fan-out's thousands of lines need not repeat them.
     private func needNames(_ index: Int) -> [String]? {
         var needs = nodes[index].needs
-        if let group = nodes[index].group { needs += nodes[group].needs }
+        if let group = nodes[index].group, groupsWithAStartedMember.insert(group).inserted { needs += nodes[group].needs }
         return needs.isEmpty ? nil : needs.map { nodes[$0].name }
     }
 
@@ -130,9 +133,11 @@ extension RunEngine {
         // What the engine applies, for a reader to check against the plan.
         started.timeoutSeconds = nodes[index].timeout?.seconds
         started.groupTimeoutSeconds = nodes[index].group.flatMap { nodes[$0].timeout?.seconds }
-        started.limits = nodes[index].demand.map(limitsJSON)
+        // Left out when it is one of the run's slots and nothing else (run_started's `max_parallel`).
+        started.limits = nodes[index].demand.flatMap { $0 == Self.runSlotOnly ? nil : limitsJSON($0) }
         // Where its log goes (made at its first byte): `flowrun logs` of a live run reads it from here.
         started.path = record.logPath(index: index, name: nodes[index].name)
+        started.pathInRecordOffset = record.directory.utf8.count + 1
         if nodes[index].attempt == 1 { started.needs = needNames(index) }
         emit(started)
 
@@ -241,6 +246,7 @@ extension RunEngine {
             if status.isFailure && nodes[index].definition?.value.continueOnError == true { finished.allowed = true }
             if nodes[index].hasLog {
                 finished.path = record.logPath(index: index, name: nodes[index].name)
+                finished.pathInRecordOffset = record.directory.utf8.count + 1
                 if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
             }
             emit(finished)

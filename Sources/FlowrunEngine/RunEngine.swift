@@ -70,6 +70,8 @@ package final class RunEngine: @unchecked Sendable {
     var fanOuts: [Int: FanOut] = [:]
     /// `limitsJSON` of each demand met so far.
     var limitsTexts: [SlotPool.Demand: String] = [:]
+    /// Groups one of whose members started: the rest leave the group's needs out of `task_started`.
+    var groupsWithAStartedMember: Set<Int> = []
 
     var attempts: [Int: any TaskAttempt] = [:]
     /// The one thread that waits for pipes, exits and signals, and runs the engine's batches.
@@ -195,6 +197,7 @@ package final class RunEngine: @unchecked Sendable {
         record.writesEvents { [queue, loop] write in
             if !loop.runAtBatchEnd(write) { queue.async(execute: write) }
         }
+        record.holdsStarts { [queue] seconds, work in queue.asyncAfter(deadline: .now() + seconds, execute: work) }
         if let reaper {
             do {
                 childExits = try ChildExitWatch(reaper: reaper, loop: loop, outputs: pump)
@@ -291,6 +294,7 @@ package final class RunEngine: @unchecked Sendable {
         started.workflow = plan.workflow.name
         started.path = record.directory
         started.timeoutSeconds = plan.runTimeout?.seconds
+        started.maxParallel = pool.capacity(of: Self.runSlots)
         started.members = nodes.indices.count { nodes[$0].kind == .task }
         started.resumedFrom = reuse.resumedFrom
         emit(started)

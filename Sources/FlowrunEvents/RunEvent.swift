@@ -36,12 +36,21 @@ package struct RunEvent: Sendable {
     package var duration: Double?
     package var progress: Int?
     package var reason: String?
+    /// task_finished that stands for its attempt's `task_started` too (the
+    /// run record writes one line for an attempt shorter than a moment,
+    /// `RunRecord`): when the attempt started, in seconds since the run started.
+    package var started: Double?
+    /// run_started: the run's slots (`max_parallel`): what a task holds when
+    /// its task_started has no `limits`.
+    package var maxParallel: Int?
     /// task_started: the attempt's deadline and its group's, in seconds, as
     /// the engine started them (nil: none); run_started: the run's deadline.
     package var timeoutSeconds: Double?
     package var groupTimeoutSeconds: Double?
     /// task_started: the slots the task holds, a JSON object shaped like a
-    /// plan step's `limits` (`{"run":4,"group":{…},"semaphores":[…]}`).
+    /// plan step's `limits` (`{"run":4,"group":{…},"semaphores":[…]}`); nil
+    /// when it holds one of the run's slots and nothing else (the common
+    /// case, left out of the line), `{}` when it holds none.
     package var limits: String?
     /// task_started, first attempt: what it waited for (its needs, and its
     /// group's), by name; nil when none. Timelines draw these as arrows.
@@ -52,6 +61,12 @@ package struct RunEvent: Sendable {
     package var delay: Double?
     /// task_finished: the log file; run_started: the run folder.
     package var path: String?
+    /// task_started / task_finished: where in `path` the log's path inside
+    /// the run record starts (`logs/000/000042-NAME.log`, after the record's
+    /// folder and its slash): what the JSON line says as `path`, the run
+    /// record's own path being run_started's. A count, not a second string,
+    /// made for every task.
+    package var pathInRecordOffset: Int?
     /// task_finished of a failure: the last lines of its log.
     package var logTail: [String]?
     /// join_completed / group_finished.
@@ -108,7 +123,9 @@ package struct RunEvent: Sendable {
         // event, 2.1 µs an event once 60 KB were waiting to be written.
         var json = JSONObjectWriter()
         json.add("event", kind.rawValue)
-        json.add("time") { ClockText.appendISO8601(timestamp, to: &$0) }
+        // Only run_started says the wall-clock time: every other event's is
+        // that plus its `elapsed` (docs/events-json.md).
+        if kind == .runStarted { json.add("time") { ClockText.appendISO8601(timestamp, to: &$0) } }
         json.add("elapsed", elapsed)
         json.add("run_id", runID)
         json.add("workflow", workflow)
@@ -119,20 +136,42 @@ package struct RunEvent: Sendable {
         default: subjectKey = "task"
         }
         json.add(subjectKey, subject)
-        json.add("status", status?.rawValue)
-        json.add("attempt", attempt)
+        let isTaskEnd = kind == .taskStarted || kind == .taskFinished
+        // A task's end says its status when it is not a success; an attempt
+        // its number from the second on; a first attempt's end no duration
+        // (its `elapsed` minus its start's).
+        json.add("status", kind == .taskFinished && status == .succeeded ? nil : status?.rawValue)
+        json.add("attempt", isTaskEnd && attempt == 1 ? nil : attempt)
+        json.add("started", started)
         json.add("timeout_seconds", timeoutSeconds)
         json.add("group_timeout_seconds", groupTimeoutSeconds)
+        json.add("max_parallel", maxParallel)
         if let limits { json.addRaw("limits", limits) }
         json.add("needs", needs)
-        json.add("exit_code", exitCode)
+        // A success's exit code is 0 whenever it has one: said by its status.
+        json.add("exit_code", kind == .taskFinished && status == .succeeded && exitCode == 0 ? nil : exitCode)
         json.add("signal", signal)
-        json.add("duration", duration)
+        json.add("duration", kind == .taskFinished && attempt == 1 ? nil : duration)
         json.add("progress", progress)
         json.add("reason", reason)
-        json.add("waiting_on", waitingOn)
+        // Waiting on the run's slots alone, the common case, goes without saying.
+        json.add("waiting_on", waitingOn.map { $0.count == 1 && $0[0].hasPrefix("max_parallel ") } == true ? nil : waitingOn)
         json.add("delay", delay)
-        json.add("path", path)
+        if isTaskEnd, let path, let offset = pathInRecordOffset, offset < path.utf8.count {
+            let inRecord = path.utf8.dropFirst(offset)
+            // Letters, digits and `_.-+,=@/` (RecordFileName): nothing to escape.
+            if inRecord.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                json.add("path") { bytes in
+                    bytes.append(UInt8(ascii: "\""))
+                    bytes.append(contentsOf: inRecord)
+                    bytes.append(UInt8(ascii: "\""))
+                }
+            } else {
+                json.add("path", String(decoding: inRecord, as: UTF8.self))
+            }
+        } else {
+            json.add("path", path)
+        }
         json.add("log_tail", logTail)
         json.add("members", members)
         json.add("succeeded", succeeded)

@@ -98,6 +98,12 @@ extension RecordedRun {
         var positions: [String: Int] = [:]
         var groupPositions: [String: Int] = [:]
         var lastElapsed: Double?
+        var recordPath: String?
+        /// A task's log path is the record's (run_started's `path`) + its own.
+        func inRecord(_ path: String) -> String {
+            guard let recordPath, !path.hasPrefix("/"), path.hasPrefix("logs/") else { return path }
+            return recordPath + "/" + path
+        }
         var finalCounts: JSONValue?
         func position(of name: String) -> Int {
             if let index = positions[name] { return index }
@@ -111,10 +117,12 @@ extension RecordedRun {
             start = end + 1
             guard let event = JSONValue.parse(bytes: Array(line)), let kind = event["event"]?.string else { continue }
             let elapsed = event["elapsed"]?.double
-            lastElapsed = elapsed ?? lastElapsed
+            // The latest, not the last line's: a start held back a moment may come after later lines.
+            if let elapsed { lastElapsed = max(lastElapsed ?? elapsed, elapsed) }
             let status = event["status"]?.string.flatMap(TaskStatus.init(rawValue:))
             switch kind {
             case "run_started":
+                recordPath = event["path"]?.string
                 workflow = event["workflow"]?.string
                 startTime = event["time"]?.string.flatMap(Self.epochSeconds)
                 plannedTasks = event["members"]?.int
@@ -126,9 +134,9 @@ extension RecordedRun {
                 guard let name = event["task"]?.string else { continue }
                 let index = position(of: name)
                 tasks[index].status = .running
-                tasks[index].attempts = event["attempt"]?.int ?? tasks[index].attempts + 1
+                tasks[index].attempts = event["attempt"]?.int ?? 1
                 if tasks[index].started == nil { tasks[index].started = elapsed }
-                if let path = event["path"]?.string { tasks[index].logPath = path }
+                if let path = event["path"]?.string { tasks[index].logPath = inRecord(path) }
                 tasks[index].reason = nil
             case "task_retrying":
                 guard let name = event["task"]?.string else { continue }
@@ -137,14 +145,21 @@ extension RecordedRun {
             case "task_finished":
                 guard let name = event["task"]?.string else { continue }
                 let index = position(of: name)
-                tasks[index].status = status ?? .failed
+                // Left out of the line when they go without saying (docs/events-json.md).
+                let finalStatus = status ?? .succeeded
+                let attempt = event["attempt"]?.int ?? 1
+                if tasks[index].started == nil { tasks[index].started = event["started"]?.double }
+                tasks[index].status = finalStatus
                 tasks[index].reason = event["reason"]?.string
-                tasks[index].exitCode = event["exit_code"]?.int
+                tasks[index].exitCode = event["exit_code"]?.int ?? (finalStatus == .succeeded && attempt > 0 ? 0 : nil)
                 tasks[index].duration = event["duration"]?.double
+                if tasks[index].duration == nil, attempt == 1, let elapsed, let started = tasks[index].started {
+                    tasks[index].duration = max(0, elapsed - started)
+                }
                 tasks[index].finished = elapsed
                 tasks[index].allowed = event["allowed"]?.bool ?? false
-                if let attempt = event["attempt"]?.int { tasks[index].attempts = attempt }
-                if let path = event["path"]?.string { tasks[index].logPath = path }
+                tasks[index].attempts = attempt
+                if let path = event["path"]?.string { tasks[index].logPath = inRecord(path) }
             case "group_finished":
                 guard let name = event["group"]?.string else { continue }
                 let group = Group(name: name, status: status ?? .failed, reason: event["reason"]?.string, members: [],

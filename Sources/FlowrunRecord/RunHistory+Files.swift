@@ -17,10 +17,23 @@ extension RunHistory {
 
     /// The last `lines` lines of the log `file` (a name in `logs/SHARD/`) of run `id`.
     package func logTail(_ id: String, file: String, lines: Int) -> [String] {
-        let logs = openLogsFolder(id, file: file)
+        let logs = openFolder(id, "logs")
         guard logs >= 0 else { return [] }
         defer { close(logs) }
-        return LogTail.read(logs, file, lines: lines)
+        let shard = openLogsFolder(id, file: file)
+        defer { if shard >= 0 { close(shard) } }
+        return RecordedLog(logs: logs, shard: shard, fileName: file).tail(lines: lines)
+    }
+
+    /// The bytes of run `id`'s log `file` that `logs/small.pack` holds,
+    /// from the pack's index's byte `from` on, and where to read on from.
+    package func packedLog(_ id: String, file: String, from: Int) -> (bytes: [UInt8], indexEnd: Int) {
+        let logs = openFolder(id, "logs")
+        guard logs >= 0 else { return ([], from) }
+        defer { close(logs) }
+        let log = RecordedLog(logs: logs, shard: -1, fileName: file)
+        let (entries, end) = log.packedEntries(from: from)
+        return (log.packedBytes(entries), end)
     }
 
     /// The folder of run `id` that holds the log `file`: its shard

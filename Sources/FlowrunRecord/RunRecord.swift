@@ -9,7 +9,9 @@ package import FlowrunEvents
 ///
 ///     events.jsonl              one event a line, written as it happens (a step's lines in one write)
 ///     logs/000/000042-NAME.log  everything task 42 printed (stdout and stderr), all attempts;
-///                               none if it printed nothing
+///                               none if it printed nothing, or little in a moment:
+///     logs/small.pack           small logs of short attempts, one after another,
+///     logs/small.index          and where each is (`SmallLogPack`, read by `RecordedLog`)
 ///     outputs/000042-NAME.N     the `$FLOWRUN_OUTPUT` file of its attempt N (if it wrote one)
 ///
 /// `000` is the log's shard (`RecordFileName.shard`: tasks 0–999, then
@@ -92,7 +94,16 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     package func log(index: Int, name: String, exists: Bool) -> TaskLog {
         let stem = RecordFileName.stem(index: index, name: name)
         let shard = RecordFileName.shard(index: index)
-        return TaskLog(folder: folder, shard: shard, fileName: stem + ".log", path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists)
+        // Small logs are packed where starts are held back: the start's line
+        // being written is when the log goes to its own file (`spill`).
+        let packs = scheduleLater != nil
+        let log = TaskLog(folder: folder, shard: shard, stem: stem, task: name, path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists,
+                          pack: packs ? smallLogs : nil)
+        if packs {
+            logsInMemory[name] = log
+            madePackableLogs = true
+        }
+        return log
     }
 
     /// Task `index`'s log through flowrun's handle on the run folder
@@ -111,8 +122,9 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// The last lines of task `index`'s log.
     package func logTail(index: Int, name: String, lines: Int) -> [String] {
         var tail: [String] = []
-        _ = folder.inLogsShard(RecordFileName.shard(index: index), make: false) { logs in
-            if logs >= 0 { tail = LogTail.read(logs, RecordFileName.stem(index: index, name: name) + ".log", lines: lines) }
+        let packed = scheduleLater != nil ? smallLogs.packed(task: name) : []
+        _ = folder.inLogsShard(RecordFileName.shard(index: index), make: false) { shard in
+            tail = RecordedLog.tail(packed: packed, shard: shard, fileName: RecordFileName.stem(index: index, name: name) + ".log", lines: lines)
             return 0
         }
         return tail
@@ -141,7 +153,17 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// Event lines not yet written. The engine's queue writes them once the
     /// step that produced them is over (`writesEvents(scheduling:)`), so a burst of
     /// events costs one write, and nothing waits longer than that step.
-    private var pendingEvents: [UInt8] = []
+    var pendingEvents: [UInt8] = []
+    /// Starts held back for a moment (`RunRecord+HeldStarts`), and how to come back to them.
+    var held = HeldStarts()
+    var scheduleLater: ((Double, @escaping @Sendable () -> Void) -> Void)?
+    /// Small logs of short attempts (`SmallLogPack`).
+    private lazy var smallLogs = SmallLogPack(folder: folder)
+    /// The logs of attempts whose start is held back, by task: kept in
+    /// memory until the start is written (`spill`) or the attempt ends.
+    var logsInMemory: [String: TaskLog] = [:]
+    /// Whether any task's log may have gone to the pack (none in a run of `sleep:` tasks).
+    private var madePackableLogs = false
     private var scheduleWrite: ((@escaping @Sendable () -> Void) -> Void)?
     /// `writePendingEvents` as a closure made once, not once per step. Weak:
     /// a write queued for later must not outlive the record (nor keep it).
@@ -156,8 +178,19 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
 
     package func report(_ event: RunEvent) {
         let flushIsScheduled = !pendingEvents.isEmpty
-        event.appendJSONLine(to: &pendingEvents)
-        pendingEvents.append(UInt8(ascii: "\n"))
+        if holdsStart(event) { return }
+        if event.kind == .taskFinished, madePackableLogs, let task = event.subject { smallLogs.settled(task: task) }
+        if event.kind != .groupFinished, event.kind != .joinCompleted, let task = event.subject, let start = releaseHeldStart(of: task) {
+            if event.kind == .taskFinished {
+                if !logsInMemory.isEmpty { logsInMemory[task] = nil }
+                append(start.mergedInto(event))
+            } else {
+                append(start, spilling: true)
+                append(event)
+            }
+        } else {
+            append(event)
+        }
         guard let scheduleWrite else {
             writePendingEvents()
             return
@@ -173,6 +206,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// events.jsonl is cut back to its last whole line, the run fails, and
     /// no more lines are written.
     package func writePendingEvents() {
+        writeDueStarts()
         guard !pendingEvents.isEmpty else { return }
         defer { pendingEvents.removeAll(keepingCapacity: true) }
         guard !eventsFailed else { return }
@@ -201,7 +235,16 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     }
 
     package func finish() {
+        writeDueStarts(all: true)
         writePendingEvents()
+    }
+
+    /// With `spilling`, a held start being written: its attempt's log
+    /// goes to its own file from now on.
+    func append(_ event: RunEvent, spilling: Bool = false) {
+        event.appendJSONLine(to: &pendingEvents)
+        pendingEvents.append(UInt8(ascii: "\n"))
+        if spilling, !logsInMemory.isEmpty, let task = event.subject { logsInMemory.removeValue(forKey: task)?.spill() }
     }
 
     // MARK: Summary

@@ -6,6 +6,9 @@ import FlowrunValues
 /// `flowrun logs`: one task's log out of a run record, and with `-f` what
 /// it adds while the run goes on.
 ///
+/// The log is its entries in `logs/small.pack` (attempts that printed
+/// little and ended within a moment), then its own file (`RecordedLog`).
+///
 /// Following waits on inotify (the run folder, for `events.jsonl` growing
 /// and `summary.json` appearing, `logs/` and the log's shard `logs/000/`,
 /// for the log being made and written), not a timer: output shows as soon as the task prints it. A
@@ -22,6 +25,9 @@ package final class TaskLogReader {
     private var log: Int32 = -1
     private var logFile: String?
     private var logOffset: off_t = 0
+    /// How far `logs/small.index` was read, and whether the pack held some of the log.
+    private var packIndexOffset = 0
+    private var copiedPacked = false
     private var eventsOffset = 0
     private var pendingEvents: [UInt8] = []
     private(set) package var taskStarted = false
@@ -44,6 +50,13 @@ package final class TaskLogReader {
     @discardableResult
     package func copyLog() -> Bool {
         if log < 0, let logFile {
+            // Attempts that ended small and quick are in the pack, before any file the task has.
+            let packed = history.packedLog(runID, file: logFile, from: packIndexOffset)
+            packIndexOffset = packed.indexEnd
+            if !packed.bytes.isEmpty {
+                copiedPacked = true
+                output(packed.bytes)
+            }
             log = history.openLog(runID, file: logFile)
             let reason = errno
             // Not there yet is normal (a log is made at its first byte); anything else is not.
@@ -52,7 +65,7 @@ package final class TaskLogReader {
                 ? "cannot read \(history.folderPath(runID))/\(shown): \(reason == ELOOP || reason == EINVAL ? "not a plain file of the record (a link?)" : String(cString: strerror(reason)))"
                 : nil
         }
-        guard log >= 0 else { return false }
+        guard log >= 0 else { return copiedPacked }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = buffer.withUnsafeMutableBytes { pread(log, $0.baseAddress, $0.count, logOffset) }
@@ -134,13 +147,13 @@ package final class TaskLogReader {
             if kind == "run_finished" {
                 runEnded = true
             } else if event["task"]?.string == task {
-                if kind == "task_started" {
-                    taskStarted = true
+                // A short attempt has one line, its task_finished with `started`.
+                if kind == "task_started" || kind == "task_finished" {
+                    if kind == "task_started" || event["started"] != nil { taskStarted = true }
+                    if kind == "task_finished" { taskFinished = true }
                     if let path = event["path"]?.string, let slash = path.lastIndex(of: "/") {
                         logFile = String(path[path.index(after: slash)...])
                     }
-                } else if kind == "task_finished" {
-                    taskFinished = true
                 }
             }
         }

@@ -132,11 +132,13 @@ package struct RunTimeline: Sendable {
         var waitingSince: [String: (time: Double, kind: Wait.Kind, on: [String])] = [:]
         /// Tasks that had an attempt: one cancelled during a retry delay did run.
         var ran: Set<String> = []
+        var maxParallel: Int?
 
         mutating func add(_ event: RecordedEvent, to timeline: inout RunTimeline) {
             timeline.end = max(timeline.end, event.elapsed)
             switch event.event {
             case "run_started":
+                maxParallel = event.maxParallel
                 timeline.runID = event.runId ?? ""
                 timeline.workflow = event.workflow ?? ""
             case "task_waiting":
@@ -145,7 +147,8 @@ package struct RunTimeline: Sendable {
                 if let delay = waitingSince[task] {
                     timeline.waits.append(Wait(task: task, kind: delay.kind, start: delay.time, end: event.elapsed, waitingOn: delay.on))
                 }
-                waitingSince[task] = (event.elapsed, .slots, event.waitingOn ?? [])
+                // No waiting_on: the run's max_parallel slots are all taken (docs/events-json.md).
+                waitingSince[task] = (event.elapsed, .slots, event.waitingOn ?? maxParallel.map { ["max_parallel \($0)/\($0)"] } ?? [])
             case "task_started":
                 guard let task = event.task else { return }
                 if let wait = waitingSince.removeValue(forKey: task) {
@@ -162,6 +165,12 @@ package struct RunTimeline: Sendable {
                 waitingSince[task] = (event.elapsed, .retryDelay, [])
             case "task_finished":
                 guard let task = event.task else { return }
+                if let started = event.started {
+                    // One line for a short attempt: it opened at `started`.
+                    var start = event
+                    start.elapsed = started
+                    add(RecordedEvent(startOf: start), to: &timeline)
+                }
                 if open[task] != nil {
                     close(task, at: event.elapsed, event, into: &timeline)
                 } else {
@@ -191,8 +200,10 @@ package struct RunTimeline: Sendable {
         private mutating func close(_ task: String, at time: Double, _ event: RecordedEvent, into timeline: inout RunTimeline) {
             guard var attempt = open.removeValue(forKey: task) else { return }
             attempt.end = time
-            attempt.status = event.status ?? "failed"
-            attempt.exitCode = event.exitCode
+            // A task_finished says its status when it is not a success.
+            attempt.status = event.status ?? (event.event == "task_finished" ? "succeeded" : "failed")
+            // A success's exit code goes without saying: 0 (docs/events-json.md).
+            attempt.exitCode = event.exitCode ?? (event.event == "task_finished" && event.status == nil ? 0 : nil)
             attempt.signal = event.signal
             attempt.reason = event.reason
             timeline.attempts.append(attempt)
@@ -223,6 +234,8 @@ package struct RunTimeline: Sendable {
 
         var event: String
         var elapsed: Double
+        var started: Double?
+        var maxParallel: Int?
         var runId: String?
         var workflow: String?
         var task: String?
@@ -240,5 +253,16 @@ package struct RunTimeline: Sendable {
         var succeeded: Int?
         var required: Int?
         var timedOut: Bool?
+
+        /// The `task_started` a short attempt's `task_finished` stands for too.
+        init(startOf finished: RecordedEvent) {
+            self = finished
+            event = "task_started"
+            started = nil
+            status = nil
+            exitCode = nil
+            signal = nil
+            reason = nil
+        }
     }
 }

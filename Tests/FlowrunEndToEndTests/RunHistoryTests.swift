@@ -147,8 +147,12 @@ extension RunEndToEnd {
             let secret = sandbox.file("secret")
             _ = FileManager.default.createFile(atPath: secret, contents: Data("TOP SECRET\n".utf8))
             let logs = "\(sandbox.logDirectory)/\(id)/logs/000"
-            let testLog = try #require(try FileManager.default.contentsOfDirectory(atPath: logs).first { $0.hasSuffix("-test.log") })
-            try FileManager.default.removeItem(atPath: logs + "/" + testLog)
+            // Its own file, or (a small log) its name where a later attempt's file would go.
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(sandbox.logDirectory)/\(id)/summary.json"))) as? [String: Any])
+            let testEntry = (summary["tasks"] as? [[String: Any]])?.first { $0["name"] as? String == "test" }
+            let testLog = try #require((testEntry?["log"] as? String).map { ($0 as NSString).lastPathComponent })
+            try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+            try? FileManager.default.removeItem(atPath: logs + "/" + testLog)
             try FileManager.default.createSymbolicLink(atPath: logs + "/" + testLog, withDestinationPath: secret)
             let log = try Self.flowrun(["logs", "test"], sandbox)
             #expect(log.exitStatus == 1, "\(log)")
@@ -230,6 +234,8 @@ extension RunEndToEnd {
                   after: {needs: [slow], run: "echo after"}
                 """)
             #expect(sandbox.waitFor("ready"), "slow never started")
+            // Its task_started line: in events.jsonl once it ran a moment (RunRecord+HeldStarts).
+            #expect(sandbox.waitForEvent("task_started"), "slow's start was never written")
             let id = try #require(runFolders(in: sandbox.logDirectory).first)
 
             let show = try Self.flowrun(["show"], sandbox)
@@ -272,6 +278,8 @@ extension RunEndToEnd {
                   hold: {needs: [done], run: 'echo ready > "$SANDBOX/ready"; exec sleep 30'}
                 """)
             #expect(sandbox.waitFor("ready"), "hold never started")
+            // A start is written once the task ran a moment: a SIGKILL sooner leaves none (docs/events-json.md).
+            #expect(sandbox.waitForEvent("task_started"), "hold's start was never written")
             let running = try Self.flowrun(["runs"], sandbox)
             #expect(running.stdout.contains(" running "), "\(running)")
             live.signalGroup(SIGKILL)

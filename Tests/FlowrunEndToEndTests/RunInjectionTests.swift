@@ -160,7 +160,7 @@ extension RunEndToEnd {
             #expect(record.stdout("printed") == "printed=1\n::set-output name=printed::1")
             // 'EOF ' is not 'EOF': the heredoc never closes, so nothing after it counts.
             #expect(record.outputs("unclosed") == ["before": "ok"], "\(record.outputs("unclosed"))")
-            let log = try #require(ProcessProbe.text(record.logPath("unclosed")))
+            let log = try #require(record.logText("unclosed"))
             #expect(log.contains("never closed"), "the problem is not in the task's log:\n\(log)")
             // Keys with dots are invalid, and no task can set another's outputs.
             #expect(record.outputs("other-task").isEmpty, "\(record.outputs("other-task"))")

@@ -29,14 +29,85 @@ struct RunRecordFiles {
         self.directory = directory
         let eventsText = try #require(ProcessProbe.text(directory + "/events.jsonl"), "no events.jsonl in \(directory)", sourceLocation: sourceLocation)
         eventLines = eventsText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        events = eventLines.filter { !$0.isEmpty }.map { line in
+        events = Self.derived(eventLines.filter { !$0.isEmpty }.map { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-        }
+        })
         let summaryData = try #require(FileManager.default.contents(atPath: directory + "/summary.json"), "no summary.json in \(directory)", sourceLocation: sourceLocation)
         summary = try #require(try JSONSerialization.jsonObject(with: summaryData) as? [String: Any], "summary.json is not an object", sourceLocation: sourceLocation)
     }
 
     var runID: String { (directory as NSString).lastPathComponent }
+
+    /// The events with what their lines leave out put back, as
+    /// docs/events-json.md says a reader derives it: a short attempt's one
+    /// line opened up into its `task_started` and `task_finished`; every
+    /// event's `time` (run_started's plus `elapsed`); a task end's `attempt`
+    /// (1), a start's `limits` (one run slot), a wait's `waiting_on` (the run's
+    /// slots), `status` (succeeded), a success's `exit_code` (0) and a first
+    /// attempt's `duration` (from its start); a log's `path` (inside the record).
+    static func derived(_ events: [[String: Any]?]) -> [[String: Any]?] {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var runStart: Date?
+        let startElapsed = elapsedAtStart(events)
+        var startedAt: [String: Double] = [:]
+        var maxParallel: Any?
+        var recordPath: String?
+        var result: [[String: Any]?] = []
+        for event in events {
+            guard var event, let kind = event["event"] as? String, let elapsed = double(event["elapsed"]) else {
+                result.append(event)
+                continue
+            }
+            if kind == "run_started" {
+                recordPath = event["path"] as? String
+                runStart = (event["time"] as? String).flatMap(formatter.date(from:))
+                maxParallel = event["max_parallel"]
+            }
+            func time(_ seconds: Double) -> String? { runStart.map { formatter.string(from: $0.addingTimeInterval(seconds - startElapsed)) } }
+            if event["time"] == nil { event["time"] = time(elapsed) }
+            let task = event["task"] as? String
+            // A task's log `path` is inside the record: run_started's `path` + it.
+            if kind.hasPrefix("task_"), let path = event["path"] as? String, path.hasPrefix("logs/"), let recordPath {
+                event["path"] = recordPath + "/" + path
+            }
+            if kind == "task_waiting", event["waiting_on"] == nil, let slots = maxParallel {
+                event["waiting_on"] = ["max_parallel \(slots)/\(slots)"]
+            }
+            if kind == "task_started", let task {
+                event["attempt"] = event["attempt"] ?? 1
+                event["limits"] = event["limits"] ?? maxParallel.map { ["run": $0] }
+                startedAt[task] = elapsed
+            }
+            if kind == "task_finished", let task {
+                if let started = double(event["started"]) {
+                    var start: [String: Any] = ["event": "task_started", "elapsed": started, "task": task, "attempt": event["attempt"] ?? 1]
+                    for key in ["timeout_seconds", "group_timeout_seconds", "limits", "needs", "path"] {
+                        start[key] = event[key]
+                        event[key] = key == "path" ? event[key] : nil
+                    }
+                    start["limits"] = start["limits"] ?? maxParallel.map { ["run": $0] }
+                    start["time"] = time(started)
+                    result.append(start)
+                    startedAt[task] = started
+                    event["started"] = nil
+                }
+                event["attempt"] = event["attempt"] ?? 1
+                event["status"] = event["status"] ?? "succeeded"
+                if event["status"] as? String == "succeeded", integer(event["attempt"]) ?? 0 > 0 { event["exit_code"] = event["exit_code"] ?? 0 }
+                if event["duration"] == nil, integer(event["attempt"]) == 1, let started = startedAt[task] {
+                    event["duration"] = ((elapsed - started) * 1000).rounded() / 1000
+                }
+            }
+            result.append(event)
+        }
+        return result
+    }
+
+    /// run_started's own `elapsed` (its `time` is the wall clock at that elapsed).
+    private static func elapsedAtStart(_ events: [[String: Any]?]) -> Double {
+        events.lazy.compactMap { $0 }.first { $0["event"] as? String == "run_started" }.flatMap { double($0["elapsed"]) } ?? 0
+    }
 
     /// Every parsed event of `kind` (about `task`, if given), in order.
     func events(_ kind: String, task: String? = nil) -> [[String: Any]] {
@@ -81,6 +152,29 @@ struct RunRecordFiles {
     func logPath(_ name: String) -> String {
         if let path = task(name)?["log"] as? String { return path }
         return directory + "/logs/" + (fileStem(name, in: "logs", suffix: ".log") ?? "NONE-" + name) + ".log"
+    }
+
+    /// `task`'s log as `flowrun logs` reads it: its entries in
+    /// `logs/small.pack` (by `logs/small.index`), then its own file; nil
+    /// when it has neither.
+    func logText(_ name: String) -> String? {
+        let file = logPath(name)
+        let stem = String((file as NSString).lastPathComponent.dropLast(".log".count))
+        var bytes = Data()
+        var found = false
+        if let index = ProcessProbe.text(directory + "/logs/small.index"), let pack = FileManager.default.contents(atPath: directory + "/logs/small.pack") {
+            for line in index.split(separator: "\n") {
+                let fields = line.split(separator: " ", maxSplits: 2)
+                guard fields.count == 3, fields[2] == stem, let offset = Int(fields[0]), let length = Int(fields[1]) else { continue }
+                bytes += pack[offset..<offset + length]
+                found = true
+            }
+        }
+        if let own = FileManager.default.contents(atPath: file) {
+            bytes += own
+            found = true
+        }
+        return found ? String(decoding: bytes, as: UTF8.self) : nil
     }
 
     /// Attempt `attempt`'s `$FLOWRUN_OUTPUT` file of `task`: `outputs/INDEX-NAME.N`.

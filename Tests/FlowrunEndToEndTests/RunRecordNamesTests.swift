@@ -73,10 +73,10 @@ extension RunEndToEnd {
                 logs[log] = name
             }
             #expect(logs.count == items.count + 3, "list, the two long ones and every member have a log\n\(context)")
-            #expect(ProcessProbe.text(record.logPath(long + "1")) == "own-1\n" && ProcessProbe.text(record.logPath(long + "2")) == "own-2\n")
+            #expect(record.logText(long + "1") == "own-1\n" && record.logText(long + "2") == "own-2\n")
             for (index, item) in items.enumerated() {
                 let log = try #require(record.task("m " + item)?["log"] as? String)
-                #expect(ProcessProbe.text(log) == "printed-\(index)\n", "\(log)\n\(context)")
+                #expect(record.logText("m " + item) == "printed-\(index)\n", "\(log)\n\(context)")
             }
             // And every attempt that stashed has its own outputs file.
             let outputs = try FileManager.default.contentsOfDirectory(atPath: record.directory + "/outputs")

@@ -162,7 +162,7 @@ extension RunEndToEnd {
                 #expect(FileManager.default.fileExists(atPath: record.outputsPath("flaky", attempt: attempt)), "no outputs/NNNNNN-flaky.\(attempt)")
             }
             // Every attempt's output is in the one log.
-            let log = ProcessProbe.text(record.logPath("flaky")) ?? ""
+            let log = record.logText("flaky") ?? ""
             #expect(log.contains("attempt 1\n") && log.contains("attempt 2\n") && log.contains("attempt 3\n"), "\(log)")
 
             #expect(sandbox.lines("hopeless") == ["1", "2"])

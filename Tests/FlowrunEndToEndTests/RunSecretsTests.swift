@@ -99,24 +99,19 @@ extension RunEndToEnd {
             #expect(request.contains("token=\(Self.cliToken)"), "\(request)")
             let written = Self.everythingWritten(by: run, record: record.directory)
             #expect(written.map(\.what).contains("events.jsonl") && written.map(\.what).contains("summary.json"))
-            // Logs are named `logs/NNNNNN-NAME.log`: keyed here by `logs/NAME.log`.
-            let logs = Dictionary(uniqueKeysWithValues: written.filter { $0.what.hasPrefix("logs/") }.map { entry in
-                let file = entry.what.dropFirst("logs/".count)
-                return ("logs/" + (file.firstIndex(of: "-").map { String(file[file.index(after: $0)...]) } ?? String(file)), entry.text)
-            })
-            #expect(logs["logs/split.log"] != nil, "\(written.map(\.what))")
+            #expect(record.logText("split") != nil, "\(written.map(\.what))")  // read as flowrun logs does: logs/small.pack, then the file
             for (what, text) in written {
                 for secret in Self.forbidden {
                     #expect(!text.contains(secret), "\(what) holds '\(secret)':\n\(text.prefix(3000))")
                 }
             }
             // Masked, not dropped.
-            #expect(logs["logs/whole.log"] == "whole *** *** *** ***\n")
-            #expect(logs["logs/split.log"]?.contains("*** and more\n") == true, "\(logs["logs/split.log"] ?? "")")
-            #expect(logs["logs/multi.log"] == "***\n***\r\n***\r\n", "\(logs["logs/multi.log"] ?? "")")
-            #expect(logs["logs/url.log"]?.hasPrefix("GET http://***:***@127.0.0.1:\(server.port)/x?token=***&plain=***\n") == true,
-                    "\(logs["logs/url.log"] ?? "")")
-            #expect(logs["logs/url.log"]?.contains("body holds *** too") == true)
+            #expect(record.logText("whole") == "whole *** *** *** ***\n")
+            #expect(record.logText("split")?.contains("*** and more\n") == true, "\(record.logText("split") ?? "")")
+            #expect(record.logText("multi") == "***\n***\r\n***\r\n", "\(record.logText("multi") ?? "")")
+            #expect(record.logText("url")?.hasPrefix("GET http://***:***@127.0.0.1:\(server.port)/x?token=***&plain=***\n") == true,
+                    "\(record.logText("url") ?? "")")
+            #expect(record.logText("url")?.contains("body holds *** too") == true)
             // The tasks' own files keep what they wrote (a documented leak).
             #expect(try String(contentsOfFile: record.outputsPath("stash", attempt: 1), encoding: .utf8).contains(Self.callerSecret))
         }
