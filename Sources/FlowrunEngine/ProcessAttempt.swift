@@ -29,6 +29,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var script: String
         /// `SHELL -c`, a task's `shell:`, or the script's own `#!` line.
         var launch: ScriptLaunch = .shellCommand
+        /// The script's words when it is one simple command, exec'd without
+        /// the shell (`DirectCommand`), looked up in `commandSearchPath`.
+        var directCommand: [String]? = nil
+        var commandSearchPath = ""
         var environment: [String]
         var inherited: InheritedEnvironment?
         var workingDirectory: String?
@@ -152,7 +156,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var request = LaunchRequest(
             shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
             workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
-        if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
+        let throughShell = request
+        if let words = setup.directCommand {
+            request.runDirectly(words, searchPath: setup.commandSearchPath)
+        } else if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
             let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: setup.launch.usesFile ? "script" : "sh")
             if let problem = ScriptFile.write(setup.script, to: path, executable: setup.launch.runsItself) {
                 for end in stdoutPipe + stderrPipe { close(end) }
@@ -162,8 +169,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             request.run(setup.launch, from: path)
         }
         do {
-            // Held strongly until the exit (a weak reference would cost each attempt a side table).
-            pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
+            pid = try launch(request, orElse: setup.directCommand == nil ? nil : throughShell)
             lifecycle = .started(exit: nil, tree: .live)
         } catch {
             for end in stdoutPipe + stderrPipe { close(end) }
@@ -213,6 +219,19 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     deinit {
         for end in heldWriteEnds { close(end) }
+    }
+
+    /// Starts `request`; if it execs a command directly and the exec fails,
+    /// starts `throughShell` instead, whose shell then says what sh says
+    /// (not found: 127, not executable: 126) or runs a script without `#!`.
+    private func launch(_ request: LaunchRequest, orElse throughShell: LaunchRequest?) throws(ProcessError) -> Int32 {
+        do {
+            // Held strongly until the exit (a weak reference would cost each attempt a side table).
+            return try reaper.launch(request, on: queue) { exit in self.exited(exit) }
+        } catch {
+            guard error.failedAtExec, let throughShell else { throw error }
+            return try reaper.launch(throughShell, on: queue) { exit in self.exited(exit) }
+        }
     }
 
     /// On the pump's thread, when stdout has ended: the last partial line and
