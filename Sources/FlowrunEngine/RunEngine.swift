@@ -169,7 +169,7 @@ package final class RunEngine: @unchecked Sendable {
         var reaper: ChildReaper?
         if attemptFactory == nil {
             do {
-                reaper = try ChildReaper(scope: .allChildren, wakeup: .eventLoop)
+                reaper = try ChildReaper()
             } catch {
                 reaperProblem = error.description
             }

@@ -12,8 +12,8 @@
 // /dev/null as stdin, only fds
 // 0-2, and exactly the environment and directory asked for, at the cost of a
 // clone + exec (~0.4 ms here). Children are reaped by one
-// `ChildReaper`: on SIGCHLD (heard on the run's `EventLoop` thread, or by a
-// Dispatch signal source) a `waitpid(-1, WNOHANG)` loop runs, so no thread
+// `ChildReaper`: on SIGCHLD (heard on the run's `EventLoop` thread) a
+// `waitpid(-1, WNOHANG)` loop runs, so no thread
 // ever waits per child, and a pid → completion registry (filled in step with
 // each spawn, holding statuses that arrive before their registration) routes
 // each exit.
