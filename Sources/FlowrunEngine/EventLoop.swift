@@ -59,7 +59,7 @@ final class EventLoop: @unchecked Sendable {
     private var runningBatchEnd: [() -> Void] = []
 
     /// Starts the loop's thread: it inherits the calling thread's signal
-    /// mask (SIGCHLD and SIGIO must be blocked before, see `RunEngine.init`).
+    /// mask (SIGCHLD must be blocked before, see `RunEngine.init`).
     init(engineQueue: DispatchQueue, threadName: String = "flowrun.output") {
         self.engineQueue = engineQueue
         var ends: [Int32] = [-1, -1]

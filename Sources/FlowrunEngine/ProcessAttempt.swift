@@ -54,8 +54,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         /// exited (see `OutputPump.endWithoutWriters`): two more descriptors
         /// while the task runs.
         var holdsWriteEnds = false
-        /// Tells whether the attempt may have written its outputs file (nil: look).
-        var outputFiles: OutputFilesWatch?
         /// Hides secrets in what goes to the log and `--stream` (nil: none).
         var secretMasker: SecretMasker?
     }
@@ -97,7 +95,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let stdoutMasking: SecretMaskingStream?
     private let stderrMasking: SecretMaskingStream?
     private var lastProgress = -1
-    private var outputFilesStamp: UInt64 = 0
     /// flowrun's copies of the pipes' write ends, held until the shell exits.
     private var heldWriteEnds: [Int32] = []
     private var stdoutRegistration: OutputPump.Registration?
@@ -134,7 +131,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         // Neither the log nor $FLOWRUN_OUTPUT is created here: a task that
         // prints nothing costs no log, one that writes no outputs no outputs
         // file (`>>` creates it; each attempt has its own name).
-        outputFilesStamp = setup.outputFiles?.stamp ?? 0
         // Under a tight limit, wait before the pipes: the log is opened
         // later, when the task first prints, and must not be what fails.
         if !descriptorsFit(), waitsForDescriptors(EMFILE) { return }
@@ -437,9 +433,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
     private func readOutputs() -> [(key: String, value: String)] {
-        // Most attempts write none: no lookup at all when nothing was written
-        // in `outputs/` meanwhile.
-        if let outputFiles = setup.outputFiles, !outputFiles.mayHaveWritten(since: outputFilesStamp) { return [] }
         // Relative to the run folder flowrun holds, never through a link.
         let descriptor = setup.record.openOutputsFile(setup.outputFileName)
         guard descriptor >= 0 else { return [] }

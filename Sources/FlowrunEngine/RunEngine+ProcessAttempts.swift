@@ -41,7 +41,7 @@ extension RunEngine {
                 // Five descriptors a running task instead of three (two pipes
                 // and the log): only where max_parallel such tasks fit the limit.
                 holdsWriteEnds: plan.maxParallel <= (Self.descriptorLimit - 64) / 5,
-                outputFiles: outputFiles, secretMasker: secretMasker)
+                secretMasker: secretMasker)
             // What `sh -c` would do with one simple command, done without it,
             // with the environment sh would pass on (no `cwd:`: PWD is flowrun's).
             if launch == .shellCommand, plan.workflow.shell == "/bin/sh", task?.value.cwd == nil,

@@ -66,8 +66,6 @@ package final class RunEngine: @unchecked Sendable {
     /// Reaps exited children on the loop's thread; nil with `reaperProblem`, or for fake attempts.
     var childExits: ChildExitWatch?
     let killer = ProcessTreeKiller()
-    /// Which attempts may have written outputs; nil: look for every attempt's file.
-    let outputFiles: OutputFilesWatch?
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
     var reaperProblem: String?
@@ -174,9 +172,6 @@ package final class RunEngine: @unchecked Sendable {
                 reaperProblem = error.description
             }
         }
-        // Before the loop's thread: it must inherit SIGIO blocked too.
-        // Fake attempts write no outputs: no SIGIO notices in a test's process.
-        outputFiles = attemptFactory == nil ? record.watchOutputFiles() : nil
         loop = EventLoop(engineQueue: queue)
         pump = OutputPump(loop: loop)
         record.writesEvents { [queue, loop] write in

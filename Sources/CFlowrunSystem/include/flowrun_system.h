@@ -98,24 +98,6 @@ int flowrun_pipe_cloexec(int fds[2]);
 /// In C: the handler runs in signal context and may only make async-signal-safe calls, which Swift cannot promise.
 int flowrun_forward_signal(int signal, int fd);
 
-/// dnotify: a descriptor for `directory` (O_RDONLY, close-on-exec) that makes
-/// the kernel send flowrun SIGIO whenever an entry in it is created, removed
-/// or renamed (or, with `writes_too`, written), as long as it stays open; -1
-/// if it cannot (errno set).
-/// In C: fcntl is variadic, and F_NOTIFY and the DN_ flags are GNU extensions the overlay hides.
-int flowrun_notify_on_entry_changes(const char *directory, int writes_too);
-
-/// Blocks SIGIO in the calling thread (threads it starts later inherit that)
-/// and returns a non-blocking signalfd that collects it. A thread that does
-/// not block SIGIO runs a handler instead, which `flowrun_sigio_arrived`
-/// also reports. Children set SIGIO back to its default.
-/// In C: it installs a signal handler (signal context, as for `flowrun_forward_signal`).
-int flowrun_sigio_signalfd(void);
-
-/// Whether SIGIO arrived since the last call: reads `signalfd` empty.
-/// In C: reads the flag that handler sets.
-int flowrun_sigio_arrived(int signalfd);
-
 // MARK: - The supervisor (flowrun_supervisor.c)
 
 /// Splits flowrun in two; call first thing in main, while the process has
