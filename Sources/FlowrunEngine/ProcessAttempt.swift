@@ -50,10 +50,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var outputFileName: String
         var tree: ProcessTreeMarker
         var grace: Duration
-        /// Keep flowrun's copies of the pipes' write ends until the shell has
-        /// exited (see `OutputPump.endWithoutWriters`): two more descriptors
-        /// while the task runs.
-        var holdsWriteEnds = false
         /// Hides secrets in what goes to the log and `--stream` (nil: none).
         var secretMasker: SecretMasker?
     }
@@ -95,9 +91,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let stdoutMasking: SecretMaskingStream?
     private let stderrMasking: SecretMaskingStream?
     private var lastProgress = -1
-    /// flowrun's copies of the pipes' write ends, held until the shell exits.
-    private var heldWriteEnds: [Int32] = []
-    private var stdoutRegistration: OutputPump.Registration?
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, descriptorsFit: @escaping () -> Bool = { true },
@@ -178,25 +171,12 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             }
             return
         }
-        if setup.holdsWriteEnds {
-            heldWriteEnds = [stdoutPipe[1], stderrPipe[1]]
-        } else {
-            close(stdoutPipe[1])
-            close(stderrPipe[1])
-        }
+        close(stdoutPipe[1])
+        close(stderrPipe[1])
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
-        let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
-            data: { [self] chunk in
-                show(chunk, through: stdoutMasking) { shown in
-                    log.write(shown)
-                    if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
-                }
-                if let progress = capture.append(chunk) { reportProgress(progress) }
-            },
-            end: { [self] in
-                let capture = stdoutEnded()
-                pump.loop.deliver { self.outputEnded(stdoutRead, capture: capture) }
-            }))
+        // stderr first: a pipe that already holds output when it is added is
+        // read in the order of adding, and a script's first words to stderr
+        // (a header before a flood on stdout) then come first in the log.
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
             data: { [self] chunk in
                 show(chunk, through: stderrMasking) { shown in
@@ -209,12 +189,19 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
                 pump.loop.deliver { self.outputEnded(stderrRead, capture: nil) }
             }))
+        let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
+            data: { [self] chunk in
+                show(chunk, through: stdoutMasking) { shown in
+                    log.write(shown)
+                    if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
+                }
+                if let progress = capture.append(chunk) { reportProgress(progress) }
+            },
+            end: { [self] in
+                let capture = stdoutEnded()
+                pump.loop.deliver { self.outputEnded(stdoutRead, capture: capture) }
+            }))
         openOutputs = [stdoutRegistration, stderrRegistration]
-        self.stdoutRegistration = stdoutRegistration
-    }
-
-    deinit {
-        for end in heldWriteEnds { close(end) }
     }
 
     /// Starts `request`; if it execs a command directly and the exec fails,
@@ -280,53 +267,22 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         let percent = Int(value.rounded(.down))
         guard percent != lastProgress else { return }
         lastProgress = percent
-        guard !readsOnEngineQueue else {
-            // Already there (`releaseWriteEnds`), and the attempt ends next:
-            // a queued report would come after its end and be dropped.
-            onProgress(percent)
-            return
-        }
         queue.async { [weak self] in self?.onProgress(percent) }
     }
-
-    /// Whether output is being read on the engine's queue (the pump's thread in a batch).
-    private var readsOnEngineQueue = false
 
     private var finalCapture: StdoutCapture?
 
     /// One pipe's output ended (the pump has closed it); stdout's brings the capture.
     private func outputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
-        noteOutputEnded(descriptor, capture: capture)
-        finishIfOver()
-    }
-
-    private func noteOutputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
         openOutputs.removeAll { $0.descriptor == descriptor }
         if let capture { finalCapture = capture }
+        finishIfOver()
     }
 
     private func exited(_ exit: ProcessExit) {
         guard case .started(nil, let tree) = lifecycle else { return }
         lifecycle = .started(exit: exit, tree: tree)
-        releaseWriteEnds()
         finishIfOver()
-    }
-
-    /// Closes the write ends flowrun held. On the pump's thread the pipes
-    /// that have no writer left are read to their end at once; any other
-    /// pipe ends through the pump as usual (a background job still has it).
-    private func releaseWriteEnds() {
-        guard !heldWriteEnds.isEmpty else { return }
-        for end in heldWriteEnds { close(end) }
-        heldWriteEnds = []
-        guard pump.loop.isCurrentThread else { return }
-        readsOnEngineQueue = true
-        defer { readsOnEngineQueue = false }
-        for registration in pump.endWithoutWriters(openOutputs) {
-            // The pump's part of an end, then the engine's: both are this thread's now.
-            if registration != stdoutRegistration { stderrEnded() }
-            noteOutputEnded(registration.descriptor, capture: registration == stdoutRegistration ? stdoutEnded() : nil)
-        }
     }
 
     /// Over when the shell has exited, nothing of its tree is left and both pipes have closed.

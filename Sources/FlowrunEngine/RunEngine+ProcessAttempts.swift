@@ -38,9 +38,6 @@ extension RunEngine {
                 attempt: attempt,
                 record: record.folder, outputFileName: outputFileName,
                 tree: marker, grace: plan.workflow.killGrace,
-                // Five descriptors a running task instead of three (two pipes
-                // and the log): only where max_parallel such tasks fit the limit.
-                holdsWriteEnds: plan.maxParallel <= (Self.descriptorLimit - 64) / 5,
                 secretMasker: secretMasker)
             // What `sh -c` would do with one simple command, done without it,
             // with the environment sh would pass on (no `cwd:`: PWD is flowrun's).
