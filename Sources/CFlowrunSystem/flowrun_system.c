@@ -280,11 +280,28 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
         }
     }
 
-    // The child's stack, for this spawn only (as posix_spawn does).
-    void *stack = mmap(NULL, spawn_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED) {
-        request->failed_operation = "mmap";
-        return errno;
+    // One stack, kept: spawns come one at a time from the engine; a caller
+    // that finds it busy maps one of its own.
+    static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
+    static void *kept_stack;
+    void *stack = NULL;
+    int locked = pthread_mutex_trylock(&stack_lock) == 0;
+    if (locked) {
+        if (!kept_stack) {
+            void *mapped = mmap(NULL, spawn_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+            kept_stack = mapped == MAP_FAILED ? NULL : mapped;
+        }
+        stack = kept_stack;
+    }
+    int stack_is_kept = stack != NULL;
+    if (!stack_is_kept) {
+        stack = mmap(NULL, spawn_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED) {
+            int error = errno;
+            if (locked) pthread_mutex_unlock(&stack_lock);
+            request->failed_operation = "mmap";
+            return error;
+        }
     }
 
     // Block every signal, glibc's own included, so that none is handled in
@@ -300,7 +317,8 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
     int clone_error = errno;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, NULL, sizeof previous);
 
-    munmap(stack, spawn_stack_size);
+    if (locked) pthread_mutex_unlock(&stack_lock);
+    if (!stack_is_kept) munmap(stack, spawn_stack_size);
 
     if (child < 0) {
         request->failed_operation = "clone";

@@ -5,7 +5,7 @@
 // inherit ignored signals and, when launched from a Dispatch thread (all of
 // which block nearly every signal), start with SIGTERM blocked, so a timeout
 // could never stop them. `flowrun_spawn` (posix_spawn's vfork-style clone,
-// plus what posix_spawn cannot do) gives each child an empty signal mask,
+// on a stack kept between calls, plus what posix_spawn cannot do) gives each child an empty signal mask,
 // the dispositions flowrun's caller had (ignored stays ignored, the rest at
 // their default), a session of its own (no controlling terminal; it leads
 // its process group), the caller's nice value, policy and descriptor limit,
