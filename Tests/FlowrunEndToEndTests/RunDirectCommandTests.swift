@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension RunEndToEnd {
     /// A `run:` that is one simple command is exec'd by flowrun itself, not
@@ -71,6 +74,23 @@ extension RunEndToEnd {
                 """)
             #expect(run.exitStatus == 0, "\(run)")
             #expect(try sandbox.record().stdout("echo") == "-e x")
+        }
+
+        /// A command run directly runs at the caller's nice value (`nice -n 5
+        /// flowrun`), as a shell would: field 19 of /proc/self/stat.
+        @Test func aDirectCommandRunsAtTheCallersNiceValue() throws {
+            let sandbox = try RunSandbox()
+            let outcome = try sandbox.run(wrapped: [try RunSandbox.tool("nice"), "-n", "5"], """
+                tasks:
+                  stat: {run: "cat /proc/self/stat"}
+                """)
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            let record = try sandbox.record()
+            let stat = record.stdout("stat") ?? ""
+            let fields = stat[(stat.lastIndex(of: ")") ?? stat.startIndex)...].split(separator: " ")
+            let expected = min(19, getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) + 5)
+            // After the ")" that ends the command's name: field 3 is the first, so nice (19) is the 17th.
+            #expect(fields.count > 17 && fields[17] == "\(expected)", "\(stat)")
         }
 
         /// A command run directly sees the environment it would see under
