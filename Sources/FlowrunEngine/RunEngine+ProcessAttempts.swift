@@ -41,7 +41,7 @@ extension RunEngine {
                 secretMasker: secretMasker)
             // What `sh -c` would do with one simple command, done without it,
             // with the environment sh would pass on (no `cwd:`: PWD is flowrun's).
-            if launch == .shellCommand, plan.workflow.shell == "/bin/sh", task?.value.cwd == nil,
+            if launch == .shellCommand, plan.workflow.shell == "/bin/sh", task?.value.cwd == nil, !ScriptFile.isNeeded(for: rendered),
                let inherited = environment.inherited, !environment.entries.contains(where: { $0.hasPrefix("PWD=") }),
                let searchPath = environment.entries.last(where: { $0.hasPrefix("PATH=") }).map({ String($0.dropFirst(5)) }) ?? baseEnvironment["PATH"],
                let words = DirectCommand.words(of: rendered) {
