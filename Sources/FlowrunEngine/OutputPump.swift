@@ -84,6 +84,17 @@ final class OutputPump: @unchecked Sendable {
         return registration
     }
 
+    /// Forgets registrations whose pipes never had a writer (the spawn
+    /// failed) and closes their descriptors; close the write ends after.
+    func discard(_ registrations: [Registration]) {
+        state.withLock { state in
+            for registration in registrations where state.readers[registration.descriptor]?.serial == registration.serial {
+                state.readers[registration.descriptor] = nil
+            }
+        }
+        for registration in registrations { Glibc.close(registration.descriptor) }
+    }
+
     /// Stops reading early (something outside the task still holds the pipe
     /// open). Nothing happens if that registration has ended already, even
     /// if its descriptor number now belongs to another task's pipe.

@@ -142,53 +142,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             fail("cannot set up the task's output: \(String(cString: strerror(error)))")
             return
         }
-        var request = LaunchRequest(
-            shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
-            workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
-        let throughShell = request
-        if let words = setup.directCommand {
-            request.runDirectly(words, searchPath: setup.commandSearchPath)
-        } else if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
-            let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: setup.launch.usesFile ? "script" : "sh")
-            if let problem = ScriptFile.write(setup.script, to: path, executable: setup.launch.runsItself) {
-                for end in stdoutPipe + stderrPipe { close(end) }
-                fail(problem)
-                return
-            }
-            request.run(setup.launch, from: path)
-        }
-        do {
-            pid = try launch(request, orElse: setup.directCommand == nil ? nil : throughShell)
-            lifecycle = .started(exit: nil, tree: .live)
-        } catch {
-            for end in stdoutPipe + stderrPipe { close(end) }
-            if waitsForDescriptors(error.code) { return }
-            if error.code == E2BIG {
-                // Each value fits, but all of them together pass the kernel's limit (ARG_MAX).
-                fail("cannot start \(setup.shell): the task's environment is larger than the kernel accepts for a new process (\(setup.environment.reduce(0) { $0 + $1.utf8.count + 1 }.grouped) bytes of variables set by flowrun and env:, besides the inherited ones); pass large values through files")
-            } else {
-                fail("cannot start \(setup.shell): \(error)")
-            }
-            return
-        }
-        close(stdoutPipe[1])
-        close(stderrPipe[1])
+        // Added before the spawn: epoll then reports the pipes in the order
+        // the task wrote to them (a line to stdout, then two to stderr, land
+        // in the log in that order), however late this thread runs.
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
-        // stderr first: a pipe that already holds output when it is added is
-        // read in the order of adding, and a script's first words to stderr
-        // (a header before a flood on stdout) then come first in the log.
-        let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
-            data: { [self] chunk in
-                show(chunk, through: stderrMasking) { shown in
-                    log.write(shown)
-                    if onLine != nil { streamLines(shown, into: &partialErrorLine, isError: true) }
-                }
-            },
-            end: { [self] in
-                stderrEnded()
-                if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
-                pump.loop.deliver { self.outputEnded(stderrRead, capture: nil) }
-            }))
         let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
             data: { [self] chunk in
                 show(chunk, through: stdoutMasking) { shown in
@@ -201,7 +158,59 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 let capture = stdoutEnded()
                 pump.loop.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
+        let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
+            data: { [self] chunk in
+                show(chunk, through: stderrMasking) { shown in
+                    log.write(shown)
+                    if onLine != nil { streamLines(shown, into: &partialErrorLine, isError: true) }
+                }
+            },
+            end: { [self] in
+                stderrEnded()
+                if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
+                pump.loop.deliver { self.outputEnded(stderrRead, capture: nil) }
+            }))
         openOutputs = [stdoutRegistration, stderrRegistration]
+        var request = LaunchRequest(
+            shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
+            workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
+        let throughShell = request
+        if let words = setup.directCommand {
+            request.runDirectly(words, searchPath: setup.commandSearchPath)
+        } else if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
+            let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: setup.launch.usesFile ? "script" : "sh")
+            if let problem = ScriptFile.write(setup.script, to: path, executable: setup.launch.runsItself) {
+                discardPipes(stdoutPipe, stderrPipe)
+                fail(problem)
+                return
+            }
+            request.run(setup.launch, from: path)
+        }
+        do {
+            pid = try launch(request, orElse: setup.directCommand == nil ? nil : throughShell)
+            lifecycle = .started(exit: nil, tree: .live)
+        } catch {
+            discardPipes(stdoutPipe, stderrPipe)
+            if waitsForDescriptors(error.code) { return }
+            if error.code == E2BIG {
+                // Each value fits, but all of them together pass the kernel's limit (ARG_MAX).
+                fail("cannot start \(setup.shell): the task's environment is larger than the kernel accepts for a new process (\(setup.environment.reduce(0) { $0 + $1.utf8.count + 1 }.grouped) bytes of variables set by flowrun and env:, besides the inherited ones); pass large values through files")
+            } else {
+                fail("cannot start \(setup.shell): \(error)")
+            }
+            return
+        }
+        close(stdoutPipe[1])
+        close(stderrPipe[1])
+    }
+
+    /// The spawn did not happen: the pump forgets the read ends (and closes
+    /// them), then the write ends are closed, so no end of file is seen.
+    private func discardPipes(_ stdoutPipe: [Int32], _ stderrPipe: [Int32]) {
+        pump.discard(openOutputs)
+        openOutputs = []
+        close(stdoutPipe[1])
+        close(stderrPipe[1])
     }
 
     /// Starts `request`; if it execs a command directly and the exec fails,
