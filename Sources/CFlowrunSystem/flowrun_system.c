@@ -164,54 +164,6 @@ int flowrun_forward_signal(int signal, int fd) {
     return sigaction(signal, &action, NULL);
 }
 
-// MARK: - Directory change notices (dnotify)
-
-int flowrun_notify_on_entry_changes(const char *directory, int writes_too) {
-    int descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (descriptor < 0) return -1;
-    unsigned long events = DN_CREATE | DN_DELETE | DN_RENAME | DN_MULTISHOT | (writes_too ? DN_MODIFY : 0);
-    if (fcntl(descriptor, F_NOTIFY, events) != 0) {
-        int error = errno;
-        close(descriptor);
-        errno = error;
-        return -1;
-    }
-    return descriptor;
-}
-
-static volatile sig_atomic_t sigio_handled;
-
-static void note_sigio(int signal) {
-    (void)signal;
-    sigio_handled = 1;
-}
-
-int flowrun_sigio_signalfd(void) {
-    note_signal_to_reset(SIGIO);
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = note_sigio;
-    action.sa_flags = SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    if (sigaction(SIGIO, &action, NULL) != 0) return -1;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGIO);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-}
-
-int flowrun_sigio_arrived(int signalfd) {
-    int arrived = 0;
-    struct signalfd_siginfo infos[4];
-    while (read(signalfd, infos, sizeof infos) > 0) arrived = 1;
-    if (sigio_handled) {
-        sigio_handled = 0;
-        arrived = 1;
-    }
-    return arrived;
-}
-
 // MARK: - Spawning
 
 enum { spawn_stack_size = 64 * 1024 };
@@ -295,9 +247,9 @@ failed:
     _exit(127);
 }
 
-/// `name` looked up in flowrun's PATH, into `buffer`; NULL if not found.
-static const char *find_program(const char *name, char *buffer, size_t size) {
-    const char *path = getenv("PATH");
+/// `name` looked up in `path` (NULL: flowrun's PATH), into `buffer`; NULL if not found.
+static const char *find_program(const char *name, const char *path, char *buffer, size_t size) {
+    if (!path) path = getenv("PATH");
     if (!path) path = "/usr/local/bin:/usr/bin:/bin";
     size_t name_length = strlen(name);
     while (*path) {
@@ -321,7 +273,7 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
     char found[4096];
     const char *path = request->program;
     if (!strchr(path, '/')) {
-        path = find_program(path, found, sizeof found);
+        path = find_program(path, request->search_path, found, sizeof found);
         if (!path) {
             request->failed_operation = "exec";
             return ENOENT;

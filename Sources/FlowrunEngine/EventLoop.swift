@@ -38,8 +38,6 @@ final class EventLoop: @unchecked Sendable {
     /// Behind `registryLock` (handlers are not Sendable: they run on the loop's thread only).
     private var registry = Registry()
     private let registryLock = Mutex(())
-    /// The loop's thread, once it runs.
-    private let threadIdentity = Mutex(pthread_t())
     private let epoll: Int32
     private let wakeRead: Int32
     /// A byte written here wakes the loop (a signal handler may write it: see `SignalForwarding`).
@@ -59,7 +57,7 @@ final class EventLoop: @unchecked Sendable {
     private var runningBatchEnd: [() -> Void] = []
 
     /// Starts the loop's thread: it inherits the calling thread's signal
-    /// mask (SIGCHLD and SIGIO must be blocked before, see `RunEngine.init`).
+    /// mask (SIGCHLD must be blocked before, see `RunEngine.init`).
     init(engineQueue: DispatchQueue, threadName: String = "flowrun.output") {
         self.engineQueue = engineQueue
         var ends: [Int32] = [-1, -1]
@@ -131,8 +129,6 @@ final class EventLoop: @unchecked Sendable {
         return true
     }
 
-    /// Whether the caller runs on the loop's thread (in a batch, or in a handler).
-    var isCurrentThread: Bool { pthread_equal(pthread_self(), threadIdentity.withLock { $0 }) != 0 }
 
     // MARK: The loop
 
@@ -144,7 +140,6 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func run() {
-        threadIdentity.withLock { $0 = pthread_self() }
         // No priority of its own: a thread of flowrun's that raised its nice
         // value or policy would pass it on to (or reset it in) the tasks it
         // spawns, and tasks run exactly as flowrun's caller set it (SPEC §2).

@@ -16,8 +16,16 @@ extension LaunchRequest {
         }
     }
 
-    /// argv: `SHELL -c SCRIPT`, `SHELL ARGUMENTS… FILE`, or `FILE`.
+    /// Execs `words` directly, the first looked up in `searchPath` (the task's PATH).
+    mutating func runDirectly(_ words: [String], searchPath: String) {
+        shell = words[0]
+        command = words
+        self.searchPath = searchPath
+    }
+
+    /// argv: `SHELL -c SCRIPT`, `SHELL ARGUMENTS… FILE`, `FILE`, or the command's words.
     var arguments: [String] {
+        if let command { return command }
         guard let scriptFile else { return [shell] + shellArguments + ["-c", script] }
         return executesScriptFile ? [scriptFile] : [shell] + shellArguments + [scriptFile]
     }

@@ -17,8 +17,7 @@ import Synchronization
 ///
 /// Why exits are reaped on the same thread (`ChildExitWatch`): a task is
 /// over when its shell has exited and its stdout has closed, two events
-/// that arrive together (or as one, when the task holds its pipes' write
-/// ends: `endWithoutWriters`). Seen by one thread, both go to the engine in
+/// that arrive together. Seen by one thread, both go to the engine in
 /// one batch (`EventLoop.deliver`), which runs the engine's step on this
 /// thread: the next task is spawned with no thread woken. A SIGCHLD source
 /// of libdispatch's would cost its manager thread's wake-up plus a worker's
@@ -85,31 +84,15 @@ final class OutputPump: @unchecked Sendable {
         return registration
     }
 
-    /// On the loop's thread, in a batch: of `registrations`, those whose pipe
-    /// has no writer left are read to their end and forgotten (closed at the
-    /// end of this wake-up) without their `end` callback; they are returned,
-    /// and the caller ends them itself. The others stay as they are.
-    ///
-    /// Why: a task that holds on to its pipes' write ends until its shell
-    /// has exited hears of its end once (the exit), not twice (the pipes'
-    /// end of file just before it, then the exit): the loop is not woken
-    /// on the exiting shell's CPU while the shell is still exiting.
-    func endWithoutWriters(_ registrations: [Registration]) -> [Registration] {
-        var polls = registrations.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
-        guard poll(&polls, nfds_t(polls.count), 0) > 0 else { return [] }
-        var ended: [Registration] = []
-        for (registration, polled) in zip(registrations, polls) where polled.revents & Int16(POLLHUP) != 0 {
-            guard let reader = state.withLock({ $0.readers[registration.descriptor] }), reader.serial == registration.serial else { continue }
-            // No writer is left: every read returns what is there, then 0.
-            var count: Int
-            repeat {
-                count = readChunk(registration.descriptor, to: reader.reader)
-            } while count > 0 || (count < 0 && errno == EINTR)
-            state.withLock { $0.readers[registration.descriptor] = nil }
-            endedDescriptors.append(registration.descriptor)
-            ended.append(registration)
+    /// Forgets registrations whose pipes never had a writer (the spawn
+    /// failed) and closes their descriptors; close the write ends after.
+    func discard(_ registrations: [Registration]) {
+        state.withLock { state in
+            for registration in registrations where state.readers[registration.descriptor]?.serial == registration.serial {
+                state.readers[registration.descriptor] = nil
+            }
         }
-        return ended
+        for registration in registrations { Glibc.close(registration.descriptor) }
     }
 
     /// Stops reading early (something outside the task still holds the pipe

@@ -29,6 +29,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var script: String
         /// `SHELL -c`, a task's `shell:`, or the script's own `#!` line.
         var launch: ScriptLaunch = .shellCommand
+        /// The script's words when it is one simple command, exec'd without
+        /// the shell (`DirectCommand`), looked up in `commandSearchPath`.
+        var directCommand: [String]? = nil
+        var commandSearchPath = ""
         var environment: [String]
         var inherited: InheritedEnvironment?
         var workingDirectory: String?
@@ -46,12 +50,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var outputFileName: String
         var tree: ProcessTreeMarker
         var grace: Duration
-        /// Keep flowrun's copies of the pipes' write ends until the shell has
-        /// exited (see `OutputPump.endWithoutWriters`): two more descriptors
-        /// while the task runs.
-        var holdsWriteEnds = false
-        /// Tells whether the attempt may have written its outputs file (nil: look).
-        var outputFiles: OutputFilesWatch?
         /// Hides secrets in what goes to the log and `--stream` (nil: none).
         var secretMasker: SecretMasker?
     }
@@ -93,10 +91,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let stdoutMasking: SecretMaskingStream?
     private let stderrMasking: SecretMaskingStream?
     private var lastProgress = -1
-    private var outputFilesStamp: UInt64 = 0
-    /// flowrun's copies of the pipes' write ends, held until the shell exits.
-    private var heldWriteEnds: [Int32] = []
-    private var stdoutRegistration: OutputPump.Registration?
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, descriptorsFit: @escaping () -> Bool = { true },
@@ -130,7 +124,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         // Neither the log nor $FLOWRUN_OUTPUT is created here: a task that
         // prints nothing costs no log, one that writes no outputs no outputs
         // file (`>>` creates it; each attempt has its own name).
-        outputFilesStamp = setup.outputFiles?.stamp ?? 0
         // Under a tight limit, wait before the pipes: the log is opened
         // later, when the task first prints, and must not be what fails.
         if !descriptorsFit(), waitsForDescriptors(EMFILE) { return }
@@ -149,39 +142,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             fail("cannot set up the task's output: \(String(cString: strerror(error)))")
             return
         }
-        var request = LaunchRequest(
-            shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
-            workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
-        if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
-            let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: setup.launch.usesFile ? "script" : "sh")
-            if let problem = ScriptFile.write(setup.script, to: path, executable: setup.launch.runsItself) {
-                for end in stdoutPipe + stderrPipe { close(end) }
-                fail(problem)
-                return
-            }
-            request.run(setup.launch, from: path)
-        }
-        do {
-            // Held strongly until the exit (a weak reference would cost each attempt a side table).
-            pid = try reaper.launch(request, on: queue) { exit in self.exited(exit) }
-            lifecycle = .started(exit: nil, tree: .live)
-        } catch {
-            for end in stdoutPipe + stderrPipe { close(end) }
-            if waitsForDescriptors(error.code) { return }
-            if error.code == E2BIG {
-                // Each value fits, but all of them together pass the kernel's limit (ARG_MAX).
-                fail("cannot start \(setup.shell): the task's environment is larger than the kernel accepts for a new process (\(setup.environment.reduce(0) { $0 + $1.utf8.count + 1 }.grouped) bytes of variables set by flowrun and env:, besides the inherited ones); pass large values through files")
-            } else {
-                fail("cannot start \(setup.shell): \(error)")
-            }
-            return
-        }
-        if setup.holdsWriteEnds {
-            heldWriteEnds = [stdoutPipe[1], stderrPipe[1]]
-        } else {
-            close(stdoutPipe[1])
-            close(stderrPipe[1])
-        }
+        // Added before the spawn: epoll then reports the pipes in the order
+        // the task wrote to them (a line to stdout, then two to stderr, land
+        // in the log in that order), however late this thread runs.
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
         let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
             data: { [self] chunk in
@@ -208,11 +171,59 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 pump.loop.deliver { self.outputEnded(stderrRead, capture: nil) }
             }))
         openOutputs = [stdoutRegistration, stderrRegistration]
-        self.stdoutRegistration = stdoutRegistration
+        var request = LaunchRequest(
+            shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
+            workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
+        let throughShell = request
+        if let words = setup.directCommand {
+            request.runDirectly(words, searchPath: setup.commandSearchPath)
+        } else if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
+            let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: setup.launch.usesFile ? "script" : "sh")
+            if let problem = ScriptFile.write(setup.script, to: path, executable: setup.launch.runsItself) {
+                discardPipes(stdoutPipe, stderrPipe)
+                fail(problem)
+                return
+            }
+            request.run(setup.launch, from: path)
+        }
+        do {
+            pid = try launch(request, orElse: setup.directCommand == nil ? nil : throughShell)
+            lifecycle = .started(exit: nil, tree: .live)
+        } catch {
+            discardPipes(stdoutPipe, stderrPipe)
+            if waitsForDescriptors(error.code) { return }
+            if error.code == E2BIG {
+                // Each value fits, but all of them together pass the kernel's limit (ARG_MAX).
+                fail("cannot start \(setup.shell): the task's environment is larger than the kernel accepts for a new process (\(setup.environment.reduce(0) { $0 + $1.utf8.count + 1 }.grouped) bytes of variables set by flowrun and env:, besides the inherited ones); pass large values through files")
+            } else {
+                fail("cannot start \(setup.shell): \(error)")
+            }
+            return
+        }
+        close(stdoutPipe[1])
+        close(stderrPipe[1])
     }
 
-    deinit {
-        for end in heldWriteEnds { close(end) }
+    /// The spawn did not happen: the pump forgets the read ends (and closes
+    /// them), then the write ends are closed, so no end of file is seen.
+    private func discardPipes(_ stdoutPipe: [Int32], _ stderrPipe: [Int32]) {
+        pump.discard(openOutputs)
+        openOutputs = []
+        close(stdoutPipe[1])
+        close(stderrPipe[1])
+    }
+
+    /// Starts `request`; if it execs a command directly and the exec fails,
+    /// starts `throughShell` instead, whose shell then says what sh says
+    /// (not found: 127, not executable: 126) or runs a script without `#!`.
+    private func launch(_ request: LaunchRequest, orElse throughShell: LaunchRequest?) throws(ProcessError) -> Int32 {
+        do {
+            // Held strongly until the exit (a weak reference would cost each attempt a side table).
+            return try reaper.launch(request, on: queue) { exit in self.exited(exit) }
+        } catch {
+            guard error.failedAtExec, let throughShell else { throw error }
+            return try reaper.launch(throughShell, on: queue) { exit in self.exited(exit) }
+        }
     }
 
     /// On the pump's thread, when stdout has ended: the last partial line and
@@ -265,53 +276,22 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         let percent = Int(value.rounded(.down))
         guard percent != lastProgress else { return }
         lastProgress = percent
-        guard !readsOnEngineQueue else {
-            // Already there (`releaseWriteEnds`), and the attempt ends next:
-            // a queued report would come after its end and be dropped.
-            onProgress(percent)
-            return
-        }
         queue.async { [weak self] in self?.onProgress(percent) }
     }
-
-    /// Whether output is being read on the engine's queue (the pump's thread in a batch).
-    private var readsOnEngineQueue = false
 
     private var finalCapture: StdoutCapture?
 
     /// One pipe's output ended (the pump has closed it); stdout's brings the capture.
     private func outputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
-        noteOutputEnded(descriptor, capture: capture)
-        finishIfOver()
-    }
-
-    private func noteOutputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
         openOutputs.removeAll { $0.descriptor == descriptor }
         if let capture { finalCapture = capture }
+        finishIfOver()
     }
 
     private func exited(_ exit: ProcessExit) {
         guard case .started(nil, let tree) = lifecycle else { return }
         lifecycle = .started(exit: exit, tree: tree)
-        releaseWriteEnds()
         finishIfOver()
-    }
-
-    /// Closes the write ends flowrun held. On the pump's thread the pipes
-    /// that have no writer left are read to their end at once; any other
-    /// pipe ends through the pump as usual (a background job still has it).
-    private func releaseWriteEnds() {
-        guard !heldWriteEnds.isEmpty else { return }
-        for end in heldWriteEnds { close(end) }
-        heldWriteEnds = []
-        guard pump.loop.isCurrentThread else { return }
-        readsOnEngineQueue = true
-        defer { readsOnEngineQueue = false }
-        for registration in pump.endWithoutWriters(openOutputs) {
-            // The pump's part of an end, then the engine's: both are this thread's now.
-            if registration != stdoutRegistration { stderrEnded() }
-            noteOutputEnded(registration.descriptor, capture: registration == stdoutRegistration ? stdoutEnded() : nil)
-        }
     }
 
     /// Over when the shell has exited, nothing of its tree is left and both pipes have closed.
@@ -419,9 +399,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
     private func readOutputs() -> [(key: String, value: String)] {
-        // Most attempts write none: no lookup at all when nothing was written
-        // in `outputs/` meanwhile.
-        if let outputFiles = setup.outputFiles, !outputFiles.mayHaveWritten(since: outputFilesStamp) { return [] }
         // Relative to the run folder flowrun holds, never through a link.
         let descriptor = setup.record.openOutputsFile(setup.outputFileName)
         guard descriptor >= 0 else { return [] }

@@ -30,7 +30,7 @@ extension RunEngine {
             overrides.append((ProcessTreeMarker.variable, marker.value(inherited: inheritedTreeMarker)))
             let environment = childEnvironment(overrides, ownKeysFrom: plan.workflow.env.count + (task?.value.env.count ?? 0))
             let launch = ScriptLaunch.of(shell: task?.value.shell, script: rendered)
-            let setup = ProcessAttempt.Setup(
+            var setup = ProcessAttempt.Setup(
                 shell: launch.program(shell: plan.workflow.shell), script: rendered, launch: launch, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
                 log: record.log(index: index, name: name, exists: nodes[index].hasLog),
@@ -38,10 +38,17 @@ extension RunEngine {
                 attempt: attempt,
                 record: record.folder, outputFileName: outputFileName,
                 tree: marker, grace: plan.workflow.killGrace,
-                // Five descriptors a running task instead of three (two pipes
-                // and the log): only where max_parallel such tasks fit the limit.
-                holdsWriteEnds: plan.maxParallel <= (Self.descriptorLimit - 64) / 5,
-                outputFiles: outputFiles, secretMasker: secretMasker)
+                secretMasker: secretMasker)
+            // What `sh -c` would do with one simple command, done without it,
+            // with the environment sh would pass on (no `cwd:`: PWD is flowrun's).
+            if launch == .shellCommand, plan.workflow.shell == "/bin/sh", task?.value.cwd == nil, !ScriptFile.isNeeded(for: rendered),
+               let inherited = environment.inherited, !environment.entries.contains(where: { $0.hasPrefix("PWD=") }),
+               let searchPath = environment.entries.last(where: { $0.hasPrefix("PATH=") }).map({ String($0.dropFirst(5)) }) ?? baseEnvironment["PATH"],
+               let words = DirectCommand.words(of: rendered) {
+                setup.directCommand = words
+                setup.commandSearchPath = searchPath
+                setup.inherited = inherited.asShellPassesIt
+            }
             return ProcessAttempt(
                 setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
                 escapeesExist: escapeesExist,

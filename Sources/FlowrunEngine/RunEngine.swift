@@ -81,8 +81,6 @@ package final class RunEngine: @unchecked Sendable {
     /// Reaps exited children on the loop's thread; nil with `reaperProblem`, or for fake attempts.
     var childExits: ChildExitWatch?
     let killer = ProcessTreeKiller()
-    /// Which attempts may have written outputs; nil: look for every attempt's file.
-    let outputFiles: OutputFilesWatch?
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
     var reaperProblem: String?
@@ -184,14 +182,11 @@ package final class RunEngine: @unchecked Sendable {
         var reaper: ChildReaper?
         if attemptFactory == nil {
             do {
-                reaper = try ChildReaper(scope: .allChildren, wakeup: .eventLoop)
+                reaper = try ChildReaper()
             } catch {
                 reaperProblem = error.description
             }
         }
-        // Before the loop's thread: it must inherit SIGIO blocked too.
-        // Fake attempts write no outputs: no SIGIO notices in a test's process.
-        outputFiles = attemptFactory == nil ? record.watchOutputFiles() : nil
         loop = EventLoop(engineQueue: queue)
         pump = OutputPump(loop: loop)
         record.writesEvents { [queue, loop] write in

@@ -16,8 +16,7 @@ package import FlowrunEvents
 ///
 /// `000` is the log's shard (`RecordFileName.shard`: tasks 0–999, then
 /// `001`, …), so that no folder holds more than a thousand tasks' logs.
-/// `outputs/` is not sharded: the engine's dnotify watch
-/// (`OutputFilesWatch`) sees one folder only.
+/// `outputs/` is not sharded: a task writes at most one file there an attempt.
 ///     summary.json              the final state, written when the run ends
 ///
 /// Files are named by the task's node index (`RecordFileName`): two tasks

@@ -291,11 +291,8 @@ extension RunEndToEnd {
             #expect(record.stdout("slow") == "early line\nlate line")
         }
 
-        /// flowrun keeps its own copies of a running task's pipe write ends
-        /// (five descriptors for a task that prints, with its log, not three)
-        /// only where max_parallel tasks fit so within RLIMIT_NOFILE: 100
-        /// printing tasks at once under a limit of 400 all run (holding
-        /// would need over 500; not holding needs some 300, plus what
+        /// 100 printing tasks at once under a descriptor limit of 400 all
+        /// run (three descriptors each: two pipes and the log, plus what
         /// flowrun inherits from the test runner), and what they print arrives.
         @Test func manyTasksAtOnceNearTheDescriptorLimitAllRun() throws {
             let sandbox = try RunSandbox()

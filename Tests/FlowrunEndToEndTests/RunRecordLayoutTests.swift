@@ -8,8 +8,7 @@ extension RunEndToEnd {
     /// The run record's layout at scale (issue 20): a task that printed
     /// nothing has no log file, and `logs/` is sharded
     /// (`logs/000/000042-NAME.log`) so no folder of the record holds more
-    /// than 10,000 entries however many tasks printed. (`outputs/` is not
-    /// sharded: the engine's dnotify watch sees one folder.)
+    /// than 10,000 entries however many tasks printed.
     @Suite struct RunRecordLayoutTests {
         /// Every folder under `path` (itself included) with how many entries it holds.
         static func folderSizes(_ path: String) -> [(path: String, entries: Int)] {

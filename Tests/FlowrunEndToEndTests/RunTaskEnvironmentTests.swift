@@ -114,39 +114,10 @@ extension RunEndToEnd {
             }
         }
 
-        /// Every thread of flowrun blocks SIGIO, so each notice of a write
-        /// in `outputs/` waits in flowrun's signalfd until an attempt's end
-        /// reads it, rather than running a handler on some thread a moment
-        /// later (which could come after that read). The probe runs after
-        /// flowrun printed, so its Dispatch threads exist by then.
-        @Test func everyThreadOfFlowrunBlocksSIGIO() throws {
-            let sandbox = try RunSandbox()
-            let run = try sandbox.run("""
-                tasks:
-                  first: {run: echo hello}
-                  probe:
-                    needs: [first]
-                    run: |
-                      sleep 0.2
-                      for thread in /proc/$PPID/task/*; do
-                        read -r name < "$thread/comm"
-                        mask=$(awk '/^SigBlk:/ {print $2}' "$thread/status")
-                        echo "$name $mask" >> "$SANDBOX/masks"
-                      done
-                """)
-            #expect(run.exitStatus == 0, "\(run)")
-            let masks = sandbox.lines("masks")
-            #expect(masks.count >= 2, "\(masks)")
-            for line in masks {
-                let mask = UInt64(line.split(separator: " ").last ?? "", radix: 16) ?? 0
-                #expect(mask & (1 << (UInt64(SIGIO) - 1)) != 0, "\(line)")
-            }
-        }
-
         /// What a task's shell ignores: exactly what flowrun's caller
         /// ignored (`nohup`, a shell's background job, a CI runner), never
         /// what flowrun itself ignores (SIGPIPE, SIGXFSZ) or handles (SIGINT,
-        /// SIGTERM, SIGHUP, SIGTSTP, SIGCHLD, SIGIO); and nothing blocked.
+        /// SIGTERM, SIGHUP, SIGTSTP, SIGCHLD); and nothing blocked.
         struct IgnoredByCaller: CustomTestStringConvertible, Sendable {
             var traps: String
             var signals: [Int32]

@@ -1,6 +1,7 @@
 @testable import FlowrunEngine
 import CFlowrunSystem
 import Dispatch
+import Foundation
 import Glibc
 import Synchronization
 import Testing
@@ -27,7 +28,8 @@ import Testing
         loop.watch(readEnd) {
             var byte: UInt8 = 0
             _ = read(readEnd, &byte, 1)
-            record.add(loop.isCurrentThread ? "handler on the loop" : "handler elsewhere")
+            let thread = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+            record.add(thread == "test.loop\n" ? "handler on the loop" : "handler on \(thread)")
             loop.deliver {
                 dispatchPrecondition(condition: .onQueue(engineQueue))
                 record.add("first")

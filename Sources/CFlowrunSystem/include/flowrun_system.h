@@ -15,7 +15,7 @@
 
 /// What `flowrun_spawn` starts.
 typedef struct {
-    /// The program: a path (with a '/'), or a name looked up in flowrun's PATH.
+    /// The program: a path (with a '/'), or a name looked up in `search_path`.
     const char *program;
     char *const *arguments;
     char *const *environment;
@@ -23,6 +23,8 @@ typedef struct {
     int standard_input, standard_output, standard_error;
     /// The child's working directory; NULL keeps flowrun's.
     const char *directory;
+    /// Where a `program` without '/' is looked up (a PATH value); NULL: flowrun's PATH.
+    const char *search_path;
     /// Set on failure: what failed ("exec", "chdir", "dup2", "setsid", "setrlimit", "clone", "mmap").
     const char *failed_operation;
 } flowrun_spawn_request;
@@ -32,11 +34,15 @@ typedef struct {
 /// its default disposition except those flowrun's caller ignored (still
 /// ignored; see `flowrun_prepare_process`), the caller's soft descriptor
 /// limit, fds 0-2 as asked, every other descriptor closed, and `directory`,
-/// like posix_spawn with POSIX_SPAWN_SETSID | SETSIGMASK | SETSIGDEF and file actions, but on
-/// a stack kept between calls: posix_spawn maps and unmaps one per call, and
-/// in a process with several threads each unmap costs a TLB flush on other
-/// CPUs. Returns 0 with `*pid` set, or the errno of what failed (a failed
-/// chdir, dup2 or exec in the child is reported here, and that child reaped).
+/// like posix_spawn with POSIX_SPAWN_SETSID | SETSIGMASK | SETSIGDEF and file
+/// actions, plus what posix_spawn cannot do: the caller's soft descriptor
+/// limit and nice value given back, and glibc's own signals (32, 33) reset
+/// too, which a posix_spawn'ing parent leaves ignored in flowrun. On a stack
+/// kept between calls: posix_spawn maps and unmaps one per call, and in a
+/// process with several threads each unmap costs a TLB flush on other CPUs
+/// (issue 20: 20 ms of flowrun's CPU per 2,000 tasks, 5-7 % of the wall time
+/// at max_parallel 2). Returns 0 with `*pid` set, or the errno of what failed
+/// (a failed chdir, dup2 or exec in the child is reported here, and that child reaped).
 /// In C: the child runs on a stack of ours between clone and exec, where only async-signal-safe C may run; Swift cannot call clone.
 int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid);
 
@@ -95,24 +101,6 @@ int flowrun_pipe_cloexec(int fds[2]);
 /// SA_RESTART; SA_NOCLDSTOP for SIGCHLD.
 /// In C: the handler runs in signal context and may only make async-signal-safe calls, which Swift cannot promise.
 int flowrun_forward_signal(int signal, int fd);
-
-/// dnotify: a descriptor for `directory` (O_RDONLY, close-on-exec) that makes
-/// the kernel send flowrun SIGIO whenever an entry in it is created, removed
-/// or renamed (or, with `writes_too`, written), as long as it stays open; -1
-/// if it cannot (errno set).
-/// In C: fcntl is variadic, and F_NOTIFY and the DN_ flags are GNU extensions the overlay hides.
-int flowrun_notify_on_entry_changes(const char *directory, int writes_too);
-
-/// Blocks SIGIO in the calling thread (threads it starts later inherit that)
-/// and returns a non-blocking signalfd that collects it. A thread that does
-/// not block SIGIO runs a handler instead, which `flowrun_sigio_arrived`
-/// also reports. Children set SIGIO back to its default.
-/// In C: it installs a signal handler (signal context, as for `flowrun_forward_signal`).
-int flowrun_sigio_signalfd(void);
-
-/// Whether SIGIO arrived since the last call: reads `signalfd` empty.
-/// In C: reads the flag that handler sets.
-int flowrun_sigio_arrived(int signalfd);
 
 // MARK: - The supervisor (flowrun_supervisor.c)
 

@@ -7,6 +7,8 @@ struct ProcessError: Error, Hashable, Sendable, CustomStringConvertible {
     var operation: String
     /// The errno value (or the error number posix_spawn returned).
     var code: Int32
+    /// The program could not be exec'd (not found, not executable, not a program the kernel runs).
+    var failedAtExec = false
 
     /// "posix_spawn /bin/nosuch: No such file or directory (errno 2)"
     var description: String {

@@ -5,15 +5,15 @@
 // inherit ignored signals and, when launched from a Dispatch thread (all of
 // which block nearly every signal), start with SIGTERM blocked, so a timeout
 // could never stop them. `flowrun_spawn` (posix_spawn's vfork-style clone,
-// on a stack kept between calls) gives each child an empty signal mask,
+// on a stack kept between calls, plus what posix_spawn cannot do) gives each child an empty signal mask,
 // the dispositions flowrun's caller had (ignored stays ignored, the rest at
 // their default), a session of its own (no controlling terminal; it leads
 // its process group), the caller's nice value, policy and descriptor limit,
 // /dev/null as stdin, only fds
 // 0-2, and exactly the environment and directory asked for, at the cost of a
 // clone + exec (~0.4 ms here). Children are reaped by one
-// `ChildReaper`: on SIGCHLD (heard on the run's `EventLoop` thread, or by a
-// Dispatch signal source) a `waitpid(-1, WNOHANG)` loop runs, so no thread
+// `ChildReaper`: on SIGCHLD (heard on the run's `EventLoop` thread) a
+// `waitpid(-1, WNOHANG)` loop runs, so no thread
 // ever waits per child, and a pid → completion registry (filled in step with
 // each spawn, holding statuses that arrive before their registration) routes
 // each exit.
@@ -58,19 +58,22 @@ enum ProcessLauncher {
         var failedOperation: String?
         let result = request.shell.withCString { shell in
             withOptionalCString(request.workingDirectory) { directory in
-                var spawn = flowrun_spawn_request(
-                    program: shell, arguments: arguments.pointers, environment: environment.pointers,
-                    standard_input: standardInput, standard_output: request.standardOutput ?? -1,
-                    standard_error: request.standardError ?? -1, directory: directory, failed_operation: nil)
-                let result = flowrun_spawn(&spawn, &pid)
-                failedOperation = spawn.failed_operation.map { String(cString: $0) }
-                return result
+                withOptionalCString(request.searchPath) { searchPath in
+                    var spawn = flowrun_spawn_request(
+                        program: shell, arguments: arguments.pointers, environment: environment.pointers,
+                        standard_input: standardInput, standard_output: request.standardOutput ?? -1,
+                        standard_error: request.standardError ?? -1, directory: directory, search_path: searchPath,
+                        failed_operation: nil)
+                    let result = flowrun_spawn(&spawn, &pid)
+                    failedOperation = spawn.failed_operation.map { String(cString: $0) }
+                    return result
+                }
             }
         }
         if result != 0 {
             // exec: the shell could not be run; chdir: the directory is not there.
             let place = failedOperation == "chdir" ? " \(request.workingDirectory ?? "")" : " \(request.shell)"
-            throw ProcessError(operation: (failedOperation ?? "spawn") + place, code: result)
+            throw ProcessError(operation: (failedOperation ?? "spawn") + place, code: result, failedAtExec: failedOperation == "exec")
         }
         return pid
     }

@@ -9,7 +9,8 @@ import Synchronization
 import Testing
 
 /// `ChildReaper`: every exit reaches its own completion, once, whatever the
-/// timing; orphans that re-parent to a subreaper are reaped and reported.
+/// timing (an exit reaped before its registration included); orphans that
+/// re-parent to a subreaper are reaped and reported.
 @Suite struct ProcessLayerReaperTests {
     static func scripted(_ index: Int) -> (script: String, exit: ProcessExit) {
         switch index % 4 {
@@ -20,39 +21,8 @@ import Testing
         }
     }
 
-    @Test func twoHundredConcurrentChildrenAreEachReapedWithTheirOwnExit() async throws {
-        let exits = (0..<200).map { _ in OneShot<ProcessExit>() }
-        let failures = Mutex<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: 200) { index in
-            let request = LaunchRequest(shell: "/bin/sh", script: Self.scripted(index).script, environment: [testPath])
-            do {
-                _ = try testReaper.launch(request, on: .global()) { exits[index].fulfil($0) }
-            } catch {
-                failures.withLock { $0.append("\(index): \(error)") }
-            }
-        }
-        #expect(failures.withLock { $0 } == [])
-        for index in 0..<200 {
-            let exit = await exits[index].value()
-            #expect(exit == Self.scripted(index).exit, "child \(index)")
-        }
-        #expect(exits.map(\.deliveries) == Array(repeating: 1, count: 200))
-    }
-
-    @Test func anExitBeforeTheRegistrationIsNotLost() async throws {
-        let exit = OneShot<ProcessExit>()
-        let pid = try testReaper.watch(on: .global(), completion: { exit.fulfil($0) }) { () throws(ProcessError) in
-            let pid = try ProcessLauncher.spawn(LaunchRequest(shell: "/bin/sh", script: "exit 5", environment: [testPath]))
-            // Registration comes late: the child is a zombie, its SIGCHLD long handled.
-            for _ in 0..<5000 where !hasExited(pid) { usleep(1000) }
-            return pid
-        }
-        #expect(await exit.value() == .exited(5))
-        #expect(ProcessTable.entry(pid) == nil, "reaped, not left a zombie")
-    }
-
     @Test func reapingEveryChildAdoptsAndReportsOrphans() async {
-        // `.allChildren` owns every child of its process, so it runs in a
+        // The reaper owns every child of its process, so it runs in a
         // process of its own: this exit test's.
         // An issue recorded in the exit test's process is reported here.
         await #expect(processExitsWith: .success) {
@@ -73,10 +43,13 @@ import Testing
         let orphanQueue = DispatchQueue(label: "orphans")
         let orphans = Mutex<[(Int32, ProcessExit)]>([])
         let orphanReported = OneShot<Void>()
-        let reaper = try ChildReaper(scope: .allChildren, orphanQueue: orphanQueue) { pid, exit in
+        let reaper = try ChildReaper(orphanQueue: orphanQueue) { pid, exit in
             orphans.withLock { $0.append((pid, exit)) }
             orphanReported.fulfil(())
         }
+        // As in a run: the event loop hears SIGCHLD and runs the reap passes.
+        let loop = EventLoop(engineQueue: DispatchQueue(label: "engine"))
+        let exitWatch = try ChildExitWatch(reaper: reaper, loop: loop, outputs: OutputPump(loop: loop))
 
         // The shell leaves a background sleep and exits: the sleep re-parents
         // to us (a subreaper) before the shell's exit is reported.
@@ -112,6 +85,6 @@ import Testing
         }
         orphanQueue.sync {}
         try check(orphans.withLock { $0.count } == 1, "children taken for orphans: \(orphans.withLock { $0 })")
-        _ = reaper
+        _ = (reaper, exitWatch)
     }
 }

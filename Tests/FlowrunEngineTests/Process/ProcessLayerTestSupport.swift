@@ -10,11 +10,22 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The test process's one reaper. `.launchedChildren`: other suites in this
-/// process (end-to-end tests) wait for their own children with `wait4`.
-let testReaper: ChildReaper = {
-    do { return try ChildReaper(scope: .launchedChildren) } catch { fatalError("ChildReaper: \(error)") }
-}()
+/// Spawns `request` and calls `completion` on `queue` once the child has
+/// exited, waiting for that one pid on a thread of its own: other suites in
+/// this process (end-to-end tests) wait for their own children, so nothing
+/// here may reap with `waitpid(-1)` as `ChildReaper` does (its tests run in
+/// exit tests' own processes).
+func launchAndWait(_ request: LaunchRequest, on queue: DispatchQueue, completion: @escaping @Sendable (ProcessExit) -> Void) throws(ProcessError) -> Int32 {
+    let pid = try ProcessLauncher.spawn(request)
+    Thread.detachNewThread {
+        var status: Int32 = 0
+        var result: Int32
+        repeat { result = waitpid(pid, &status, 0) } while result < 0 && errno == EINTR
+        let exit = ProcessExit(waitStatus: status)
+        queue.async { completion(exit) }
+    }
+    return pid
+}
 
 /// A PATH for test children.
 let testPath = "PATH=/usr/local/bin:/usr/bin:/bin"
@@ -129,7 +140,7 @@ final class TestPipe: Sendable {
     }
 }
 
-/// A child started through `testReaper`.
+/// A child started through `launchAndWait`.
 struct TestChild {
     let pid: Int32
     /// Fulfilled by the reaper.
@@ -150,7 +161,7 @@ func launch(
     let request = LaunchRequest(
         shell: "/bin/sh", script: script, environment: environment + [marker.environmentEntry()],
         workingDirectory: directory, standardOutput: output.writeDescriptor, standardError: output.writeDescriptor)
-    let pid = try testReaper.launch(request, on: .global()) { exit.fulfil($0) }
+    let pid = try launchAndWait(request, on: .global()) { exit.fulfil($0) }
     output.closeWriteEnd()
     return TestChild(pid: pid, exit: exit, output: output, tree: ProcessTree(processGroup: pid, marker: marker))
 }
