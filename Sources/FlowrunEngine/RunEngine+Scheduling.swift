@@ -79,12 +79,24 @@ extension RunEngine {
         pool.enqueue(index, demand: demand)
         admitWaiters()
         if nodes[index].status == .waiting {
+            let shortage = pool.shortage(of: demand)
+            if waitsOnlyForItsFanOutsSlots(index, shortage.map(\.resource)) { return }
             var waiting = event(.taskWaiting, index)
-            waiting.waitingOn = pool.shortage(of: demand).map { short in
+            waiting.waitingOn = shortage.map { short in
                 "\(short.name) \(short.inUse)/\(short.capacity)" + holders(of: short.resource)
             }
             emit(waiting)
         }
+    }
+
+    /// A fan-out member short only of the run's slots or its group's: flowrun
+    /// makes members as such slots free up (a few ahead), so the wait is
+    /// the fan-out's own pace, and a `task_waiting` line per member would
+    /// be most of a long fan-out's record. A wait for a semaphore is said.
+    private func waitsOnlyForItsFanOutsSlots(_ index: Int, _ lacking: [Int]) -> Bool {
+        guard nodes[index].item != nil, let group = nodes[index].group, fanOutProgress[group] != nil else { return false }
+        let groupResource = resourceOfGroup[nodes[group].name]
+        return lacking.allSatisfy { $0 == Self.runSlots || $0 == groupResource }
     }
 
     /// " held by restore, index" — who holds a semaphore or group slot (not

@@ -58,7 +58,7 @@ extension RunEndToEnd {
             #expect(integer(record.task("seven")?["exit_code"]) == 7)
             #expect(integer(record.task("false")?["exit_code"]) == 1)
             #expect(integer(record.task("missing")?["exit_code"]) == 127)
-            #expect(try String(contentsOfFile: record.logPath("missing"), encoding: .utf8) == "/bin/sh: 1: no-such-command-here: not found\n")
+            #expect(record.logText("missing") == "/bin/sh: 1: no-such-command-here: not found\n")
             #expect(integer(record.task("not-executable")?["exit_code"]) == 126)
             #expect(record.stdout("plain-script") == "no shebang, run by sh")
         }
