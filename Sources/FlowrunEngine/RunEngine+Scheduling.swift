@@ -148,8 +148,11 @@ extension RunEngine {
         // Left out when it is one of the run's slots and nothing else (run_started's `max_parallel`).
         started.limits = nodes[index].demand.flatMap { $0 == Self.runSlotOnly ? nil : limitsJSON($0) }
         // Where its log goes (made at its first byte): `flowrun logs` of a live run reads it from here.
-        started.path = record.logPath(index: index, name: nodes[index].name)
-        started.pathInRecordOffset = record.directory.utf8.count + 1
+        // A `sleep:` runs nothing and writes no log (naming one was a tenth of a long fan-out's time).
+        if case .sleep = nodes[index].definition?.value.action {} else {
+            started.path = record.logPath(index: index, name: nodes[index].name)
+            started.pathInRecordOffset = record.directory.utf8.count + 1
+        }
         if nodes[index].attempt == 1 { started.needs = needNames(index) }
         emit(started)
 
