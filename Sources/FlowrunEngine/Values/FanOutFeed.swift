@@ -94,85 +94,43 @@ struct FanOutFeed {
 /// The non-blank lines of a stdout, in memory or in its file, one at a
 /// time (memory: one 64 KiB chunk and the unfinished line).
 final class FanOutLines {
-    private var descriptor: Int32 = -1
-    private let path: String
-    private var buffer: [UInt8]
-    private var start = 0
-    private var atEnd: Bool
+    private let input: FileChunks
 
     /// The lines of `text`.
     init(text: String) {
-        path = ""
-        buffer = Array(text.utf8)
-        atEnd = true
+        input = FileChunks(text: text)
     }
 
     /// The lines of the file at `path` (never through a link).
     init(contentsOf path: String) throws(FanOutFileError) {
-        self.path = path
-        buffer = []
-        atEnd = false
-        descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { throw FanOutFileError(path: path, errno: errno) }
-        buffer.reserveCapacity(1 << 16)
-    }
-
-    deinit {
-        if descriptor >= 0 { close(descriptor) }
+        input = try FileChunks(contentsOf: path)
     }
 
     /// The first byte that is not a blank, reading as far as needed (nil: only blanks).
     func firstNonBlankByte() throws(FanOutFileError) -> UInt8? {
         while true {
-            if let byte = buffer[start...].first(where: { !ExpressionValue.isSpace($0) }) { return byte }
-            if atEnd { return nil }
-            try readMore()
+            if let byte = input.buffer[input.start...].first(where: { !ExpressionValue.isSpace($0) }) { return byte }
+            if input.atEnd { return nil }
+            try input.readMore()
         }
     }
 
     /// The next line that is not blank, one trailing `\r` dropped.
     func next() throws(FanOutFileError) -> String? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: 0x0A) {
-                let line = buffer[start..<newline]
-                start = newline + 1
+            if let newline = input.buffer[input.start...].firstIndex(of: 0x0A) {
+                let line = input.buffer[input.start..<newline]
+                input.start = newline + 1
                 if let item = Self.item(line) { return item }
                 continue
             }
-            if atEnd {
-                guard start < buffer.count else { return nil }
-                let line = buffer[start...]
-                start = buffer.count
+            if input.atEnd {
+                guard input.start < input.buffer.count else { return nil }
+                let line = input.buffer[input.start...]
+                input.start = input.buffer.count
                 return Self.item(line)
             }
-            try readMore()
-        }
-    }
-
-    private func readMore() throws(FanOutFileError) {
-        if start > 0 {
-            buffer.removeSubrange(0..<start)
-            start = 0
-        }
-        let chunk = 1 << 16
-        let old = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: chunk))
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + old, chunk) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let reason = errno
-                buffer.removeSubrange(old...)
-                atEnd = true
-                throw FanOutFileError(path: path, errno: reason)
-            }
-            buffer.removeSubrange((old + count)...)
-            if count == 0 {
-                atEnd = true
-                close(descriptor)
-                descriptor = -1
-            }
-            return
+            try input.readMore()
         }
     }
 
