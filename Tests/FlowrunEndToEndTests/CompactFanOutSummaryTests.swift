@@ -32,7 +32,7 @@ extension RunEndToEnd {
             let record = try sandbox.record()
             let rows = Set(record.tasks.compactMap { $0["name"] as? String })
             #expect(rows == ["list", "work[7]", "work[9]"], "rows: \(rows.sorted().prefix(10))")
-            let group = try #require((record.summary["groups"] as? [[String: Any]])?.first { $0["name"] as? String == "work" })
+            let group = try #require(record.group("work"))
             let members = group["members"] as? [String] ?? []
             let items = group["items"] as? [String] ?? []
             #expect(members.count == 1500 && members.first == "work[0]" && members.last == "work[1499]")

@@ -129,6 +129,11 @@ struct RunRecordFiles {
     /// The summary's entry for `task`.
     func task(_ name: String) -> [String: Any]? { tasks.first { $0["name"] as? String == name } }
 
+    /// Group `name`'s entry in summary.json.
+    func group(_ name: String) -> [String: Any]? {
+        (summary["groups"] as? [[String: Any]])?.first { $0["name"] as? String == name }
+    }
+
     /// The final status of `task` in summary.json.
     func status(_ name: String) -> String? { task(name)?["status"] as? String }
 

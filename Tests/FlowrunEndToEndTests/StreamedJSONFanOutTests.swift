@@ -31,7 +31,7 @@ extension RunEndToEnd {
             let record = try sandbox.record()
             let counts = record.summary["counts"] as? [String: Any]
             #expect(counts?["succeeded"] as? Int == Self.members + 1, "counts: \(counts ?? [:])")
-            let group = try #require((record.summary["groups"] as? [[String: Any]])?.first { $0["name"] as? String == "work" })
+            let group = try #require(record.group("work"))
             let names = group["members"] as? [String] ?? []
             #expect(names.count == Self.members && names.first == "m-1" && names.last == "m-\(Self.members)", "\(names.prefix(3)) … \(names.suffix(3))")
             #expect(Set(names).count == Self.members)
@@ -58,7 +58,7 @@ extension RunEndToEnd {
             let record = try sandbox.record()
             let counts = record.summary["counts"] as? [String: Any]
             #expect(counts?["succeeded"] as? Int == 120_001 + 1, "counts: \(counts ?? [:])")
-            let group = try #require((record.summary["groups"] as? [[String: Any]])?.first { $0["name"] as? String == "work" })
+            let group = try #require(record.group("work"))
             let items = group["items"] as? [String] ?? []
             #expect(items.first == "[" && items.last == "120000", "\(items.prefix(2)) … \(items.suffix(2))")
         }
