@@ -5,6 +5,10 @@ import PackageDescription
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
+    // Release builds skip the runtime's exclusivity checks (debug builds,
+    // which the unit tests use, keep them): on a long fan-out they were
+    // 15 % of the engine's time (docs/BENCHMARKS.md, "A million members").
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
 let package = Package(

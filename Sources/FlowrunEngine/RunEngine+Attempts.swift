@@ -9,7 +9,7 @@ extension RunEngine {
         if let attemptFactory { return attemptFactory(self, index, completion) }
         switch nodes[index].definition!.value.action {
         case .sleep(let duration):
-            return SleepAttempt(duration, queue: queue, completion: completion)
+            return SleepAttempt(duration, queue: queue, soon: immediateWork, completion: completion)
         case .http(let request):
             do throws(TemplateRenderError) {
                 var headers: [(String, String)] = []

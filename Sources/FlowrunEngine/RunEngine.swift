@@ -22,12 +22,17 @@ package import FlowrunRecord
 package final class RunEngine: @unchecked Sendable {
     // @unchecked: all mutable state is confined to `queue`.
     let queue = DispatchQueue(label: "flowrun.engine")
+    /// Attempts that end as they start complete through this, many per turn of `queue`.
+    private(set) lazy var immediateWork = ImmediateWork(queue: queue)
     /// Its steps are emptied once the nodes are built from them (`buildNodes`).
     private(set) var plan: Plan
     let record: RunRecord
     let reporters: [any RunReporter]
     /// CLOCK_MONOTONIC at the start, in seconds.
     let startSeconds: Double
+    /// The wall-clock time then (CLOCK_REALTIME): an event's time is this
+    /// plus its `elapsed`, one clock read per event instead of two.
+    let startWallSeconds: Double
 
     var nodes = RunNodes()
     /// Each running (or finished) fan-out's feed and counts, by the group's node index.
@@ -51,19 +56,34 @@ package final class RunEngine: @unchecked Sendable {
     let resourceOfGroup: [String: Int]
     let resourceOfSemaphore: [String: Int]
     /// A group's fan-out as its plan step gives it: what each member runs,
-    /// over which items, holding which slots, under which deadline.
-    struct FanOut {
-        var template: Shared<TaskDefinition>
-        var source: FanOutSource
-        var demand: SlotPool.Demand
-        var timeout: Duration?
+    /// over which items, holding which slots, under which deadline. A class:
+    /// read for every member made, and a struct this size was copied out of
+    /// `fanOuts` (every field retained) at each read.
+    final class FanOut {
+        let template: Shared<TaskDefinition>
+        let source: FanOutSource
+        let demand: SlotPool.Demand
+        let timeout: Duration?
         /// The items that run (by index) when targets named some members only; nil: all.
-        var items: Set<Int>? = nil
+        let items: Set<Int>?
         /// In a `sequential: true` group: the member the first item runs after, if any.
-        var runsAfter: Int? = nil
-        var sequential = false
-        var split: FanOutSplit? = nil
-        var axes: [String]? = nil
+        let runsAfter: Int?
+        let sequential: Bool
+        let split: FanOutSplit?
+        let axes: [String]?
+
+        init(template: Shared<TaskDefinition>, source: FanOutSource, demand: SlotPool.Demand, timeout: Duration?,
+             items: Set<Int>?, runsAfter: Int?, sequential: Bool, split: FanOutSplit?, axes: [String]?) {
+            self.template = template
+            self.source = source
+            self.demand = demand
+            self.timeout = timeout
+            self.items = items
+            self.runsAfter = runsAfter
+            self.sequential = sequential
+            self.split = split
+            self.axes = axes
+        }
     }
 
     /// Each group's fan-out, by the group's node index.
@@ -172,6 +192,9 @@ package final class RunEngine: @unchecked Sendable {
         self.record = record
         self.reporters = [record] + reporters
         startSeconds = Self.monotonicSeconds()
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        startWallSeconds = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
         (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
@@ -280,7 +303,8 @@ package final class RunEngine: @unchecked Sendable {
     }
 
     func event(_ kind: RunEvent.Kind, _ node: Int? = nil) -> RunEvent {
-        RunEvent(kind, elapsed: elapsed, subject: node.map { nodes[$0].name })
+        let now = elapsed
+        return RunEvent(kind, elapsed: now, timestamp: startWallSeconds + now, subject: node.map { nodes[$0].name })
     }
 
     private func begin() {
@@ -337,7 +361,7 @@ package final class RunEngine: @unchecked Sendable {
         finishedEvent.path = record.directory
         emit(finishedEvent)
         deliverDeferredEvents()  // before the reporters finish
-        record.writePendingEvents()  // so that the summary knows whether events.jsonl is whole
+        record.writeEventsNow()  // so that the summary knows whether events.jsonl is whole
         if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
         record.writeSummary { writeSummary(into: &$0) }
         if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }

@@ -6,13 +6,15 @@ import FlowrunEvents
 final class SleepAttempt: TaskAttempt, @unchecked Sendable {
     // @unchecked: used only on the engine queue it was given.
     private let queue: DispatchQueue
+    private let soon: ImmediateWork
     private let duration: Duration
     private let completion: (AttemptResult) -> Void
     private var timer: (any DispatchSourceTimer)?
     private var done = false
 
-    init(_ sleep: SleepDuration, queue: DispatchQueue, completion: @escaping (AttemptResult) -> Void) {
+    init(_ sleep: SleepDuration, queue: DispatchQueue, soon: ImmediateWork, completion: @escaping (AttemptResult) -> Void) {
         self.queue = queue
+        self.soon = soon
         self.completion = completion
         switch sleep {
         case .fixed(let duration):
@@ -26,7 +28,7 @@ final class SleepAttempt: TaskAttempt, @unchecked Sendable {
     func start() {
         if duration <= .zero {
             // Never complete inside start(): the engine is still setting the attempt up.
-            queue.async { [weak self] in self?.complete(AttemptResult(status: .succeeded, exitCode: 0)) }
+            soon.add { [weak self] in self?.complete(AttemptResult(status: .succeeded, exitCode: 0)) }
             return
         }
         let timer = DispatchSource.makeTimerSource(queue: queue)

@@ -77,12 +77,20 @@ struct SlotPool {
         buckets[demand, default: Bucket()].waiters.append((arrival, waiter))
     }
 
+    /// Takes `demand`'s slots at once if nobody waits and they are free:
+    /// what `enqueue` then `admit` would do, without queueing (a task that
+    /// starts the moment it is ready, as most do, costs no bucket).
+    mutating func takeIfNobodyWaits(_ demand: Demand) -> Bool {
+        guard buckets.isEmpty, demand.pairs.allSatisfy({ free[$0.0] >= $0.1 }) else { return false }
+        for (resource, amount) in demand.pairs { free[resource] -= amount }
+        return true
+    }
+
     /// Takes the slots of every waiter that can start now, in arrival order,
     /// and returns them.
     mutating func admit() -> [Int] {
-        if buckets.count == 1, let (demand, bucket) = buckets.first {
-            return admitAlone(demand, bucket)
-        }
+        guard !buckets.isEmpty else { return [] }
+        if buckets.count == 1 { return admitAlone() }
         var started: [Int] = []
         var claimed = Set<Int>()
         var blocked = Set<Demand>()
@@ -108,16 +116,17 @@ struct SlotPool {
     }
 
     /// `admit` when every waiter has the same demand (a flat run, one fan-out):
-    /// first come, first served, with no other bucket to weigh against.
-    private mutating func admitAlone(_ demand: Demand, _ bucket: Bucket) -> [Int] {
-        var bucket = bucket
-        buckets[demand] = nil  // `bucket` is then the only owner: popping copies nothing
+    /// first come, first served, with no other bucket to weigh against. The
+    /// bucket is changed in place, by position: no demand hashed.
+    private mutating func admitAlone() -> [Int] {
+        let only = buckets.startIndex
+        let demand = buckets.keys[only]
         var started: [Int] = []
-        while !bucket.isEmpty, demand.pairs.allSatisfy({ free[$0.0] >= $0.1 }) {
+        while !buckets.values[only].isEmpty, demand.pairs.allSatisfy({ free[$0.0] >= $0.1 }) {
             for (resource, amount) in demand.pairs { free[resource] -= amount }
-            if let waiter = bucket.popFirst() { started.append(waiter) }
+            if let waiter = buckets.values[only].popFirst() { started.append(waiter) }
         }
-        if !bucket.isEmpty { buckets[demand] = bucket }
+        if buckets.values[only].isEmpty { buckets.remove(at: only) }
         return started
     }
 

@@ -32,33 +32,33 @@ package struct RunEvent: Sendable {
     package var status: TaskStatus?
     package var attempt: Int?
     package var exitCode: Int?
-    package var signal: Int?
+    package var signal: Int? { get { rare?.fields.signal } set { withRare(newValue == nil) { $0.signal = newValue } } }
     package var duration: Double?
-    package var progress: Int?
-    package var reason: String?
+    package var progress: Int? { get { rare?.fields.progress } set { withRare(newValue == nil) { $0.progress = newValue } } }
+    package var reason: String? { get { rare?.fields.reason } set { withRare(newValue == nil) { $0.reason = newValue } } }
     /// task_finished that stands for its attempt's `task_started` too (the
     /// run record writes one line for an attempt shorter than a moment,
     /// `RunRecord`): when the attempt started, in seconds since the run started.
     package var started: Double?
     /// run_started: the run's slots (`max_parallel`): what a task holds when
     /// its task_started has no `limits`.
-    package var maxParallel: Int?
+    package var maxParallel: Int? { get { rare?.fields.maxParallel } set { withRare(newValue == nil) { $0.maxParallel = newValue } } }
     /// task_started: the attempt's deadline and its group's, in seconds, as
     /// the engine started them (nil: none); run_started: the run's deadline.
-    package var timeoutSeconds: Double?
-    package var groupTimeoutSeconds: Double?
+    package var timeoutSeconds: Double? { get { rare?.fields.timeoutSeconds } set { withRare(newValue == nil) { $0.timeoutSeconds = newValue } } }
+    package var groupTimeoutSeconds: Double? { get { rare?.fields.groupTimeoutSeconds } set { withRare(newValue == nil) { $0.groupTimeoutSeconds = newValue } } }
     /// task_started: the slots the task holds, a JSON object shaped like a
     /// plan step's `limits` (`{"run":4,"group":{…},"semaphores":[…]}`); nil
     /// when it holds one of the run's slots and nothing else (the common
     /// case, left out of the line), `{}` when it holds none.
-    package var limits: String?
+    package var limits: String? { get { rare?.fields.limits } set { withRare(newValue == nil) { $0.limits = newValue } } }
     /// task_started, first attempt: what it waited for (its needs, and its
     /// group's), by name; nil when none. Timelines draw these as arrows.
-    package var needs: [String]?
+    package var needs: [String]? { get { rare?.fields.needs } set { withRare(newValue == nil) { $0.needs = newValue } } }
     /// What a waiting task waits on: `["db 1/1"]`.
-    package var waitingOn: [String]?
+    package var waitingOn: [String]? { get { rare?.fields.waitingOn } set { withRare(newValue == nil) { $0.waitingOn = newValue } } }
     /// task_retrying: seconds until the next attempt.
-    package var delay: Double?
+    package var delay: Double? { get { rare?.fields.delay } set { withRare(newValue == nil) { $0.delay = newValue } } }
     /// task_finished: the log file; run_started: the run folder.
     package var path: String?
     /// task_started / task_finished: where in `path` the log's path inside
@@ -68,45 +68,104 @@ package struct RunEvent: Sendable {
     /// made for every task.
     package var pathInRecordOffset: Int?
     /// task_finished of a failure: the last lines of its log.
-    package var logTail: [String]?
+    package var logTail: [String]? { get { rare?.fields.logTail } set { withRare(newValue == nil) { $0.logTail = newValue } } }
     /// join_completed / group_finished.
-    package var members: Int?
-    package var succeeded: Int?
-    package var required: Int?
-    package var timedOut: Bool?
-    package var missing: [String]?
+    package var members: Int? { get { rare?.fields.members } set { withRare(newValue == nil) { $0.members = newValue } } }
+    package var succeeded: Int? { get { rare?.fields.succeeded } set { withRare(newValue == nil) { $0.succeeded = newValue } } }
+    package var required: Int? { get { rare?.fields.required } set { withRare(newValue == nil) { $0.required = newValue } } }
+    package var timedOut: Bool? { get { rare?.fields.timedOut } set { withRare(newValue == nil) { $0.timedOut = newValue } } }
+    package var missing: [String]? { get { rare?.fields.missing } set { withRare(newValue == nil) { $0.missing = newValue } } }
     /// join_completed: what it reports, in order: name → value (whole, not shortened).
-    package var report: [(key: String, value: String)]?
+    package var report: [(key: String, value: String)]? { get { rare?.fields.report } set { withRare(newValue == nil) { $0.report = newValue } } }
     /// join_completed: the members one by one with their stash (SPEC §5).
-    package var joinReport: JoinReport?
+    package var joinReport: JoinReport? { get { rare?.fields.joinReport } set { withRare(newValue == nil) { $0.joinReport = newValue } } }
     /// task_output: `stdout` or `stderr`, and the line (without its line break).
-    package var stream: String?
-    package var line: String?
+    package var stream: String? { get { rare?.fields.stream } set { withRare(newValue == nil) { $0.stream = newValue } } }
+    package var line: String? { get { rare?.fields.line } set { withRare(newValue == nil) { $0.line = newValue } } }
     /// task_finished of a failure that `continue_on_error` allows.
-    package var allowed: Bool?
+    package var allowed: Bool? { get { rare?.fields.allowed } set { withRare(newValue == nil) { $0.allowed = newValue } } }
     /// task_finished of a member a join cancelled: that join.
-    package var cancelledBy: String?
+    package var cancelledBy: String? { get { rare?.fields.cancelledBy } set { withRare(newValue == nil) { $0.cancelledBy = newValue } } }
     /// run_started / run_finished.
-    package var runID: String?
-    package var workflow: String?
-    package var counts: [(status: TaskStatus, count: Int)]?
-    package var runExitCode: Int?
+    package var runID: String? { get { rare?.fields.runID } set { withRare(newValue == nil) { $0.runID = newValue } } }
+    package var workflow: String? { get { rare?.fields.workflow } set { withRare(newValue == nil) { $0.workflow = newValue } } }
+    package var counts: [(status: TaskStatus, count: Int)]? { get { rare?.fields.counts } set { withRare(newValue == nil) { $0.counts = newValue } } }
+    package var runExitCode: Int? { get { rare?.fields.runExitCode } set { withRare(newValue == nil) { $0.runExitCode = newValue } } }
     /// task_finished: `restored` or `up_to_date` when the task succeeded without running.
-    package var reused: String?
+    package var reused: String? { get { rare?.fields.reused } set { withRare(newValue == nil) { $0.reused = newValue } } }
     /// run_started: the run this one resumes.
-    package var resumedFrom: String?
+    package var resumedFrom: String? { get { rare?.fields.resumedFrom } set { withRare(newValue == nil) { $0.resumedFrom = newValue } } }
+
+    /// The fields most events leave nil, behind one reference: an event is
+    /// copied several times on its way to the reporters, and a million
+    /// short members' events were mostly copies of ~30 empty fields.
+    private var rare: RareBox?
+
+    private final class RareBox: @unchecked Sendable {
+        // @unchecked: written only while uniquely referenced (`setRare`).
+        var fields: RareFields
+        init(_ fields: RareFields) { self.fields = fields }
+    }
+
+    private struct RareFields {
+        var signal: Int?
+        var progress: Int?
+        var reason: String?
+        var maxParallel: Int?
+        var timeoutSeconds: Double?
+        var groupTimeoutSeconds: Double?
+        var limits: String?
+        var needs: [String]?
+        var waitingOn: [String]?
+        var delay: Double?
+        var logTail: [String]?
+        var members: Int?
+        var succeeded: Int?
+        var required: Int?
+        var timedOut: Bool?
+        var missing: [String]?
+        var report: [(key: String, value: String)]?
+        var joinReport: JoinReport?
+        var stream: String?
+        var line: String?
+        var allowed: Bool?
+        var cancelledBy: String?
+        var runID: String?
+        var workflow: String?
+        var counts: [(status: TaskStatus, count: Int)]?
+        var runExitCode: Int?
+        var reused: String?
+        var resumedFrom: String?
+    }
+
+    /// Changes a rare field; setting one to nil allocates nothing.
+    private mutating func withRare(_ settingNil: Bool, _ change: (inout RareFields) -> Void) {
+        if rare == nil {
+            guard !settingNil else { return }
+            rare = RareBox(RareFields())
+        } else if !isKnownUniquelyReferenced(&rare) {
+            rare = RareBox(rare!.fields)
+        }
+        change(&rare!.fields)
+    }
 
     /// join_completed carries this many members, each value cut to this many bytes.
     static let joinMembersInEvent = 200
     static let joinValueBytesInEvent = 1024
 
     package init(_ kind: Kind, elapsed: Double, subject: String? = nil) {
-        self.kind = kind
-        self.elapsed = elapsed
-        self.subject = subject
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        timestamp = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        self.init(kind, elapsed: elapsed, timestamp: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9, subject: subject)
+    }
+
+    /// An event whose wall-clock time the caller knows: the engine gives
+    /// the run's start plus `elapsed`, as a reader of `events.jsonl` computes it.
+    package init(_ kind: Kind, elapsed: Double, timestamp: Double, subject: String? = nil) {
+        self.kind = kind
+        self.elapsed = elapsed
+        self.timestamp = timestamp
+        self.subject = subject
     }
 
     /// One line of `events.jsonl` and of `--output json` (schema: docs/events-json.md).

@@ -87,13 +87,12 @@ extension RunRecord {
     func writeDueStarts(all: Bool = false) {
         guard !held.sequenceOf.isEmpty else { return }
         let due = Self.monotonicSeconds() - Self.startHoldSeconds
-        var lines: [UInt8] = []
+        var lines: [RunEvent] = []
         var position = held.head
         while position < held.events.count {
             if let start = held.events[position] {
                 guard all || held.heldAt[position] <= due else { break }
-                start.appendJSONLine(to: &lines)
-                lines.append(UInt8(ascii: "\n"))
+                lines.append(start)
                 held.sequenceOf[start.subject ?? ""] = nil
                 if !logsInMemory.isEmpty { logsInMemory.removeValue(forKey: start.subject ?? "")?.spill() }
                 held.events[position] = nil

@@ -32,10 +32,9 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     package let directory: String
     package let folder: RunFolder
     private let eventsDescriptor: Int32
-    /// Bytes of whole lines in events.jsonl: where a failed write is cut back to.
-    private var eventsLength: off_t = 0
-    /// Set when events.jsonl could not be written: no more lines go to it.
-    private var eventsFailed = false
+    /// Where event lines go: written inline, or (once the engine schedules
+    /// writes, `writesEvents(scheduling:)`) encoded on a queue of their own.
+    private var eventsFile: EventsFile
 
     package struct Failure: Error, CustomStringConvertible {
         package var description: String
@@ -53,9 +52,11 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         directory = folder.path
         eventsDescriptor = folder.create("events.jsonl", in: folder.descriptor, appending: true)
         if eventsDescriptor < 0 { throw Failure(description: "cannot write \(directory)/events.jsonl: \(String(cString: strerror(errno)))") }
+        eventsFile = EventsFile(descriptor: eventsDescriptor, folder: folder, directory: directory, inBackground: false)
     }
 
     deinit {
+        eventsFile.wait()
         if eventsDescriptor >= 0 { close(eventsDescriptor) }
     }
 
@@ -149,10 +150,11 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
 
     // MARK: Events
 
-    /// Event lines not yet written. The engine's queue writes them once the
-    /// step that produced them is over (`writesEvents(scheduling:)`), so a burst of
-    /// events costs one write, and nothing waits longer than that step.
-    var pendingEvents: [UInt8] = []
+    /// Events not yet written. The engine's queue hands them to
+    /// `eventsFile` once the step that produced them is over
+    /// (`writesEvents(scheduling:)`), so a burst of events costs one write,
+    /// and nothing waits longer than that step (and its encoding).
+    var pendingEvents: [RunEvent] = []
     /// Starts held back for a moment (`RunRecord+HeldStarts`), and how to come back to them.
     var held = HeldStarts()
     var scheduleLater: ((Double, @escaping @Sendable () -> Void) -> Void)?
@@ -173,6 +175,8 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     /// every event is written at once.
     package func writesEvents(scheduling schedule: @escaping (@escaping @Sendable () -> Void) -> Void) {
         scheduleWrite = schedule
+        eventsFile.wait()
+        eventsFile = EventsFile(descriptor: eventsDescriptor, folder: folder, directory: directory, inBackground: true)
     }
 
     package func report(_ event: RunEvent) {
@@ -194,55 +198,38 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
             writePendingEvents()
             return
         }
-        if pendingEvents.count >= 64 * 1024 {
+        if pendingEvents.count >= 1024 {
             writePendingEvents()
         } else if !flushIsScheduled {
             scheduleWrite(writePendingEventsWork)
         }
     }
 
-    /// Writes the pending lines. If that fails (disk full, file size limit),
-    /// events.jsonl is cut back to its last whole line, the run fails, and
-    /// no more lines are written.
+    /// Hands the pending events to `eventsFile` (see there for a write that fails).
     package func writePendingEvents() {
         writeDueStarts()
         guard !pendingEvents.isEmpty else { return }
-        defer { pendingEvents.removeAll(keepingCapacity: true) }
-        guard !eventsFailed else { return }
-        let (written, reason) = pendingEvents.withUnsafeBytes { bytes -> (Int, Int32) in
-            var offset = 0
-            while offset < bytes.count {
-                let count = write(eventsDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return (offset, errno)
-                }
-                if count == 0 { return (offset, EIO) }
-                offset += count
-            }
-            return (offset, 0)
-        }
-        guard reason != 0 else {
-            eventsLength += off_t(written)
-            return
-        }
-        eventsFailed = true
-        let whole = pendingEvents[..<written].lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
-        eventsLength += off_t(whole)
-        _ = ftruncate(eventsDescriptor, eventsLength)
-        folder.noteFailure("cannot write \(directory)/events.jsonl: \(String(cString: strerror(reason)))")
+        let batch = pendingEvents
+        pendingEvents = []
+        eventsFile.write(batch)
+    }
+
+    /// Every event so far in `events.jsonl` (or the failure noted): before
+    /// the summary, which says whether the file is whole.
+    package func writeEventsNow() {
+        writePendingEvents()
+        eventsFile.wait()
     }
 
     package func finish() {
         writeDueStarts(all: true)
-        writePendingEvents()
+        writeEventsNow()
     }
 
     /// With `spilling`, a held start being written: its attempt's log
     /// goes to its own file from now on.
     func append(_ event: RunEvent, spilling: Bool = false) {
-        event.appendJSONLine(to: &pendingEvents)
-        pendingEvents.append(UInt8(ascii: "\n"))
+        pendingEvents.append(event)
         if spilling, !logsInMemory.isEmpty, let task = event.subject { logsInMemory.removeValue(forKey: task)?.spill() }
     }
 

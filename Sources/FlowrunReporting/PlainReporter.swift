@@ -25,14 +25,14 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     private var reused = ReusedTally()
 
     package init(descriptor: Int32 = 1) {
-        output = LineWriter(descriptor: descriptor)
+        output = LineWriter(descriptor: descriptor) { Self.commonLine($0) ?? "" }
         columns = isatty(descriptor) == 1 ? TerminalSize.of(descriptor).columns : 80
     }
 
     package func report(_ event: RunEvent) {
-        if let line = Self.commonLine(event) {
-            if event.kind == .taskFinished, let duration = event.duration { noteDuration(TerminalText.escapedName(event.subject ?? ""), duration) }
-            output.write(line)
+        if Self.commonWord(event) != nil {
+            if event.kind == .taskFinished, let duration = event.duration { noteDuration(event.subject ?? "", duration) }
+            output.write(event: event)
             return
         }
         var lines: [String] = []
@@ -84,14 +84,18 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     /// The line of a task's start, wait or first-attempt success, built by
     /// appending: there are a few per task, and interpolation and arrays
     /// showed at 100,000 tasks. Nil for any other event.
-    private static func commonLine(_ event: RunEvent) -> String? {
-        let word: String
+    /// The word of an event that `commonLine` prints, nil for the others.
+    private static func commonWord(_ event: RunEvent) -> String? {
         switch event.kind {
-        case .taskStarted: word = " start    "
-        case .taskWaiting: word = " waiting  "
-        case .taskFinished where event.status == .succeeded && (event.attempt ?? 0) == 1: word = " ok       "
-        default: return nil
+        case .taskStarted: " start    "
+        case .taskWaiting: " waiting  "
+        case .taskFinished where event.status == .succeeded && (event.attempt ?? 0) == 1: " ok       "
+        default: nil
         }
+    }
+
+    private static func commonLine(_ event: RunEvent) -> String? {
+        guard let word = commonWord(event) else { return nil }
         var line = ""
         line.reserveCapacity(64)
         ClockText.appendTime(event.timestamp, local: true, to: &line)
@@ -127,7 +131,7 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     private func noteDuration(_ name: String, _ duration: Double) {
         guard slowest.count < 3 || duration > slowest[2].duration else { return }
         let position = slowest.firstIndex { duration > $0.duration } ?? slowest.count
-        slowest.insert((name, duration), at: position)
+        slowest.insert((TerminalText.escapedName(name), duration), at: position)
         if slowest.count > 3 { slowest.removeLast() }
     }
 
@@ -158,7 +162,7 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         }
         var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
         reused.note(event)
-        if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(name, duration) }
+        if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(event.subject ?? "", duration) }
         if ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
             notNeeded.add(name)
         }
@@ -243,12 +247,12 @@ package final class JSONLinesReporter: RunReporter, @unchecked Sendable {
     private let runStart = Mutex<Double?>(nil)
 
     package init(descriptor: Int32 = 1) {
-        output = LineWriter(descriptor: descriptor)
+        output = LineWriter(descriptor: descriptor) { $0.jsonLine + "\n" }
     }
 
     package func report(_ event: RunEvent) {
         if event.kind == .runStarted { runStart.withLock { $0 = event.timestamp - event.elapsed } }
-        output.write(event.jsonLine + "\n")
+        output.write(event: event)
     }
 
     /// With `--stream`: a `task_output` event per line (`stream`: stdout or stderr).
