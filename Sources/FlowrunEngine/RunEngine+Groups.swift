@@ -120,12 +120,14 @@ extension RunEngine {
             let member = addFanOutMember(group: group, fanOut: fanOut, item: item, index: offset, name: name)
             progress.created += 1
             progress.unsettled += 1
-            var quoted = ""
-            JSONValue.writeQuoted(name, to: &quoted)
-            progress.names.append(Array(((progress.created > 1 ? "," : "") + quoted).utf8), in: record)
-            var itemText = progress.created > 1 ? "," : ""
-            JSONValue.writeQuoted(item.text, to: &itemText)
-            progress.items.append(shown(json: Array(itemText.utf8)), in: record)
+            progress.names.appendQuoted(name, in: record)
+            if secretMasker == nil {
+                progress.items.appendQuoted(item.text, in: record)
+            } else {
+                var itemText = progress.created > 1 ? "," : ""
+                JSONValue.writeQuoted(item.text, to: &itemText)
+                progress.items.append(shown(json: Array(itemText.utf8)), in: record)
+            }
             if progress.created > FanOutProgress.plainRowsKeptUpTo, progress.heldRows != nil {
                 // A big fan-out: its plain successes are left out of the summary (the group lists them).
                 for held in progress.heldRows!.sorted(by: { $0.member < $1.member }) {

@@ -84,6 +84,7 @@ extension RunEngine {
         pool.enqueue(index, demand: demand)
         admitWaiters()
         if nodes[index].status == .waiting {
+            if waitsOnlyForItsFanOutsSlots(index, demand.resources) { return }
             let shortage = pool.shortage(of: demand)
             if waitsOnlyForItsFanOutsSlots(index, shortage.map(\.resource)) { return }
             var waiting = event(.taskWaiting, index)
@@ -94,7 +95,8 @@ extension RunEngine {
         }
     }
 
-    /// A fan-out member short only of the run's slots or its group's: flowrun
+    /// A fan-out member short only of the run's slots or its group's (or
+    /// holding no other, so that it can lack no other): flowrun
     /// makes members as such slots free up (a few ahead), so the wait is
     /// the fan-out's own pace, and a `task_waiting` line per member would
     /// be most of a long fan-out's record. A wait for a semaphore is said.
@@ -114,7 +116,7 @@ extension RunEngine {
     }
 
     func admitWaiters() {
-        for index in pool.admit() {
+        while let index = pool.admitNext() {
             nodes[index].holdsSlots = true
             startAttempt(index)
         }

@@ -28,7 +28,8 @@ final class SleepAttempt: TaskAttempt, @unchecked Sendable {
     func start() {
         if duration <= .zero {
             // Never complete inside start(): the engine is still setting the attempt up.
-            soon.add { [weak self] in self?.complete(AttemptResult(status: .succeeded, exitCode: 0)) }
+            // Held strongly until then (a weak reference costs every attempt a side table).
+            soon.add { [self] in complete(AttemptResult(status: .succeeded, exitCode: 0)) }
             return
         }
         let timer = DispatchSource.makeTimerSource(queue: queue)

@@ -86,12 +86,13 @@ struct SlotPool {
         return true
     }
 
-    /// Takes the slots of every waiter that can start now, in arrival order,
-    /// and returns them.
-    mutating func admit() -> [Int] {
-        guard !buckets.isEmpty else { return [] }
+    /// Takes the slots of the first waiter (in arrival order) that can start
+    /// now, and returns it; nil when none can. Called until nil, it admits
+    /// what one pass over the waiters would, one at a time, with no array
+    /// made for them.
+    mutating func admitNext() -> Int? {
+        guard !buckets.isEmpty else { return nil }
         if buckets.count == 1 { return admitAlone() }
-        var started: [Int] = []
         var claimed = Set<Int>()
         var blocked = Set<Demand>()
         while true {
@@ -101,7 +102,7 @@ struct SlotPool {
                 let ticket = bucket.waiters[bucket.head].ticket
                 if ticket < next?.ticket ?? .max { next = (demand, ticket) }
             }
-            guard let demand = next?.demand else { break }
+            guard let demand = next?.demand else { return nil }
             let lacking = demand.pairs.filter { free[$0.0] < $0.1 }.map(\.0)
             if !lacking.isEmpty || demand.resources.contains(where: claimed.contains) {
                 claimed.formUnion(lacking)
@@ -109,25 +110,29 @@ struct SlotPool {
                 continue
             }
             for (resource, amount) in demand.pairs { free[resource] -= amount }
-            if let waiter = buckets[demand]?.popFirst() { started.append(waiter) }
+            let waiter = buckets[demand]?.popFirst()
             if buckets[demand]?.isEmpty == true { buckets[demand] = nil }
+            if let waiter { return waiter }
         }
+    }
+
+    /// Every waiter that can start now, in arrival order (`admitNext` until nil).
+    mutating func admit() -> [Int] {
+        var started: [Int] = []
+        while let next = admitNext() { started.append(next) }
         return started
     }
 
-    /// `admit` when every waiter has the same demand (a flat run, one fan-out):
-    /// first come, first served, with no other bucket to weigh against. The
-    /// bucket is changed in place, by position: no demand hashed.
-    private mutating func admitAlone() -> [Int] {
+    /// `admitNext` when every waiter has the same demand (a flat run, one
+    /// fan-out): first come, first served, with no other bucket to weigh
+    /// against. The bucket is changed in place, by position: no demand hashed.
+    private mutating func admitAlone() -> Int? {
         let only = buckets.startIndex
         let demand = buckets.keys[only]
-        var started: [Int] = []
-        while !buckets.values[only].isEmpty, demand.pairs.allSatisfy({ free[$0.0] >= $0.1 }) {
-            for (resource, amount) in demand.pairs { free[resource] -= amount }
-            if let waiter = buckets.values[only].popFirst() { started.append(waiter) }
-        }
+        guard demand.pairs.allSatisfy({ free[$0.0] >= $0.1 }), let waiter = buckets.values[only].popFirst() else { return nil }
+        for (resource, amount) in demand.pairs { free[resource] -= amount }
         if buckets.values[only].isEmpty { buckets.remove(at: only) }
-        return started
+        return waiter
     }
 
     /// Gives back what a started waiter held.

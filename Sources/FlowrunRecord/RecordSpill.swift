@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunValues
 
 /// Bytes set aside during a run to be copied into a record file at its end
 /// (the summary's rows of fan-out members that have been let go): kept in
@@ -20,6 +21,17 @@ package struct RecordSpill {
     package mutating func append(_ bytes: [UInt8], in record: RunRecord) {
         pending += bytes
         byteCount += bytes.count
+        if pending.count >= 256 * 1024 { flush(in: record) }
+    }
+
+    /// Appends `text` as a JSON string, after a comma unless it is the first:
+    /// a fan-out's member names and items, one per member, with no string
+    /// or array made for each.
+    package mutating func appendQuoted(_ text: String, in record: RunRecord) {
+        let before = pending.count
+        if byteCount > 0 { pending.append(UInt8(ascii: ",")) }
+        JSONValue.appendQuoted(text, to: &pending)
+        byteCount += pending.count - before
         if pending.count >= 256 * 1024 { flush(in: record) }
     }
 

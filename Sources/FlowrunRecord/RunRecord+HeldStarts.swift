@@ -65,8 +65,12 @@ extension RunRecord {
     /// or when starts are not held back.
     func holdsStart(_ event: RunEvent) -> Bool {
         guard scheduleLater != nil, event.kind == .taskStarted, let task = event.subject else { return false }
-        if let earlier = releaseHeldStart(of: task) { append(earlier, spilling: true) }
-        held.sequenceOf[task] = held.base + held.events.count
+        // One lookup: a start of the same task still held (an earlier attempt's) is written first.
+        if let earlier = held.sequenceOf.updateValue(held.base + held.events.count, forKey: task),
+           let start = held.events[earlier - held.base] {
+            held.events[earlier - held.base] = nil
+            append(start, spilling: true)
+        }
         held.events.append(event)
         held.heldAt.append(Self.monotonicSeconds())
         armHeldStartsTimer()

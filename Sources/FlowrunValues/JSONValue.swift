@@ -82,7 +82,7 @@ package enum JSONValue: Sendable, Equatable {
     /// The one escaping routine for all of flowrun's JSON. Works on UTF-8
     /// bytes and copies unescaped runs whole: events and the summary quote
     /// every name and path, hundreds of thousands of times in a big run.
-    static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
+    package static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in
