@@ -96,6 +96,32 @@ extension RunEndToEnd {
             #expect(dry.stdout.contains("  link: up to date"), "\(dry)")
         }
 
+        /// A dry run checks a fan-out's members one by one, but not ten
+        /// million of them: the first 1,000, then a count. Before, the range
+        /// was made into a list of every item and every line.
+        @Test func aDryRunOfAHugeIncrementalRangeChecksTheFirstThousandAndCountsTheRest() throws {
+            let sandbox = try RunSandbox()
+            try "x".write(toFile: sandbox.file("in.txt"), atomically: true, encoding: .utf8)
+            try """
+                tasks: {}
+                groups:
+                  work:
+                    foreach: { range: [1, 10000000] }
+                    task:
+                      sources: ["in.txt"]
+                      run: "true"
+
+                """.write(toFile: sandbox.file("flowrun.yaml"), atomically: true, encoding: .utf8)
+            let dry = try FlowrunBinary.run(
+                [sandbox.file("flowrun.yaml"), "--dry-run"], in: sandbox.path, environment: sandbox.environment, timeout: .seconds(60))
+            #expect(dry.exitStatus == 0, "\(dry)")
+            // The plan's own line for the fan-out is `  work[*]  [fan-out, …]`.
+            let members = dry.stdout.split(separator: "\n").filter { $0.hasPrefix("  work[") && !$0.hasPrefix("  work[*]") }
+            #expect(members.count == 1_000, "\(members.count) members listed")
+            #expect(members.first == "  work[0]: would run (no successful run recorded)", "\(members.first ?? "")")
+            #expect(dry.stdout.contains("  work: 9999000 more members, not checked (a dry run checks the first 1000)"), "\(dry.stdout.suffix(300))")
+        }
+
         @Test func stateIsPrivateAndWrittenOnlyAfterSuccess() throws {
             let sandbox = try RunSandbox()
             let failing = """

@@ -8,8 +8,12 @@ package import FlowrunPlanning
 /// What `--dry-run` says about tasks with `sources:`: up to date, would
 /// run (and why), or decided only when it runs (it reads values other
 /// tasks make). Fan-outs over a literal list or range are shown member by
-/// member.
+/// member, the first `membersCheckedAtMost` of them.
 package enum IncrementalPreview {
+    /// A fan-out's members checked one by one; the rest are counted. Each
+    /// check hashes the member's sources, and a range may be ten million long.
+    package static let membersCheckedAtMost = 1_000
+
     package static func lines(_ plan: Plan, store: IncrementalStore) -> [String] {
         var lines: [String] = []
         let identities = TaskIdentities.compute(for: plan)
@@ -37,23 +41,34 @@ package enum IncrementalPreview {
                 lines.append(line(step.name, task: task, identity: identity.hash, item: nil, index: nil, plan: plan, store: store))
                 continue
             }
-            let items: [String]
+            let count: Int
+            let item: (Int) -> String
             switch step.fanOutSource {
-            case .list(let list)?: items = list
-            case .range(let low, let high)?: items = high >= low ? (low...high).map(String.init) : []
+            case .list(let list)?:
+                count = list.count
+                item = { list[$0] }
+            case .range(let low, let high)?:
+                // Never made into a list: a range may have ten million items.
+                count = high >= low ? high - low + 1 : 0
+                item = { String(low + $0) }
             default:
                 lines.append("\(step.name): decided when it runs (its items are known only then)")
                 continue
             }
             let group = step.group ?? step.name
-            for (index, item) in items.enumerated() {
+            for index in 0..<min(count, membersCheckedAtMost) {
+                let item = item(index)
                 var name = "\(group)[\(index)]"
                 if let template = task.nameTemplate, let rendered = try? render(template, shell: false, item: item, index: index, plan: plan), !rendered.isEmpty {
                     name = rendered
                 }
                 lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store))
             }
-            if waitsOn.isEmpty && lines[before...].allSatisfy({ $0.hasSuffix(": up to date") }) { current.insert(step.name) }
+            if count > membersCheckedAtMost {
+                lines.append("\(group): \(count - membersCheckedAtMost) more members, not checked (a dry run checks the first \(membersCheckedAtMost))")
+            } else if waitsOn.isEmpty && lines[before...].allSatisfy({ $0.hasSuffix(": up to date") }) {
+                current.insert(step.name)
+            }
         }
         return lines
     }
