@@ -40,15 +40,38 @@ final class FanOutProgress {
     /// Summary rows of settled members, held while the fan-out is small so
     /// they are written in index order; nil once it has more members than
     /// `plainRowsKeptUpTo`: then rows go out as members settle, and those of
-    /// plain successes (see `RunEngine.isPlainSuccess`) are left out.
-    var heldRows: [(member: Int, row: [UInt8], plain: Bool)]? = []
-    /// Members whose row is left out of the summary.
+    /// plain successes (see `RunEngine.plainSuccess`) are left out.
+    var heldRows: [(member: Int, row: [UInt8], plain: PlainSuccess?)]? = []
+    /// Members whose row is left out of the summary, and how many of them
+    /// `resume` restored or were up to date (each one's `task_finished`
+    /// in `events.jsonl` says which).
     var rowsLeftOut = 0
+    var leftOutRestored = 0
+    var leftOutUpToDate = 0
+
+    /// How a member whose row is left out succeeded.
+    enum PlainSuccess {
+        case ran
+        case reused(ReuseKind)
+    }
+
+    func leaveOutRow(of success: PlainSuccess) {
+        rowsLeftOut += 1
+        switch success {
+        case .ran: break
+        case .reused(.restored): leftOutRestored += 1
+        case .reused(.upToDate): leftOutUpToDate += 1
+        }
+    }
     static let plainRowsKeptUpTo = 1_000
 
-    init(feed: FanOutFeed, window: Int, keepsMembers: Bool) {
+    /// The pool's resource for the group's own limit, if it has one.
+    let groupResource: Int?
+
+    init(feed: FanOutFeed, window: Int, keepsMembers: Bool, groupResource: Int?) {
         self.feed = feed
         self.window = window
         self.keepsMembers = keepsMembers
+        self.groupResource = groupResource
     }
 }

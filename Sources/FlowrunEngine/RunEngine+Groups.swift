@@ -44,7 +44,9 @@ extension RunEngine {
             }
             if problem == nil {
                 let window = fanOut.sequential ? 2 : fanOutWindow(fanOut)
-                fanOutProgress[index] = FanOutProgress(feed: feed, window: window, keepsMembers: groupsWithMembersRead.contains(nodes[index].name))
+                fanOutProgress[index] = FanOutProgress(
+                    feed: feed, window: window, keepsMembers: groupsWithMembersRead.contains(nodes[index].name),
+                    groupResource: resourceOfGroup[nodes[index].name])
             }
         }
         if let problem {
@@ -131,7 +133,7 @@ extension RunEngine {
             if progress.created > FanOutProgress.plainRowsKeptUpTo, progress.heldRows != nil {
                 // A big fan-out: its plain successes are left out of the summary (the group lists them).
                 for held in progress.heldRows!.sorted(by: { $0.member < $1.member }) {
-                    if held.plain { progress.rowsLeftOut += 1 } else { appendSummaryRow(held.row) }
+                    if let plain = held.plain { progress.leaveOutRow(of: plain) } else { appendSummaryRow(held.row) }
                 }
                 progress.heldRows = nil
             }
@@ -238,11 +240,11 @@ extension RunEngine {
         settledMemberCounts[status, default: 0] += 1
         if status.isFailure && !(nodes[index].definition?.value.continueOnError ?? false) { settledMemberFailed = true }
         guard let progress = nodes[index].group.flatMap({ fanOutProgress[$0] }) else { return }
-        let plain = isPlainSuccess(index)
+        let plain = plainSuccess(index)
         if progress.heldRows != nil {
             progress.heldRows!.append((index, shown(json: taskObject(index)), plain))
-        } else if plain {
-            progress.rowsLeftOut += 1
+        } else if let plain {
+            progress.leaveOutRow(of: plain)
         } else {
             appendSummaryRow(shown(json: taskObject(index)))
         }
@@ -259,12 +261,14 @@ extension RunEngine {
         progress.heldRows = []
     }
 
-    /// Succeeded on its first attempt, restored from nothing, printed
-    /// nothing, wrote no outputs, exit 0: a row would say only its name and item.
-    func isPlainSuccess(_ index: Int) -> Bool {
-        nodes[index].status == .succeeded && nodes[index].attempt <= 1 && nodes[index].reused == nil && !nodes[index].hasLog
+    /// Succeeded on its first attempt (or restored by `resume`, or up to
+    /// date, without running), printed nothing, wrote no outputs, exit 0:
+    /// a row would say only its name and item. Nil for any other member.
+    func plainSuccess(_ index: Int) -> FanOutProgress.PlainSuccess? {
+        guard nodes[index].status == .succeeded && nodes[index].attempt <= 1 && !nodes[index].hasLog
             && nodes[index].stash.stdout.isEmpty && nodes[index].stash.outputs.isEmpty && nodes[index].stash.oversizedStdout == nil
-            && (nodes[index].stash.exitCode ?? 0) == 0 && nodes[index].cancelReason == nil
+            && (nodes[index].stash.exitCode ?? 0) == 0 && nodes[index].cancelReason == nil else { return nil }
+        return nodes[index].reused.map { .reused($0) } ?? .ran
     }
 
     func memberSettled(_ group: Int, member: Int) {

@@ -101,9 +101,8 @@ extension RunEngine {
     /// the fan-out's own pace, and a `task_waiting` line per member would
     /// be most of a long fan-out's record. A wait for a semaphore is said.
     private func waitsOnlyForItsFanOutsSlots(_ index: Int, _ lacking: [Int]) -> Bool {
-        guard nodes[index].item != nil, let group = nodes[index].group, fanOutProgress[group] != nil else { return false }
-        let groupResource = resourceOfGroup[nodes[group].name]
-        return lacking.allSatisfy { $0 == Self.runSlots || $0 == groupResource }
+        guard nodes[index].item != nil, let group = nodes[index].group, let progress = fanOutProgress[group] else { return false }
+        return lacking.allSatisfy { $0 == Self.runSlots || $0 == progress.groupResource }
     }
 
     /// " held by restore, index" — who holds a semaphore or group slot (not

@@ -45,7 +45,7 @@ extension RunEngine {
             cancel(index, reason: reason)
         }
         // Fan-outs' members not made yet are made cancelled.
-        for group in fanOutProgress.keys.sorted() { refillFanOut(group) }
+        for group in fanOutProgress.keys { refillFanOut(group) }
         finishIfDone()
     }
 
@@ -61,7 +61,7 @@ extension RunEngine {
                 settle(index, .cancelled, reason: .signal)
             }
         }
-        for group in fanOutProgress.keys.sorted() { refillFanOut(group) }
+        for group in fanOutProgress.keys { refillFanOut(group) }
         finishIfDone()
     }
 

@@ -79,6 +79,8 @@ extension RunEngine {
         }
         // Members with no row in "tasks" succeeded plainly (see docs/RUNNING.md).
         object.add("rows_left_out", progress.rowsLeftOut)
+        if progress.leftOutRestored > 0 { object.add("left_out_restored", progress.leftOutRestored) }
+        if progress.leftOutUpToDate > 0 { object.add("left_out_up_to_date", progress.leftOutUpToDate) }
         if let template = fanOuts[index]?.template.value.name, let identity = identities[template] {
             object.add("member_identity", identity.hash)
             var parts = JSONObjectWriter()

@@ -36,7 +36,7 @@ package final class RunEngine: @unchecked Sendable {
 
     var nodes = RunNodes()
     /// Each running (or finished) fan-out's feed and counts, by the group's node index.
-    var fanOutProgress: [Int: FanOutProgress] = [:]
+    var fanOutProgress = ByGroupIndex<FanOutProgress>()
     /// Names made by fan-outs named other than `GROUP[INDEX]` (see RunEngine+MemberNames.swift).
     var madeMemberNames: [MadeMemberNames] = []
     /// Groups whose members' stashes something reads (`groups.G.results`, a
@@ -87,7 +87,7 @@ package final class RunEngine: @unchecked Sendable {
     }
 
     /// Each group's fan-out, by the group's node index.
-    var fanOuts: [Int: FanOut] = [:]
+    var fanOuts = ByGroupIndex<FanOut>()
     /// `limitsJSON` of each demand met so far.
     var limitsTexts: [SlotPool.Demand: String] = [:]
     /// Groups one of whose members started: the rest leave the group's needs out of `task_started`.

@@ -59,8 +59,19 @@ extension RunEndToEnd {
             #expect(resumed.exitStatus == 0, "\(resumed)")
             let runs = runFolders(in: sandbox.logDirectory).filter { $0.count == 32 }
             let newest = try runs.map { try RunRecordFiles(directory: sandbox.logDirectory + "/" + $0) }.first { !$0.events("run_started").isEmpty && $0.summary["resumed_from"] != nil }
-            let started = try #require(newest, "no resumed record among \(runs)").names("task_started")
+            let resumedRecord = try #require(newest, "no resumed record among \(runs)")
+            let started = resumedRecord.names("task_started")
             #expect(started == ["work[7]"], "the resumed run started \(started.prefix(10))")
+            // Restored plain members have no row either: the resumed summary is not a row per member.
+            let resumedRows = Set(resumedRecord.tasks.compactMap { $0["name"] as? String })
+            #expect(resumedRows == ["list", "work[9]"], "resumed rows: \(resumedRows.sorted().prefix(10))")
+            let resumedGroup = try #require(resumedRecord.group("work"))
+            #expect(resumedGroup["rows_left_out"] as? Int == 1499, "\(resumedGroup["rows_left_out"] ?? "none")")
+            #expect(resumedGroup["left_out_restored"] as? Int == 1498, "\(resumedGroup["left_out_restored"] ?? "none")")
+            #expect(resumedRecord.task("work[9]")?["stdout"] as? String == "nine")
+            // A resume of the resumed run still finds every member, and has nothing left to run.
+            let again = try FlowrunBinary.run(["resume", "--log-dir", sandbox.logDirectory, "--dry-run"], in: sandbox.path, environment: sandbox.environment, timeout: .seconds(120))
+            #expect(again.exitStatus == 0, "\(again)")
         }
     }
 }
