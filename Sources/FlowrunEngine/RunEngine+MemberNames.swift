@@ -3,13 +3,16 @@ import FlowrunValues
 
 /// Member names (docs/FORMAT.md "Member names"), checked before any member
 /// exists without a table of them in memory: a pass over the items hashes
-/// each name to 64 bits; only names whose hash repeats are compared whole,
-/// in a second pass. Default `GROUP[INDEX]` names need no pass.
+/// each name to 64 bits; only names whose hash repeats (within the fan-out,
+/// or among an earlier fan-out's names) are compared whole, in a second
+/// pass over the items that made them. Default `GROUP[INDEX]` names need no pass.
 extension RunEngine {
     /// Names made by a fan-out whose names are not `GROUP[INDEX]`: for later
     /// fan-outs to check theirs against (sorted hashes, 8 bytes a member).
     struct MadeMemberNames {
         var group: String
+        /// The group's node: its items are read again to compare a name whose hash matched.
+        var index: Int
         var hashes: [UInt64]
     }
 
@@ -48,6 +51,8 @@ extension RunEngine {
         if indexed && !indexByName.keys.contains(where: { $0.hasPrefix(prefix) }) && madeMemberNames.isEmpty { return nil }
         var hashes: [UInt64] = []
         var firstTaken: (offset: Int, message: String)?
+        // Names whose hash an earlier fan-out made: compared whole below.
+        var hashMatches: [(offset: Int, name: String, made: Int)] = []
         var feed = makeFeed()
         if let count = feed.knownCount { hashes.reserveCapacity(count) }
         while let item = feed.next() {
@@ -56,11 +61,17 @@ extension RunEngine {
             let name = memberName(group: group, fanOut: fanOut, item: item, index: offset)
             let hash = Self.nameHash(name)
             if !indexed { hashes.append(hash) }
-            if firstTaken == nil, let owner = owner(ofTaken: name, hash: hash) {
-                firstTaken = (offset, "item \(offset) would be named '\(name)', which is already the name of \(owner); member names must differ from every other name")
+            guard firstTaken == nil else { continue }
+            if let owner = owner(ofTaken: name) {
+                firstTaken = (offset, Self.takenMessage(offset, name, owner))
+            } else if let made = madeMemberNames.firstIndex(where: { Self.binarySearch($0.hashes, hash) }) {
+                hashMatches.append((offset, name, made))
             }
         }
         if let failure = feed.failure { return failure }
+        if let taken = firstTakenAmong(hashMatches), taken.offset < firstTaken?.offset ?? .max {
+            firstTaken = (taken.offset, Self.takenMessage(taken.offset, taken.name, "a member of group '\(madeMemberNames[taken.made].group)'"))
+        }
         var firstRepeat: (offset: Int, message: String)?
         if !indexed {
             hashes.sort()
@@ -82,7 +93,7 @@ extension RunEngine {
                     firstOffset[name] = offset
                 }
             }
-            madeMemberNames.append(MadeMemberNames(group: groupName, hashes: hashes))
+            madeMemberNames.append(MadeMemberNames(group: groupName, index: group, hashes: hashes))
         }
         switch (firstTaken, firstRepeat) {
         case let (taken?, repeated?): return taken.offset <= repeated.offset ? taken.message : repeated.message
@@ -92,14 +103,38 @@ extension RunEngine {
         }
     }
 
+    private static func takenMessage(_ offset: Int, _ name: String, _ owner: String) -> String {
+        "item \(offset) would be named '\(name)', which is already the name of \(owner); member names must differ from every other name"
+    }
+
+    /// The first of `matches` (names whose hash an earlier fan-out made)
+    /// that the earlier fan-out really made: one pass over each such
+    /// fan-out's items, keeping only its names with a matched hash.
+    private func firstTakenAmong(_ matches: [(offset: Int, name: String, made: Int)]) -> (offset: Int, name: String, made: Int)? {
+        guard !matches.isEmpty else { return nil }
+        var namesOfMade: [Int: Set<String>] = [:]
+        for made in Set(matches.map(\.made)) {
+            let wanted = Set(matches.filter { $0.made == made }.map { Self.nameHash($0.name) })
+            let group = madeMemberNames[made].index
+            guard let fanOut = fanOuts[group], case .success(var feed) = fanOutFeed(fanOut.source, split: fanOut.split, group: group) else { continue }
+            var names = Set<String>()
+            while let item = feed.next() {
+                let offset = feed.offset - 1
+                if let selected = fanOut.items, !selected.contains(offset) { continue }
+                let name = memberName(group: group, fanOut: fanOut, item: item, index: offset)
+                if wanted.contains(Self.nameHash(name)) { names.insert(name) }
+            }
+            namesOfMade[made] = names
+        }
+        return matches.first { namesOfMade[$0.made]?.contains($0.name) == true }
+    }
+
     /// Who already has `name`: a task, group or join, or a member of an
-    /// earlier fan-out (by its names' hashes, or its `GROUP[INDEX]` form).
-    private func owner(ofTaken name: String, hash: UInt64) -> String? {
+    /// indexed fan-out (its `GROUP[INDEX]` form). An earlier fan-out's other
+    /// names are found by their hashes (`memberNameProblem`).
+    private func owner(ofTaken name: String) -> String? {
         if let taken = indexByName[name] {
             return nodes[taken].group.map { "a member of group '\(nodes[$0].name)'" } ?? "a \(nodes[taken].kind)"
-        }
-        for made in madeMemberNames {
-            if let found = Self.binarySearch(made.hashes, hash), found { return "a member of group '\(made.group)'" }
         }
         // GROUP[INDEX] of an indexed fan-out that has started.
         if name.hasSuffix("]"), let open = name.lastIndex(of: "["), let index = Int(name[name.index(after: open)..<name.index(before: name.endIndex)]),
@@ -110,7 +145,7 @@ extension RunEngine {
         return nil
     }
 
-    private static func binarySearch(_ sorted: [UInt64], _ value: UInt64) -> Bool? {
+    private static func binarySearch(_ sorted: [UInt64], _ value: UInt64) -> Bool {
         var low = 0
         var high = sorted.count
         while low < high {

@@ -74,6 +74,12 @@ struct SlotPool {
     /// Queues a waiter (an opaque number, e.g. a task index).
     mutating func enqueue(_ waiter: Int, demand: Demand) {
         arrival += 1
+        // One bucket with this demand already (a fan-out's members): found
+        // by comparing, not hashing, the demand.
+        if buckets.count == 1, buckets.keys[buckets.startIndex] == demand {
+            buckets.values[buckets.startIndex].waiters.append((arrival, waiter))
+            return
+        }
         buckets[demand, default: Bucket()].waiters.append((arrival, waiter))
     }
 
