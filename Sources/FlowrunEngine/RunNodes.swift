@@ -29,12 +29,21 @@ struct RunNodes {
     /// How many of the plan's nodes there are.
     var count: Int { fixed.count }
 
+    /// The node in place, through its address: a `_read` or `_modify`
+    /// coroutine here malloc'd its frame at every access that was not
+    /// inlined (the read's held a copy of the 272-byte node; some 115
+    /// accesses a task). The address is the arrays' own storage, which
+    /// cannot move or go while `self` is being accessed.
     subscript(index: Int) -> RunNode {
-        _read {
-            if index < fixed.count { yield fixed[index] } else { yield slab[slot(of: index)] }
+        unsafeAddress {
+            if index < fixed.count { return fixed.withUnsafeBufferPointer { $0.baseAddress! + index } }
+            let slot = slot(of: index)
+            return slab.withUnsafeBufferPointer { $0.baseAddress! + slot }
         }
-        _modify {
-            if index < fixed.count { yield &fixed[index] } else { yield &slab[slot(of: index)] }
+        unsafeMutableAddress {
+            if index < fixed.count { return fixed.withUnsafeMutableBufferPointer { $0.baseAddress! + index } }
+            let slot = slot(of: index)
+            return slab.withUnsafeMutableBufferPointer { $0.baseAddress! + slot }
         }
     }
 
