@@ -8,7 +8,7 @@ import Glibc
 /// renamed in) are noted. An attempt that ends looks for its file only if
 /// that name was made; most tasks write no outputs, and a look that finds
 /// nothing costs a lookup of a name never seen (plus the folder's open and
-/// close), some 8 µs of flowrun's CPU a task here. A task's processes are
+/// close), some 7 µs of flowrun's CPU a task here. A task's processes are
 /// gone before its attempt ends, so whatever they made is already noted.
 ///
 /// Should the folder be removed or renamed (a task replaced `outputs/`),
