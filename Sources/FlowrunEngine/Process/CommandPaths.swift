@@ -5,7 +5,7 @@ import Glibc
 /// Where the first word of a command flowrun execs itself (`DirectCommand`)
 /// is found in a task's PATH: the first folder in which it is executable,
 /// as sh finds it. Searching costs a path lookup per folder (9 for `true`
-/// in the benchmark's PATH: some 10 µs of flowrun's CPU a task here, 8 %
+/// in the benchmark's PATH: some 10 µs of flowrun's CPU a task here, 7 %
 /// of it at max_parallel 2), so each answer is kept, as long
 /// as nothing could have changed it: every folder searched, and every
 /// folder above it, is watched (inotify), and any entry made, removed,
