@@ -30,9 +30,11 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         /// `SHELL -c`, a task's `shell:`, or the script's own `#!` line.
         var launch: ScriptLaunch = .shellCommand
         /// The script's words when it is one simple command, exec'd without
-        /// the shell (`DirectCommand`), looked up in `commandSearchPath`.
+        /// the shell (`DirectCommand`), the first looked up in `commandSearchPath`
+        /// through the run's `commandPaths`.
         var directCommand: [String]? = nil
         var commandSearchPath = ""
+        var commandPaths: CommandPaths? = nil
         var environment: [String]
         var inherited: InheritedEnvironment?
         var workingDirectory: String?
@@ -48,6 +50,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         /// `$FLOWRUN_OUTPUT` file in its `outputs/`.
         var record: RunFolder
         var outputFileName: String
+        /// Which names were made in `outputs/` (nil: look for every file).
+        var outputFiles: OutputFilesWatch? = nil
         var tree: ProcessTreeMarker
         var grace: Duration
         /// Hides secrets in what goes to the log and `--stream` (nil: none).
@@ -175,8 +179,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
             workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
         let throughShell = request
+        var runsDirectly = false
         if let words = setup.directCommand {
-            request.runDirectly(words, searchPath: setup.commandSearchPath)
+            // Not found: the shell says so (127), as it would have.
+            if let program = setup.commandPaths?.path(of: words[0], in: setup.commandSearchPath) {
+                request.runDirectly(words, program: program)
+                runsDirectly = true
+            }
         } else if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
             let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: setup.launch.usesFile ? "script" : "sh")
             if let problem = ScriptFile.write(setup.script, to: path, executable: setup.launch.runsItself) {
@@ -187,7 +196,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             request.run(setup.launch, from: path)
         }
         do {
-            pid = try launch(request, orElse: setup.directCommand == nil ? nil : throughShell)
+            pid = try launch(request, orElse: runsDirectly ? throughShell : nil)
             lifecycle = .started(exit: nil, tree: .live)
         } catch {
             discardPipes(stdoutPipe, stderrPipe)
@@ -399,6 +408,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
     private func readOutputs() -> [(key: String, value: String)] {
+        guard setup.outputFiles?.mayHold(setup.outputFileName) ?? true else { return [] }
         // Relative to the run folder flowrun holds, never through a link.
         let descriptor = setup.record.openOutputsFile(setup.outputFileName)
         guard descriptor >= 0 else { return [] }

@@ -39,6 +39,7 @@ extension RunEngine {
                 record: record.folder, outputFileName: outputFileName,
                 tree: marker, grace: plan.workflow.killGrace,
                 secretMasker: secretMasker)
+            setup.outputFiles = outputFiles
             // What `sh -c` would do with one simple command, done without it,
             // with the environment sh would pass on (no `cwd:`: PWD is flowrun's).
             if launch == .shellCommand, plan.workflow.shell == "/bin/sh", task?.value.cwd == nil, !ScriptFile.isNeeded(for: rendered),
@@ -47,6 +48,7 @@ extension RunEngine {
                let words = DirectCommand.words(of: rendered) {
                 setup.directCommand = words
                 setup.commandSearchPath = searchPath
+                setup.commandPaths = commandPaths
                 setup.inherited = inherited.asShellPassesIt
             }
             return ProcessAttempt(

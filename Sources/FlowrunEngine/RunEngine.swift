@@ -101,6 +101,10 @@ package final class RunEngine: @unchecked Sendable {
     /// Reaps exited children on the loop's thread; nil with `reaperProblem`, or for fake attempts.
     var childExits: ChildExitWatch?
     let killer = ProcessTreeKiller()
+    /// Where direct commands were found in their PATH (made at the first).
+    lazy var commandPaths = CommandPaths()
+    /// The names made in the record's `outputs/` (watched from before the first task).
+    lazy var outputFiles = OutputFilesWatch(folder: record.folder.pathForFlowrun + "/outputs")
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
     var reaperProblem: String?
