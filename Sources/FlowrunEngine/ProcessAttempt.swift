@@ -50,8 +50,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         /// `$FLOWRUN_OUTPUT` file in its `outputs/`.
         var record: RunFolder
         var outputFileName: String
-        /// Which names were made in `outputs/` (nil: look for every file).
-        var outputFiles: OutputFilesWatch? = nil
         var tree: ProcessTreeMarker
         var grace: Duration
         /// Hides secrets in what goes to the log and `--stream` (nil: none).
@@ -408,7 +406,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the task's log.
     private func readOutputs() -> [(key: String, value: String)] {
-        guard setup.outputFiles?.mayHold(setup.outputFileName) ?? true else { return [] }
         // Relative to the run folder flowrun holds, never through a link.
         let descriptor = setup.record.openOutputsFile(setup.outputFileName)
         guard descriptor >= 0 else { return [] }

@@ -39,7 +39,6 @@ extension RunEngine {
                 record: record.folder, outputFileName: outputFileName,
                 tree: marker, grace: plan.workflow.killGrace,
                 secretMasker: secretMasker)
-            setup.outputFiles = outputFiles
             // What `sh -c` would do with one simple command, done without it,
             // with the environment sh would pass on (no `cwd:`: PWD is flowrun's).
             if launch == .shellCommand, plan.workflow.shell == "/bin/sh", task?.value.cwd == nil, !ScriptFile.isNeeded(for: rendered),

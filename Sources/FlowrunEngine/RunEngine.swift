@@ -103,8 +103,6 @@ package final class RunEngine: @unchecked Sendable {
     let killer = ProcessTreeKiller()
     /// Where direct commands were found in their PATH (made at the first).
     lazy var commandPaths = CommandPaths()
-    /// The names made in the record's `outputs/` (watched from before the first task).
-    lazy var outputFiles = OutputFilesWatch(folder: record.folder.pathForFlowrun + "/outputs")
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
     var reaperProblem: String?
