@@ -247,9 +247,9 @@ failed:
     _exit(127);
 }
 
-/// `name` looked up in flowrun's PATH, into `buffer`; NULL if not found.
-static const char *find_program(const char *name, char *buffer, size_t size) {
-    const char *path = getenv("PATH");
+/// `name` looked up in `path` (NULL: flowrun's PATH), into `buffer`; NULL if not found.
+static const char *find_program(const char *name, const char *path, char *buffer, size_t size) {
+    if (!path) path = getenv("PATH");
     if (!path) path = "/usr/local/bin:/usr/bin:/bin";
     size_t name_length = strlen(name);
     while (*path) {
@@ -273,7 +273,7 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
     char found[4096];
     const char *path = request->program;
     if (!strchr(path, '/')) {
-        path = find_program(path, found, sizeof found);
+        path = find_program(path, request->search_path, found, sizeof found);
         if (!path) {
             request->failed_operation = "exec";
             return ENOENT;

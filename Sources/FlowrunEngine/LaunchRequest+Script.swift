@@ -16,11 +16,11 @@ extension LaunchRequest {
         }
     }
 
-    /// Execs `program` directly, with `words` as its argv (`program` is
-    /// where the first word was found in the task's PATH).
-    mutating func runDirectly(_ words: [String], program: String) {
-        shell = program
+    /// Execs `words` directly, the first looked up in `searchPath` (the task's PATH).
+    mutating func runDirectly(_ words: [String], searchPath: String) {
+        shell = words[0]
         command = words
+        self.searchPath = searchPath
     }
 
     /// argv: `SHELL -c SCRIPT`, `SHELL ARGUMENTS… FILE`, `FILE`, or the command's words.

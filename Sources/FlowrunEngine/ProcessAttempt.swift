@@ -30,11 +30,9 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         /// `SHELL -c`, a task's `shell:`, or the script's own `#!` line.
         var launch: ScriptLaunch = .shellCommand
         /// The script's words when it is one simple command, exec'd without
-        /// the shell (`DirectCommand`), the first looked up in `commandSearchPath`
-        /// through the run's `commandPaths`.
+        /// the shell (`DirectCommand`), looked up in `commandSearchPath`.
         var directCommand: [String]? = nil
         var commandSearchPath = ""
-        var commandPaths: CommandPaths? = nil
         var environment: [String]
         var inherited: InheritedEnvironment?
         var workingDirectory: String?
@@ -177,13 +175,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
             workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
         let throughShell = request
-        var runsDirectly = false
         if let words = setup.directCommand {
-            // Not found: the shell says so (127), as it would have.
-            if let program = setup.commandPaths?.path(of: words[0], in: setup.commandSearchPath) {
-                request.runDirectly(words, program: program)
-                runsDirectly = true
-            }
+            request.runDirectly(words, searchPath: setup.commandSearchPath)
         } else if setup.launch.usesFile || ScriptFile.isNeeded(for: setup.script) {
             let path = RunFolderFile.path(forLog: setup.logPathForFiles, attempt: setup.attempt, suffix: setup.launch.usesFile ? "script" : "sh")
             if let problem = ScriptFile.write(setup.script, to: path, executable: setup.launch.runsItself) {
@@ -194,7 +187,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             request.run(setup.launch, from: path)
         }
         do {
-            pid = try launch(request, orElse: runsDirectly ? throughShell : nil)
+            pid = try launch(request, orElse: setup.directCommand == nil ? nil : throughShell)
             lifecycle = .started(exit: nil, tree: .live)
         } catch {
             discardPipes(stdoutPipe, stderrPipe)

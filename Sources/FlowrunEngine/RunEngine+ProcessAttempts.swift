@@ -47,7 +47,6 @@ extension RunEngine {
                let words = DirectCommand.words(of: rendered) {
                 setup.directCommand = words
                 setup.commandSearchPath = searchPath
-                setup.commandPaths = commandPaths
                 setup.inherited = inherited.asShellPassesIt
             }
             return ProcessAttempt(

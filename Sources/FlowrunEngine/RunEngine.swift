@@ -101,8 +101,6 @@ package final class RunEngine: @unchecked Sendable {
     /// Reaps exited children on the loop's thread; nil with `reaperProblem`, or for fake attempts.
     var childExits: ChildExitWatch?
     let killer = ProcessTreeKiller()
-    /// Where direct commands were found in their PATH (made at the first).
-    lazy var commandPaths = CommandPaths()
     /// Created when the run starts; nil (with the reason) if children cannot be watched.
     var reaper: ChildReaper?
     var reaperProblem: String?

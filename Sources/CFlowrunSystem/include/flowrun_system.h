@@ -15,7 +15,7 @@
 
 /// What `flowrun_spawn` starts.
 typedef struct {
-    /// The program: a path (with a '/'), or a name looked up in flowrun's PATH.
+    /// The program: a path (with a '/'), or a name looked up in `search_path`.
     const char *program;
     char *const *arguments;
     char *const *environment;
@@ -23,6 +23,8 @@ typedef struct {
     int standard_input, standard_output, standard_error;
     /// The child's working directory; NULL keeps flowrun's.
     const char *directory;
+    /// Where a `program` without '/' is looked up (a PATH value); NULL: flowrun's PATH.
+    const char *search_path;
     /// Set on failure: what failed ("exec", "chdir", "dup2", "setsid", "setrlimit", "clone", "mmap").
     const char *failed_operation;
 } flowrun_spawn_request;

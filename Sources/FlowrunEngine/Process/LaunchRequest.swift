@@ -12,9 +12,10 @@ struct LaunchRequest: Sendable {
     var shellArguments: [String] = []
     /// Run `scriptFile` itself (its `#!` line names the interpreter); `shell` is then the file.
     var executesScriptFile = false
-    /// When set, exec these words with no shell (`DirectCommand`); `shell`
-    /// is then the program found for the first.
+    /// When set, exec these words with no shell (`DirectCommand`); `shell` is then the first.
     var command: [String]? = nil
+    /// Where a `shell` without '/' is looked up: a PATH value; nil is flowrun's own PATH.
+    var searchPath: String? = nil
     /// The child's environment, "K=V" entries; nothing else is inherited
     /// but `inherited`. Put the tree's `ProcessTreeMarker.environmentEntry`
     /// here so `ProcessTreeKiller` can find descendants that leave the

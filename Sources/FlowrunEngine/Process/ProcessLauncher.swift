@@ -58,13 +58,16 @@ enum ProcessLauncher {
         var failedOperation: String?
         let result = request.shell.withCString { shell in
             withOptionalCString(request.workingDirectory) { directory in
-                var spawn = flowrun_spawn_request(
-                    program: shell, arguments: arguments.pointers, environment: environment.pointers,
-                    standard_input: standardInput, standard_output: request.standardOutput ?? -1,
-                    standard_error: request.standardError ?? -1, directory: directory, failed_operation: nil)
-                let result = flowrun_spawn(&spawn, &pid)
-                failedOperation = spawn.failed_operation.map { String(cString: $0) }
-                return result
+                withOptionalCString(request.searchPath) { searchPath in
+                    var spawn = flowrun_spawn_request(
+                        program: shell, arguments: arguments.pointers, environment: environment.pointers,
+                        standard_input: standardInput, standard_output: request.standardOutput ?? -1,
+                        standard_error: request.standardError ?? -1, directory: directory, search_path: searchPath,
+                        failed_operation: nil)
+                    let result = flowrun_spawn(&spawn, &pid)
+                    failedOperation = spawn.failed_operation.map { String(cString: $0) }
+                    return result
+                }
             }
         }
         if result != 0 {
