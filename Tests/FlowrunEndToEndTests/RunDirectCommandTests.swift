@@ -93,6 +93,42 @@ extension RunEndToEnd {
             #expect(fields.count > 17 && fields[17] == "\(expected)", "\(stat)")
         }
 
+        /// A command run directly is looked up in PATH at each start, as sh
+        /// would: a later task finds what sh finds after an earlier one
+        /// changed a folder of the PATH: a command installed in an earlier
+        /// folder, made not executable, removed, or put in a folder made
+        /// during the run.
+        @Test func aCommandIsLookedUpAgainAfterATaskChangesAFolderOfThePath() throws {
+            let sandbox = try RunSandbox()
+            try FileManager.default.createDirectory(atPath: sandbox.file("early"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: sandbox.file("late"), withIntermediateDirectories: true)
+            try "#!/bin/sh\necho late\n".write(toFile: sandbox.file("late/probe"), atomically: true, encoding: .utf8)
+            #expect(chmod(sandbox.file("late/probe"), 0o755) == 0)
+            let searchPath = ["made/bin", "early", "late"].map { sandbox.file($0) }.joined(separator: ":") + ":/usr/bin:/bin"
+            let run = try sandbox.run("""
+                tasks:
+                  before: {run: "probe"}
+                  install: {run: "printf '#!/bin/sh\\\\necho early\\\\n' > early/probe && chmod +x early/probe", needs: [before]}
+                  installed: {run: "probe", needs: [install]}
+                  disable: {run: "chmod -x early/probe", needs: [installed]}
+                  disabled: {run: "probe", needs: [disable]}
+                  enable: {run: "chmod +x early/probe", needs: [disabled]}
+                  enabled: {run: "probe", needs: [enable]}
+                  remove: {run: "rm early/probe", needs: [enabled]}
+                  removed: {run: "probe", needs: [remove]}
+                  make-folder: {run: "mkdir -p made/bin && cp late/probe made/bin/probe && sed -i s/late/made/ made/bin/probe", needs: [removed]}
+                  in-made-folder: {run: "probe", needs: [make-folder]}
+                """, environment: ["PATH": searchPath])
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.stdout("before") == "late")
+            #expect(record.stdout("installed") == "early")
+            #expect(record.stdout("disabled") == "late")
+            #expect(record.stdout("enabled") == "early")
+            #expect(record.stdout("removed") == "late")
+            #expect(record.stdout("in-made-folder") == "made")
+        }
+
         /// A command run directly sees the environment it would see under
         /// `sh -c`: flowrun's, with PWD set to the directory (the harness's
         /// PWD is not the sandbox) and without a name that is no shell name.
