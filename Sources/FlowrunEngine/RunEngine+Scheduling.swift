@@ -75,11 +75,6 @@ extension RunEngine {
     /// Asks for slots; starts at once if they are free, else reports what it waits on.
     func enqueue(_ index: Int) {
         guard let demand = nodes[index].demand else { return }
-        if pool.takeIfNobodyWaits(demand) {
-            nodes[index].holdsSlots = true
-            startAttempt(index)
-            return
-        }
         nodes[index].status = .waiting
         pool.enqueue(index, demand: demand)
         admitWaiters()

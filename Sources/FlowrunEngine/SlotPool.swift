@@ -83,15 +83,6 @@ struct SlotPool {
         buckets[demand, default: Bucket()].waiters.append((arrival, waiter))
     }
 
-    /// Takes `demand`'s slots at once if nobody waits and they are free:
-    /// what `enqueue` then `admit` would do, without queueing (a task that
-    /// starts the moment it is ready, as most do, costs no bucket).
-    mutating func takeIfNobodyWaits(_ demand: Demand) -> Bool {
-        guard buckets.isEmpty, demand.pairs.allSatisfy({ free[$0.0] >= $0.1 }) else { return false }
-        for (resource, amount) in demand.pairs { free[resource] -= amount }
-        return true
-    }
-
     /// Takes the slots of the first waiter (in arrival order) that can start
     /// now, and returns it; nil when none can. Called until nil, it admits
     /// what one pass over the waiters would, one at a time, with no array
