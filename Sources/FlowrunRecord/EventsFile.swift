@@ -27,7 +27,7 @@ final class EventsFile: @unchecked Sendable {
     private var failed = false
     private let queue: DispatchQueue?
     private let inFlight = Mutex(0)
-    private static let eventsInFlightAtMost = 32 * 1024
+    private static let eventsInFlightAtMost = 8 * 1024
     /// Fewer events than this, with none in flight, are written on the caller's thread.
     private static let eventsWrittenInline = 64
 

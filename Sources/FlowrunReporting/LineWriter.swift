@@ -39,7 +39,7 @@ final class LineWriter: Sendable {
     private let handOver = DispatchQueue(label: "flowrun.lines")
     private static let entriesPerHandOver = 512
     /// Past this many waiting entries, `write(event:)` formats on the caller's thread.
-    private static let entriesAtMost = 16 * 1024
+    private static let entriesAtMost = 4 * 1024
 
     init(descriptor: Int32, format: @escaping @Sendable (RunEvent) -> String = { _ in "" }) {
         console = ConsoleWriter.shared(for: descriptor)

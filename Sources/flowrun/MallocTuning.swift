@@ -1,6 +1,7 @@
 import CFlowrunSystem
 
-/// How flowrun asks glibc's allocator to behave, before a workflow is read.
+/// How flowrun asks glibc's allocator to behave, before a workflow is read
+/// (with `mallopt`, for flowrun only: tasks start with glibc's defaults).
 enum MallocTuning {
     /// Blocks of 128 KB or more (a plan's steps, the run's nodes) get their
     /// own mapping, returned to the system when freed. By default glibc
@@ -10,5 +11,10 @@ enum MallocTuning {
     /// 30.0 MB (docs/BENCHMARKS.md, "Memory per task"). Setting it fixes it.
     static func keepLargeBlocksMapped() {
         flowrun_set_mmap_threshold(128 * 1024)
+        // Two arenas, not one per thread: the queues that encode events and
+        // format console lines each got an arena of their own, and 20,000
+        // flat tasks peaked 1.5–2 MB higher. One arena was as small but made
+        // a million-member fan-out 6 % slower (docs/BENCHMARKS.md).
+        flowrun_set_arena_max(2)
     }
 }

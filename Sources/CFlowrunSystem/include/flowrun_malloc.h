@@ -6,4 +6,8 @@
 /// is not part of Swift's Glibc module, hence this.
 void flowrun_set_mmap_threshold(int bytes);
 
+/// At most `count` malloc arenas (M_ARENA_MAX) for flowrun itself: not the
+/// MALLOC_ARENA_MAX variable, which every task would inherit.
+void flowrun_set_arena_max(int count);
+
 #endif
