@@ -279,7 +279,9 @@ extension RunEndToEnd {
 
         /// What hits the file size limit (`prlimit --fsize`).
         enum Limited: String, CaseIterable, CustomTestStringConvertible {
-            case events, log, summary
+            /// `eventsInBackground`: a fan-out's events come in batches big
+            /// enough to be encoded and written on the events file's own queue.
+            case events, eventsInBackground, log, summary
             var testDescription: String { rawValue }
         }
 
@@ -295,6 +297,8 @@ extension RunEndToEnd {
             switch limited {
             case .events:  // 40 short tasks: ~10 KB of events
                 (limit, tasks) = (3000, (0..<40).map { "  t\($0): {run: 'echo line \($0)'}" }.joined(separator: "\n"))
+            case .eventsInBackground:  // 5,000 members that end as they start: ~350 KB of events, in batches of hundreds
+                (limit, tasks) = (60_000, "  list: {run: 'true'}\ngroups:\n  work:\n    foreach: { range: [1, 5000] }\n    task: {sleep: 0s}")
             case .log:  // one log of 20 KB
                 (limit, tasks) = (8192, "  big: {run: 'head -c 20000 /dev/zero | tr \"\\\\0\" x; echo'}")
             case .summary:  // 6 logs of 2.5 KB, each its own file (the task runs past 0.1 s), and their stdout in the summary: 15 KB
@@ -309,7 +313,7 @@ extension RunEndToEnd {
             let folders = runFolders(in: sandbox.logDirectory)
             let directory = sandbox.logDirectory + "/" + (folders.first ?? "none")
             let path = switch limited {
-            case .events: directory + "/events.jsonl"
+            case .events, .eventsInBackground: directory + "/events.jsonl"
             case .log: directory + "/logs/000/000000-big.log"
             case .summary: directory + "/summary.json"
             }
