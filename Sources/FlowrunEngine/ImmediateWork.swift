@@ -2,8 +2,7 @@ import Dispatch
 
 /// Work the engine runs once its current step is over, without a trip
 /// through its Dispatch queue for each piece: an attempt that ends the
-/// moment it starts (`sleep: 0s`, an attempt that fails before starting)
-/// must still not complete inside `start()`, and a million `sleep: 0s`
+/// moment it starts (`sleep: 0s`) must still not complete inside `start()`, and a million `sleep: 0s`
 /// members each completed through `queue.async` spent a tenth of their
 /// time in Dispatch and wrote `events.jsonl` once per member.
 ///
@@ -15,7 +14,6 @@ final class ImmediateWork: @unchecked Sendable {
     // @unchecked: used only on `queue`.
     private let queue: DispatchQueue
     private var pieces: [() -> Void] = []
-    private var next = 0
     private var scheduled = false
     private let perTurn = 1024
 
@@ -32,15 +30,14 @@ final class ImmediateWork: @unchecked Sendable {
     }
 
     private func runTurn() {
-        var ran = 0
-        while next < pieces.count, ran < perTurn {
+        var next = 0
+        // Pieces added by these run in this turn too, up to `perTurn` in all.
+        while next < pieces.count, next < perTurn {
             let piece = pieces[next]
             next += 1
-            ran += 1
             piece()
         }
         pieces.removeFirst(next)
-        next = 0
         if pieces.isEmpty {
             scheduled = false
         } else {

@@ -41,7 +41,7 @@ final class LineWriter: Sendable {
     /// Past this many waiting entries, `write(event:)` formats on the caller's thread.
     private static let entriesAtMost = 4 * 1024
 
-    init(descriptor: Int32, format: @escaping @Sendable (RunEvent) -> String = { _ in "" }) {
+    init(descriptor: Int32, format: @escaping @Sendable (RunEvent) -> String) {
         console = ConsoleWriter.shared(for: descriptor)
         isTerminal = isatty(descriptor) == 1
         self.format = format
