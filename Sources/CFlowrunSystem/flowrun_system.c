@@ -88,6 +88,14 @@ static int nofile_raised;
 static int caller_nice, caller_policy;
 static struct sched_param caller_sched_param;
 static int scheduling_noted;
+/// Whether flowrun has a controlling terminal (or could not tell): each task
+/// then leads a session of its own, so none can read or take the terminal.
+/// Without one, a task only leads its own process group in flowrun's
+/// session: it has no terminal to reach either way, and it stays in the
+/// caller's scheduler autogroup (a session of its own would be a new
+/// autogroup, where the caller's nice value no longer counts against the
+/// caller's other processes; it also costs a task group per spawn).
+static int tasks_lead_sessions = 1;
 
 static int is_caller_ignored(int signal) {
     return signal != SIGCHLD && (caller_ignored & ((uint64_t)1 << (signal - 1))) != 0;
@@ -125,6 +133,9 @@ void flowrun_prepare_process(void) {
     caller_nice = getpriority(PRIO_PROCESS, 0);  /* Linux: this thread's */
     caller_policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
     scheduling_noted = errno == 0 && caller_policy >= 0 && sched_getparam(0, &caller_sched_param) == 0;
+    int terminal = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    if (terminal >= 0) close(terminal);
+    tasks_lead_sessions = terminal >= 0 || errno != ENXIO;
     struct rlimit limit;
     if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
         struct rlimit raised = { limit.rlim_max, limit.rlim_max };
@@ -209,11 +220,13 @@ static int spawn_child(void *argument) {
         struct kernel_sigaction *action = is_caller_ignored(signal) ? &ignore_action : &default_action;
         syscall(SYS_rt_sigaction, signal, action, NULL, sizeof action->mask);
     }
-    // A session of its own (pgid = sid = pid): no controlling terminal, so a
-    // task that reads /dev/tty fails at once instead of stopping on SIGTTIN
-    // or stealing the terminal from flowrun; kill(-pid) still reaches its group.
-    const char *operation = "setsid";
-    if (setsid() < 0) goto failed;
+    // Its own process group (pgid = pid), which kill(-pid) reaches. When
+    // flowrun has a terminal, a session of its own too (sid = pid): with no
+    // controlling terminal, a task that reads /dev/tty fails at once
+    // instead of stopping on SIGTTIN or stealing the terminal from flowrun.
+    // Without one, flowrun's session has no terminal to reach.
+    const char *operation = tasks_lead_sessions ? "setsid" : "setpgid";
+    if ((tasks_lead_sessions ? setsid() : setpgid(0, 0)) < 0) goto failed;
     // 1 and 2 first, then 0 (the caller's descriptors are >= 3).
     operation = "dup2";
     if (move_descriptor(request->standard_output, 1, O_WRONLY) != 0) goto failed;
@@ -247,17 +260,33 @@ failed:
     _exit(127);
 }
 
+/// Whether `directory` is also an entry of `path` before `end` (a PATH that
+/// lists a folder twice, as a profile sourced twice leaves it): that folder
+/// was looked in already, and gave nothing.
+static int is_listed_before(const char *directory, size_t length, const char *path, const char *end) {
+    while (path < end) {
+        const char *next = memchr(path, ':', (size_t)(end - path));
+        size_t entry_length = next ? (size_t)(next - path) : (size_t)(end - path);
+        const char *entry = entry_length ? path : ".";
+        if ((entry_length ? entry_length : 1) == length && memcmp(entry, directory, length) == 0) return 1;
+        if (!next) break;
+        path = next + 1;
+    }
+    return 0;
+}
+
 /// `name` looked up in `path` (NULL: flowrun's PATH), into `buffer`; NULL if not found.
 static const char *find_program(const char *name, const char *path, char *buffer, size_t size) {
     if (!path) path = getenv("PATH");
     if (!path) path = "/usr/local/bin:/usr/bin:/bin";
     size_t name_length = strlen(name);
+    const char *whole = path;
     while (*path) {
         const char *end = strchr(path, ':');
         size_t length = end ? (size_t)(end - path) : strlen(path);
         const char *directory = length ? path : ".";
         size_t directory_length = length ? length : 1;
-        if (directory_length + 1 + name_length + 1 <= size) {
+        if (directory_length + 1 + name_length + 1 <= size && !is_listed_before(directory, directory_length, whole, path)) {
             memcpy(buffer, directory, directory_length);
             buffer[directory_length] = '/';
             memcpy(buffer + directory_length + 1, name, name_length + 1);

@@ -10,8 +10,8 @@ import FlowrunRecord
 
 /// `run: SCRIPT`: one attempt as a process tree.
 ///
-/// The shell starts in a session of its own (leading its process group, with
-/// no controlling terminal) with a tree marker in its
+/// The shell starts leading its own process group (and, when flowrun has a
+/// terminal, a session of its own) with a tree marker in its
 /// environment. Its stdout and stderr come through two pipes, read by the
 /// `OutputPump` (one thread for all tasks): every chunk is appended to the
 /// task's log at once (the `TaskLog` is created at the first byte), and

@@ -6,11 +6,12 @@ import FlowrunEvents
 
 /// Ctrl-Z: flowrun stops with its tasks, and `fg` resumes them (SPEC §7).
 ///
-/// Each task runs in a session of its own, so the terminal's SIGTSTP reaches
-/// flowrun (and the process group it shares with its supervisor) but no
-/// task. On SIGTSTP flowrun sends SIGSTOP to every running task's process
-/// group — SIGSTOP, not SIGTSTP: a task's group has no parent in its
-/// session, and the kernel drops SIGTSTP's default stop there — pauses its
+/// Each task leads a process group of its own (in a terminal, a session of
+/// its own too), so the terminal's SIGTSTP reaches flowrun (and the process
+/// group it shares with its supervisor) but no task. On SIGTSTP flowrun
+/// sends SIGSTOP to every running task's process group — SIGSTOP, not
+/// SIGTSTP: in its own session a task's group has no parent there, and the
+/// kernel drops SIGTSTP's default stop for such a group — pauses its
 /// timers, lets the reporters give the terminal back, then stops itself with
 /// SIGSTOP. The shell's SIGCONT (`fg`, `bg`) resumes flowrun; its handler
 /// resumes the tasks and the timers, so a timeout counts only the time the

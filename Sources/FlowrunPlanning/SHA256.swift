@@ -6,30 +6,38 @@ package struct SHA256: Sendable {
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
     )
-    /// Bytes of an incomplete block.
-    private var buffer: [UInt8] = []
+    /// Bytes of an incomplete block (the first `buffered` of its 64), kept
+    /// inline: a hash made per task part costs no allocation.
+    private var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    private var buffered = 0
     private var length: UInt64 = 0
 
-    package init() {
-        buffer.reserveCapacity(64)
-    }
+    package init() {}
 
     package mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         length &+= UInt64(bytes.count)
         var offset = 0
-        if !buffer.isEmpty {
-            let take = min(64 - buffer.count, bytes.count)
-            buffer.append(contentsOf: bytes[0..<take])
+        if buffered > 0 {
+            let take = min(64 - buffered, bytes.count)
+            let start = buffered
+            withUnsafeMutableBytes(of: &buffer) { ($0.baseAddress! + start).copyMemory(from: base, byteCount: take) }
+            buffered += take
             offset = take
-            guard buffer.count == 64 else { return }
-            buffer.withUnsafeBytes { compress($0.baseAddress!) }
-            buffer.removeAll(keepingCapacity: true)
+            guard buffered == 64 else { return }
+            var block = buffer
+            withUnsafeBytes(of: &block) { compress($0.baseAddress!) }
+            buffered = 0
         }
         while bytes.count - offset >= 64 {
-            compress(bytes.baseAddress! + offset)
+            compress(base + offset)
             offset += 64
         }
-        if offset < bytes.count { buffer.append(contentsOf: bytes[offset...]) }
+        if offset < bytes.count {
+            let rest = bytes.count - offset
+            withUnsafeMutableBytes(of: &buffer) { $0.baseAddress!.copyMemory(from: base + offset, byteCount: rest) }
+            buffered = rest
+        }
     }
 
     package mutating func update(_ bytes: [UInt8]) {
@@ -44,19 +52,41 @@ package struct SHA256: Sendable {
     /// A string and its length: two fields can never run into each other
     /// (`ab`+`c` and `a`+`bc` hash differently).
     package mutating func field(_ text: String) {
-        update(String(text.utf8.count) + ":")
-        update(text)
+        var text = text
+        text.withUTF8 { utf8 in
+            updateLengthPrefix(utf8.count)
+            update(UnsafeRawBufferPointer(utf8))
+        }
+    }
+
+    /// `COUNT:` in decimal, written on the stack.
+    private mutating func updateLengthPrefix(_ count: Int) {
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)  // up to 19 digits and the colon
+        let start = withUnsafeMutableBytes(of: &text) { text -> Int in
+            var value = count
+            var start = 20
+            text[start] = UInt8(ascii: ":")
+            repeat {
+                start -= 1
+                text[start] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+            } while value > 0
+            return start
+        }
+        withUnsafeBytes(of: &text) { update(UnsafeRawBufferPointer(rebasing: $0[start...20])) }
     }
 
     /// Appends the final padding and length (FIPS 180-4, 5.1.1).
     private mutating func pad() {
         let bitLength = length &* 8
-        var tail: [UInt8] = [0x80]
         let padding = (56 &- (Int(length % 64) + 1) + 64) % 64
-        tail += [UInt8](repeating: 0, count: padding)
-        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        var tail: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &tail) { tail in
+            tail[0] = 0x80
+            for byte in 0..<8 { tail[1 + padding + byte] = UInt8(truncatingIfNeeded: bitLength >> UInt64(56 - 8 * byte)) }
+        }
         let savedLength = length
-        tail.withUnsafeBytes { update($0) }
+        withUnsafeBytes(of: &tail) { update(UnsafeRawBufferPointer(rebasing: $0[0..<(1 + padding + 8)])) }
         length = savedLength
     }
 

@@ -95,8 +95,13 @@ package struct TaskIdentity: Sendable, Equatable {
     }
 
     private func partHash(_ index: Int) -> UInt32 {
-        let words = [partHashes.0, partHashes.1, partHashes.2, partHashes.3]
-        return UInt32(truncatingIfNeeded: words[index / 2] >> (32 * UInt64(index % 2)))
+        let word = switch index / 2 {
+        case 0: partHashes.0
+        case 1: partHashes.1
+        case 2: partHashes.2
+        default: partHashes.3
+        }
+        return UInt32(truncatingIfNeeded: word >> (32 * UInt64(index % 2)))
     }
 
     private mutating func setPartHash(_ index: Int, _ hash: UInt32) {
@@ -110,17 +115,25 @@ package struct TaskIdentity: Sendable, Equatable {
     }
 
     private func partName(_ index: Int) -> PartName {
-        PartName.allCases[Int((partNameCodes >> (4 * UInt32(index))) & 0xf) - 1]
+        Self.partNames[Int((partNameCodes >> (4 * UInt32(index))) & 0xf) - 1]
     }
 
+    /// `PartName.allCases` once (each use of `allCases` makes the array anew).
+    private static let partNames = PartName.allCases
+
     private static func code(of name: PartName) -> Int {
-        PartName.allCases.firstIndex(of: name)!
+        partNames.firstIndex(of: name)!
     }
 
     /// 8 lowercase hex digits, leading zeros kept: a digest's first 32 bits as `SHA256.finalize` writes them.
     static func hex8(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 8 - digits.count) + digits
+        String(unsafeUninitializedCapacity: 8) { digits in
+            for position in 0..<8 {
+                let nibble = UInt8(truncatingIfNeeded: value >> UInt32(28 - 4 * position)) & 0xf
+                digits[position] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+            }
+            return 8
+        }
     }
 
     package static func == (a: TaskIdentity, b: TaskIdentity) -> Bool {

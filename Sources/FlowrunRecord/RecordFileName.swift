@@ -19,8 +19,7 @@ enum RecordFileName {
     /// folder holds more than a thousand tasks' logs, and `logs/` itself a
     /// thousandth of the tasks (1,000 shards for a million).
     static func shard(index: Int) -> String {
-        let digits = String(index / tasksPerShard)
-        return digits.utf8.count < 3 ? String(repeating: "0", count: 3 - digits.utf8.count) + digits : digits
+        zeroPadded(index / tasksPerShard, width: 3)
     }
 
     /// The shard of a file named by `stem` (`000042-NAME.log` → `000`),
@@ -34,16 +33,20 @@ enum RecordFileName {
 
     /// `INDEX-READABLE`, the index zero-padded to six digits.
     static func stem(index: Int, name: String) -> String {
-        var stem = ""
-        stem.reserveCapacity(7 + min(name.utf8.count, readableLimit))
-        let digits = String(index)
-        if digits.utf8.count < 6 { stem += String(repeating: "0", count: 6 - digits.utf8.count) }
-        stem += digits
-        stem += "-"
         if name.utf8.count <= readableLimit, name.utf8.allSatisfy(isKeptASCII) {
-            stem += name  // the common case, checked without building a new string
-            return stem
+            // The common case, written in one go (every task's files are named so).
+            var name = name
+            return name.withUTF8 { readable in
+                let width = max(6, decimalWidth(index))
+                return String(unsafeUninitializedCapacity: width + 1 + readable.count) { stem in
+                    writeDecimal(index, width: width, into: stem)
+                    stem[width] = UInt8(ascii: "-")
+                    _ = UnsafeMutableBufferPointer(rebasing: stem[(width + 1)...]).initialize(fromContentsOf: readable)
+                    return width + 1 + readable.count
+                }
+            }
         }
+        var stem = zeroPadded(index, width: 6) + "-"
         var used = 0
         for scalar in name.unicodeScalars {
             let kept: Unicode.Scalar = keeps(scalar) ? scalar : "_"
@@ -53,6 +56,35 @@ enum RecordFileName {
             used += size
         }
         return stem
+    }
+
+    /// `value` in decimal, zero-padded to at least `width` digits.
+    private static func zeroPadded(_ value: Int, width: Int) -> String {
+        let width = max(width, decimalWidth(value))
+        return String(unsafeUninitializedCapacity: width) { text in
+            writeDecimal(value, width: width, into: text)
+            return width
+        }
+    }
+
+    /// How many digits `value` (not negative) has in decimal.
+    private static func decimalWidth(_ value: Int) -> Int {
+        var width = 1
+        var rest = value / 10
+        while rest > 0 {
+            width += 1
+            rest /= 10
+        }
+        return width
+    }
+
+    /// `value`'s last `width` decimal digits into `text[0..<width]`.
+    private static func writeDecimal(_ value: Int, width: Int, into text: UnsafeMutableBufferPointer<UInt8>) {
+        var rest = value
+        for position in stride(from: width - 1, through: 0, by: -1) {
+            text[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        }
     }
 
     /// ASCII letters, digits and `_.-+,=@`; beyond ASCII, letters and digits

@@ -51,15 +51,16 @@ extension RunEndToEnd {
             #expect(record.status("count") == "succeeded", "the timeout counted the time stopped? \(record.overview)")
         }
 
-        /// In a terminal (a tmux pane), a task that reads /dev/tty fails at
-        /// once (it has no controlling terminal) instead of hanging stopped
-        /// in the background, and the run ends.
+        /// In a terminal (a tmux pane), a task leads a session of its own
+        /// and has no controlling terminal: one that reads /dev/tty fails at
+        /// once instead of hanging stopped in the background, and the run ends.
         @Test func aTaskThatReadsTheTerminalFailsAtOnceInsteadOfHanging() throws {
             let sandbox = try RunSandbox()
             let workflow = try sandbox.write(workflow: """
                 tasks:
                   reader:
                     run: |
+                      echo "$(cut -d' ' -f6 /proc/$$/stat) $$" > "$SANDBOX/reader.session"
                       cat /dev/tty
                       status=$?
                       echo "$status" > "$SANDBOX/reader.status"
@@ -79,6 +80,8 @@ extension RunEndToEnd {
             #expect(screen.contains("flowrun exited: 1"), "\(screen)")
             let status = sandbox.read("reader.status")?.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(status != nil && status != "0", "cat /dev/tty ended with \(status ?? "nothing")")
+            let session = sandbox.read("reader.session")?.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            #expect(session?.count == 2 && session?[0] == session?[1], "with a terminal, the task leads a session of its own (sid pid): \(session ?? [])")
             let record = try sandbox.record()
             #expect(record.status("reader") == "failed", "\(record.overview)")
             let duration = try #require(double(record.task("reader")?["duration"]), "\(record.overview)")

@@ -43,6 +43,8 @@ extension RunEndToEnd {
                         echo "pgid=$(cut -d' ' -f5 /proc/$$/stat)"
                         echo "sid=$(cut -d' ' -f6 /proc/$$/stat)"
                         echo "pid=$$"
+                        echo "autogroup=$(cut -d' ' -f1 /proc/self/autogroup)"
+                        echo "tty=$(cat /dev/tty < /dev/null > /dev/null 2>&1; echo $?)"
                       } > "$SANDBOX/probe.env"
                   default-cwd: {run: pwd -P > "$SANDBOX/cwd-default"}
                   relative-cwd: {cwd: sub-a, run: pwd -P > "$SANDBOX/cwd-relative"}
@@ -83,7 +85,21 @@ extension RunEndToEnd {
             #expect(values["item"] == "unset" && values["index"] == "unset", "FLOWRUN_ITEM/INDEX outside a fan-out")
             #expect(values["pgid"] != nil && values["pgid"] == values["pid"], "the shell leads its own process group: \(values)")
             #expect(values["pgid"] != String(flowrun.pid))
-            #expect(values["sid"] == values["pid"], "the shell leads a session of its own (no controlling terminal): \(values)")
+            // Without a terminal (as here, unless a person runs the tests in
+            // one), the shell stays in flowrun's session, so in the caller's
+            // scheduler autogroup, where the caller's nice value counts; with
+            // one, it leads a session of its own (`RunJobControlTests`).
+            let ownTerminal = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC)
+            if ownTerminal >= 0 {
+                close(ownTerminal)
+                #expect(values["sid"] == values["pid"], "flowrun has a terminal: the shell leads a session of its own: \(values)")
+            } else {
+                #expect(values["sid"] == String(getsid(0)), "no terminal: the shell stays in the caller's session: \(values)")
+                let autogroup = try #require(ProcessProbe.text("/proc/self/autogroup"), "/proc/self/autogroup: the kernel has no CONFIG_SCHED_AUTOGROUP")
+                #expect(values["autogroup"] == autogroup.split(separator: " ").first.map(String.init),
+                        "the task left the caller's autogroup (\(autogroup)): \(values)")
+            }
+            #expect(values["tty"] != "0", "the task could read a terminal: \(values)")
 
             #expect(sandbox.read("probe.stdin") == "/dev/null\n")
             #expect(sandbox.read("probe.read") == "", "stdin gave bytes")

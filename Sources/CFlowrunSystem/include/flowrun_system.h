@@ -25,7 +25,7 @@ typedef struct {
     const char *directory;
     /// Where a `program` without '/' is looked up (a PATH value); NULL: flowrun's PATH.
     const char *search_path;
-    /// Set on failure: what failed ("exec", "chdir", "dup2", "setsid", "setrlimit", "clone", "mmap").
+    /// Set on failure: what failed ("exec", "chdir", "dup2", "setsid", "setpgid", "setrlimit", "clone", "mmap").
     const char *failed_operation;
 } flowrun_spawn_request;
 

@@ -7,8 +7,8 @@
 // could never stop them. `flowrun_spawn` (posix_spawn's vfork-style clone,
 // on a stack kept between calls, plus what posix_spawn cannot do) gives each child an empty signal mask,
 // the dispositions flowrun's caller had (ignored stays ignored, the rest at
-// their default), a session of its own (no controlling terminal; it leads
-// its process group), the caller's nice value, policy and descriptor limit,
+// their default), its own process group (and a session of its own when
+// flowrun has a controlling terminal, so the task has none), the caller's nice value, policy and descriptor limit,
 // /dev/null as stdin, only fds
 // 0-2, and exactly the environment and directory asked for, at the cost of a
 // clone + exec (~0.4 ms here). Children are reaped by one
@@ -38,10 +38,11 @@ enum ProcessLauncher {
     private static let standardInput = open("/dev/null", O_RDONLY | O_CLOEXEC)
 
     /// Spawns the request's shell and returns its pid, which is also the id
-    /// of the new session and process group it leads.
+    /// of the process group it leads.
     ///
-    /// The child gets: a new session (sid = pgid = pid, no controlling
-    /// terminal), an empty signal mask and every signal at its default
+    /// The child gets: a process group of its own (pgid = pid; a session
+    /// too, sid = pid, when flowrun has a controlling terminal: the child
+    /// then has none), an empty signal mask and every signal at its default
     /// disposition unless flowrun's caller ignored it (`ProcessStartup`), stdin `/dev/null`,
     /// stdout/stderr as given, no other descriptor (everything >= 3 is
     /// closed), exactly `environment` (after `inherited`), and `workingDirectory`.
