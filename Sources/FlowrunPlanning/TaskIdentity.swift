@@ -187,12 +187,13 @@ package enum TaskIdentities {
         let workflowEnvironment: String
         let shell: String
         /// The parts most tasks share (no own env, no cwd, `when: success`,
-        /// no globs, the one shell), hashed once rather than per task.
+        /// no globs, the one shell, no needs), hashed once rather than per task.
         let sharedEnvironment: UInt32
         let noCwd: UInt32
         let shellPart: UInt32
         let defaultWhen: UInt32
         let noGlobs: UInt32
+        let noNeeds: UInt32
         var steps: [PlanStep] = []
         var byName: [String: Int] = [:]
         var done: [String: TaskIdentity] = [:]
@@ -219,6 +220,7 @@ package enum TaskIdentities {
                 sha.field("")
             }
             noGlobs = Self.part { $0.field("|") }
+            noNeeds = Self.part { _ in }
         }
 
         /// The first 32 bits (8 hex digits) of what `build` hashes.
@@ -288,12 +290,16 @@ package enum TaskIdentities {
                 if let source = step.fanOutSource { add(.foreach) { $0.field(sourceText(source)) } }
                 if let join = step.join { add(.need) { $0.field("\(join.need.value)") } }
             }
-            let needs = step.needs.sorted()
-            let needIdentities = needs.map { need in byName[need].map { identity(of: $0).hash } ?? "" }
-            add(.needs) { sha in
-                for (need, hash) in zip(needs, needIdentities) {
-                    sha.field(need)
-                    sha.field(hash)
+            if step.needs.isEmpty {
+                add(.needs, shared: noNeeds)
+            } else {
+                let needs = step.needs.sorted()
+                let needIdentities = needs.map { need in byName[need].map { identity(of: $0).hash } ?? "" }
+                add(.needs) { sha in
+                    for (need, hash) in zip(needs, needIdentities) {
+                        sha.field(need)
+                        sha.field(hash)
+                    }
                 }
             }
             let result = TaskIdentity(kind: step.kind, parts: parts)

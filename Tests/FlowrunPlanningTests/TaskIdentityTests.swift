@@ -57,3 +57,23 @@ import Testing
         #expect(template.member(item: "a") == template.member(item: "a"))
     }
 }
+
+extension TaskIdentityTests {
+    /// The hashes a record of an earlier flowrun holds must come out the
+    /// same, or `resume` and incremental tasks after an upgrade would take
+    /// every task for a changed one. These were written by the release of
+    /// 2026-11-28 before its hashing was rewritten without intermediate
+    /// strings (`SHA256.field`, `TaskIdentity.hex8`, the shared `needs` part).
+    @Test func identitiesAreTheSameAsEarlierReleasesWroteThem() throws {
+        let identities = try identities(Self.base)
+        #expect(identities["other"]?.hash == Self.earlierHashes["other"], "\(identities["other"]?.parts ?? [])")
+        #expect(identities["fetch"]?.hash == Self.earlierHashes["fetch"], "\(identities["fetch"]?.parts ?? [])")
+        #expect(identities["build"]?.hash == Self.earlierHashes["build"], "\(identities["build"]?.parts ?? [])")
+    }
+
+    static let earlierHashes: [String: String] = [
+        "other": "12612b01a66201fcf3126352fb3b7a91fae6c5b7bfc0d33826f387575538bb61",
+        "fetch": "95c42f8d3213fc04e894115d97a00415deb3cc64c1c60a8acb5cfe5ddb57c94a",
+        "build": "0cb39ba4163122abac6e00ce8300218a52a1e8ee4f7f650a5e1a7006b777a776",
+    ]
+}
