@@ -279,32 +279,32 @@ package enum TaskIdentities {
                 }
             }
             if step.kind == .group || step.kind == .join {
-                let members = step.members.sorted()
-                let memberIdentities = members.map { member in byName[member].map { identity(of: $0).hash } ?? "" }
-                add(.members) { sha in
-                    for (member, hash) in zip(members, memberIdentities) {
-                        sha.field(member)
-                        sha.field(hash)
-                    }
-                }
+                let members = namedIdentities(step.members)
+                add(.members) { Self.hash(members, into: &$0) }
                 if let source = step.fanOutSource { add(.foreach) { $0.field(sourceText(source)) } }
                 if let join = step.join { add(.need) { $0.field("\(join.need.value)") } }
             }
             if step.needs.isEmpty {
                 add(.needs, shared: noNeeds)
             } else {
-                let needs = step.needs.sorted()
-                let needIdentities = needs.map { need in byName[need].map { identity(of: $0).hash } ?? "" }
-                add(.needs) { sha in
-                    for (need, hash) in zip(needs, needIdentities) {
-                        sha.field(need)
-                        sha.field(hash)
-                    }
-                }
+                let needs = namedIdentities(step.needs)
+                add(.needs) { Self.hash(needs, into: &$0) }
             }
             let result = TaskIdentity(kind: step.kind, parts: parts)
             done[name] = result
             return result
+        }
+
+        /// The steps named (members, needs), sorted, each with its whole identity.
+        private mutating func namedIdentities(_ names: [String]) -> [(name: String, hash: String)] {
+            names.sorted().map { name in (name, byName[name].map { identity(of: $0).hash } ?? "") }
+        }
+
+        private static func hash(_ named: [(name: String, hash: String)], into sha: inout SHA256) {
+            for step in named {
+                sha.field(step.name)
+                sha.field(step.hash)
+            }
         }
 
         private func action(_ action: TaskAction) -> (TaskIdentity.PartName, String) {
