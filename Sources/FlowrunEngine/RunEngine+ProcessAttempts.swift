@@ -156,20 +156,9 @@ extension RunEngine {
         return (baseEnvironment.filter { !replaced.contains($0.key) }.map { "\($0.key)=\($0.value)" } + entries, nil)
     }
 
-    /// "KEY=VALUE", written in one go (appends cost more than the copy).
+    /// "KEY=VALUE".
     private static func entry(_ key: String, _ value: String) -> String {
-        var key = key
-        var value = value
-        return key.withUTF8 { key in
-            value.withUTF8 { value in
-                String(unsafeUninitializedCapacity: key.count + 1 + value.count) { entry in
-                    _ = UnsafeMutableBufferPointer(rebasing: entry[..<key.count]).initialize(fromContentsOf: key)
-                    entry[key.count] = UInt8(ascii: "=")
-                    _ = UnsafeMutableBufferPointer(rebasing: entry[(key.count + 1)...]).initialize(fromContentsOf: value)
-                    return key.count + 1 + value.count
-                }
-            }
-        }
+        String(joining: key, "=", value)
     }
 
     func progressed(_ index: Int, _ percent: Int) {

@@ -1,4 +1,5 @@
 import FlowrunValues
+import FlowrunPlanning
 import FlowrunEvents
 import FlowrunRecord
 
@@ -83,9 +84,7 @@ extension RunEngine {
         if progress.leftOutUpToDate > 0 { object.add("left_out_up_to_date", progress.leftOutUpToDate) }
         if let template = fanOuts[index]?.template.value.name, let identity = identities[template] {
             object.add("member_identity", identity.hash)
-            var parts = JSONObjectWriter()
-            for part in identity.parts { parts.add(key: part.name, String(part.hash.prefix(8))) }
-            let partsJSON = parts.finish()
+            let partsJSON = Self.partsJSON(identity)
             object.add("member_identity_parts") { $0 += partsJSON }
         }
         var head = object.finish()
@@ -123,12 +122,18 @@ extension RunEngine {
         object.add("reused", nodes[index].reused?.rawValue)
         if let identity = identity(of: index) {
             object.add("identity", identity.hash)
-            var parts = JSONObjectWriter()
-            for part in identity.parts { parts.add(key: part.name, String(part.hash.prefix(8))) }
-            let partsJSON = parts.finish()
+            let partsJSON = Self.partsJSON(identity)
             object.add("identity_parts") { $0 += partsJSON }
         }
         return object.finish()
+    }
+
+    /// `{"run": "1a2b3c4d", …}`: each part's hash, 8 hex digits (a plan's
+    /// parts have 8 already; only a member's written ones are cut).
+    private static func partsJSON(_ identity: TaskIdentity) -> [UInt8] {
+        var parts = JSONObjectWriter()
+        for part in identity.parts { parts.add(key: part.name, part.hash.utf8.count <= 8 ? part.hash : String(part.hash.prefix(8))) }
+        return parts.finish()
     }
 
     /// An object with the fields every node has. Each object is built on

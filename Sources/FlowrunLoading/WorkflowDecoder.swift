@@ -104,7 +104,8 @@ struct WorkflowDecoder {
                 error("a name in \(what) must be a plain string, found \(pair.key.kindDescription)", at: pair.key)
                 continue
             }
-            if name.contains("${{") {
+            // `$` first: the substring search costs some 20 times a byte scan, for every name.
+            if name.utf8.contains(UInt8(ascii: "$")), name.contains("${{") {
                 error("a name in \(what) is read as written and does not evaluate ${{ }}; to name fan-out members from their items, give the group's 'task:' a 'name:'", at: pair.key)
             } else if !Self.isValidName(name) {
                 error("'\(name)' is not a valid name: use letters, digits, '_', '.' and '-', not starting with '.' or '-'", at: pair.key)

@@ -1,6 +1,7 @@
 import Dispatch
 #if canImport(Glibc)
 import Glibc
+import FlowrunValues
 #endif
 package import FlowrunEvents
 
@@ -86,7 +87,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
 
     /// Task `index`'s log as the user finds it: `DIR/logs/000/000042-NAME.log`.
     package func logPath(index: Int, name: String) -> String {
-        directory + "/logs/" + RecordFileName.shard(index: index) + "/" + RecordFileName.stem(index: index, name: name) + ".log"
+        String(joining: directory, "/logs/", RecordFileName.shard(index: index), "/", RecordFileName.stem(index: index, name: name), ".log")
     }
 
     /// Task `index`'s log, to write: made at its first byte, or reopened
@@ -97,7 +98,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         // Small logs are packed where starts are held back: the start's line
         // being written is when the log goes to its own file (`spill`).
         let packs = scheduleLater != nil
-        let log = TaskLog(folder: folder, shard: shard, stem: stem, task: name, path: directory + "/logs/" + shard + "/" + stem + ".log", exists: exists,
+        let log = TaskLog(folder: folder, shard: shard, stem: stem, task: name, path: String(joining: directory, "/logs/", shard, "/", stem, ".log"), exists: exists,
                           pack: packs ? smallLogs : nil)
         if packs {
             logsInMemory[name] = log
@@ -114,7 +115,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     package func logPathForFiles(index: Int, name: String) -> String {
         let shard = RecordFileName.shard(index: index)
         _ = folder.inLogsShard(shard, make: true) { $0 }
-        return logsForTasks + shard + "/" + RecordFileName.stem(index: index, name: name) + ".log"
+        return String(joining: logsForTasks, shard, "/", RecordFileName.stem(index: index, name: name), ".log")
     }
 
     private lazy var logsForTasks: String = folder.pathForTasks() + "/logs/"
@@ -132,7 +133,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
 
     /// `outputs/000042-NAME.N`: the file name of attempt N's `$FLOWRUN_OUTPUT`.
     package func outputFileName(index: Int, name: String, attempt: Int) -> String {
-        RecordFileName.stem(index: index, name: name) + "." + String(attempt)
+        String(joining: RecordFileName.stem(index: index, name: name), ".", String(attempt))
     }
 
     /// `$FLOWRUN_OUTPUT` as the task gets it: through flowrun's handle on the run folder.
