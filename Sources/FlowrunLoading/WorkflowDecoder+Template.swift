@@ -38,6 +38,8 @@ extension WorkflowDecoder {
     /// Warns of a quote right before `${{` in `run:`; an unclosed `${{` is an
     /// error, and then `complete` is false and the pieces stop before it.
     mutating func scanExpressions(_ text: String, at nodeLocation: SourceLocation, insideShell: Bool) -> (pieces: [ScannedPiece], complete: Bool) {
+        // Most scalars have no expression: no place in the file to look up.
+        guard Self.expressionStart(in: Substring(text)) != nil else { return (text.isEmpty ? [] : [.text(text)], true) }
         var pieces: [ScannedPiece] = []
         var rest = Substring(text)
         var cursor = source.cursor(at: nodeLocation)
