@@ -1,3 +1,5 @@
+import FlowrunValues
+
 /// The name a task's files have in the run record: `000042-fetch_tokyo`,
 /// for `logs/000/000042-fetch_tokyo.log` and `outputs/000042-fetch_tokyo.1`.
 ///
@@ -34,17 +36,7 @@ enum RecordFileName {
     /// `INDEX-READABLE`, the index zero-padded to six digits.
     static func stem(index: Int, name: String) -> String {
         if name.utf8.count <= readableLimit, name.utf8.allSatisfy(isKeptASCII) {
-            // The common case, written in one go (every task's files are named so).
-            var name = name
-            return name.withUTF8 { readable in
-                let width = max(6, decimalWidth(index))
-                return String(unsafeUninitializedCapacity: width + 1 + readable.count) { stem in
-                    writeDecimal(index, width: width, into: stem)
-                    stem[width] = UInt8(ascii: "-")
-                    _ = UnsafeMutableBufferPointer(rebasing: stem[(width + 1)...]).initialize(fromContentsOf: readable)
-                    return width + 1 + readable.count
-                }
-            }
+            return String(joining: zeroPadded(index, width: 6), "-", name)  // the common case
         }
         var stem = zeroPadded(index, width: 6) + "-"
         var used = 0
@@ -58,32 +50,22 @@ enum RecordFileName {
         return stem
     }
 
-    /// `value` in decimal, zero-padded to at least `width` digits.
+    /// `value` (not negative) in decimal, zero-padded to at least `width` digits.
     private static func zeroPadded(_ value: Int, width: Int) -> String {
-        let width = max(width, decimalWidth(value))
-        return String(unsafeUninitializedCapacity: width) { text in
-            writeDecimal(value, width: width, into: text)
-            return width
-        }
-    }
-
-    /// How many digits `value` (not negative) has in decimal.
-    private static func decimalWidth(_ value: Int) -> Int {
-        var width = 1
+        var digits = 1
         var rest = value / 10
         while rest > 0 {
-            width += 1
+            digits += 1
             rest /= 10
         }
-        return width
-    }
-
-    /// `value`'s last `width` decimal digits into `text[0..<width]`.
-    private static func writeDecimal(_ value: Int, width: Int, into text: UnsafeMutableBufferPointer<UInt8>) {
-        var rest = value
-        for position in stride(from: width - 1, through: 0, by: -1) {
-            text[position] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
+        let width = max(width, digits)
+        return String(unsafeUninitializedCapacity: width) { text in
+            var rest = value
+            for position in stride(from: width - 1, through: 0, by: -1) {
+                text[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            return width
         }
     }
 
