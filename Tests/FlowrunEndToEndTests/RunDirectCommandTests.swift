@@ -129,6 +129,35 @@ extension RunEndToEnd {
             #expect(record.stdout("in-made-folder") == "made")
         }
 
+        /// A PATH that lists a folder twice (flowrun looks in it once) and
+        /// names the current folder both as an empty entry and as `.`: a
+        /// command run directly is found where sh finds it, before and after
+        /// the copy in the current folder is removed.
+        @Test func aPathWithRepeatedFoldersFindsWhatTheShellFinds() throws {
+            let sandbox = try RunSandbox()
+            for folder in ["early", "late"] {
+                try FileManager.default.createDirectory(atPath: sandbox.file(folder), withIntermediateDirectories: true)
+            }
+            for (file, text) in [("late/probe", "late"), ("probe", "here")] {
+                try "#!/bin/sh\necho \(text)\n".write(toFile: sandbox.file(file), atomically: true, encoding: .utf8)
+                #expect(chmod(sandbox.file(file), 0o755) == 0)
+            }
+            let early = sandbox.file("early")
+            let searchPath = [early, early, "", sandbox.file("late"), ".", early, "/usr/bin", "/bin"].joined(separator: ":")
+            let run = try sandbox.run("""
+                tasks:
+                  here-direct: {run: "probe"}
+                  here-sh: {run: "probe; true"}
+                  remove: {run: "rm probe", needs: [here-direct, here-sh]}
+                  late-direct: {run: "probe", needs: [remove]}
+                  late-sh: {run: "probe; true", needs: [remove]}
+                """, environment: ["PATH": searchPath])
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.stdout("here-direct") == "here" && record.stdout("here-sh") == "here", "\(record.overview)")
+            #expect(record.stdout("late-direct") == "late" && record.stdout("late-sh") == "late", "\(record.overview)")
+        }
+
         /// A command run directly sees the environment it would see under
         /// `sh -c`: flowrun's, with PWD set to the directory (the harness's
         /// PWD is not the sandbox) and without a name that is no shell name.
