@@ -138,11 +138,7 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
 
     /// `$FLOWRUN_OUTPUT` as the task gets it: through flowrun's handle on the run folder.
     package func outputPathForTask(_ fileName: String) -> String {
-        var path = ""
-        path.reserveCapacity(outputsForTasks.utf8.count + fileName.utf8.count)
-        path += outputsForTasks
-        path += fileName
-        return path
+        String(joining: outputsForTasks, fileName)
     }
 
     /// `…/outputs/`, made when the first task starts: in the process that
