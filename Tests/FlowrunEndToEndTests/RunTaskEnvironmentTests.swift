@@ -94,9 +94,14 @@ extension RunEndToEnd {
                 close(ownTerminal)
                 #expect(values["sid"] == values["pid"], "flowrun has a terminal: the shell leads a session of its own: \(values)")
             } else {
+                // In a PID namespace whose session began outside it (a CI
+                // sandbox) both ids read 0; the shell still must not lead one.
                 #expect(values["sid"] == String(getsid(0)), "no terminal: the shell stays in the caller's session: \(values)")
-                let autogroup = try #require(ProcessProbe.text("/proc/self/autogroup"), "/proc/self/autogroup: the kernel has no CONFIG_SCHED_AUTOGROUP")
-                #expect(values["autogroup"] == autogroup.split(separator: " ").first.map(String.init),
+                #expect(values["sid"] != values["pid"], "no terminal: the shell must not lead a session: \(values)")
+                // A kernel without autogroups (or a sandbox hiding them) shows
+                // an empty file to both; then the session check above carries it.
+                let autogroup = ProcessProbe.text("/proc/self/autogroup") ?? ""
+                #expect(values["autogroup"] == String(autogroup.split(separator: " ").first ?? ""),
                         "the task left the caller's autogroup (\(autogroup)): \(values)")
             }
             #expect(values["tty"] != "0", "the task could read a terminal: \(values)")
