@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# A one-node Slurm cluster on this machine, for flowrun's tests and for
+# trying `executor: slurm` without a real cluster (docs/CLUSTER.md, "Slurm").
+#
+#   scripts/slurm-test-cluster.sh start [DIR]   # prints DIR; waits until the node is idle
+#   scripts/slurm-test-cluster.sh stop  [DIR]   # kills slurmctld and slurmd, removes DIR
+#   scripts/slurm-test-cluster.sh status [DIR]
+#
+# Needs root and Debian's slurm-wlm and munge (`apt-get install slurm-wlm
+# munge`); a missing one is named, never skipped. State, spool, logs and pid
+# files live in DIR (default /tmp/flowrun-slurm); the config is written to
+# /etc/slurm/slurm.conf, where Slurm's commands look for it.
+set -euo pipefail
+
+command=${1:-}
+dir=${2:-/tmp/flowrun-slurm}
+
+need() {
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null 2>&1 || {
+      echo "slurm-test-cluster: '$tool' is missing: apt-get install -y slurm-wlm munge" >&2
+      exit 3
+    }
+  done
+}
+
+stop() {
+  for pidfile in "$dir/ctld.pid" "$dir/d.pid"; do
+    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+  done
+  # Wait for both daemons to be gone, so a following start finds the ports free.
+  for _ in $(seq 1 50); do
+    alive=0
+    for pidfile in "$dir/ctld.pid" "$dir/d.pid"; do
+      [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && alive=1
+    done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  rm -rf "$dir"
+}
+
+case "$command" in
+  start)
+    need slurmctld slurmd sbatch squeue scancel sinfo scontrol munged
+    [ "$(id -u)" = 0 ] || { echo "slurm-test-cluster: needs root (SlurmUser=root)" >&2; exit 3; }
+    stop
+    mkdir -p "$dir/state" "$dir/spool" "$dir/log"
+    host=$(hostname -s)
+    cpus=$(nproc)
+    memory_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
+    mkdir -p /etc/slurm
+    cat > /etc/slurm/slurm.conf <<CONF
+ClusterName=flowrun-test
+SlurmctldHost=$host
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SchedulerParameters=sched_interval=1,bf_interval=1
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/ctld.pid
+SlurmdPidFile=$dir/d.pid
+SlurmctldLogFile=$dir/log/ctld.log
+SlurmdLogFile=$dir/log/d.log
+SlurmUser=root
+ReturnToService=2
+MpiDefault=none
+MaxArraySize=100001
+MaxJobCount=200000
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName=$host CPUs=$cpus RealMemory=$memory_mb State=UNKNOWN
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+CONF
+    # munge: one key, one daemon (kept across starts; it is cheap and stateless).
+    if [ ! -s /etc/munge/munge.key ]; then
+      mkdir -p /etc/munge
+      head -c 1024 /dev/urandom > /etc/munge/munge.key
+      chown munge:munge /etc/munge/munge.key
+      chmod 0400 /etc/munge/munge.key
+    fi
+    mkdir -p /run/munge /var/log/munge /var/lib/munge
+    chown munge:munge /run/munge /var/log/munge /var/lib/munge
+    if ! pgrep -x munged >/dev/null; then
+      su -s /bin/sh munge -c /usr/sbin/munged
+    fi
+    slurmctld
+    slurmd
+    for _ in $(seq 1 300); do
+      state=$(sinfo -h -o %t 2>/dev/null | head -1 || true)
+      [ "$state" = idle ] && { echo "$dir"; exit 0; }
+      sleep 0.1
+    done
+    echo "slurm-test-cluster: the node did not become idle in 30 s (state '${state:-none}'); logs in $dir/log" >&2
+    exit 1
+    ;;
+  stop)
+    stop
+    ;;
+  status)
+    sinfo -h -o '%n %t' 2>/dev/null || { echo "not running"; exit 1; }
+    ;;
+  *)
+    echo "usage: $0 start|stop|status [DIR]" >&2
+    exit 2
+    ;;
+esac
