@@ -55,8 +55,9 @@ extension RunEndToEnd {
         /// user's `latest` and future-dated run folder are not the victim's
         /// latest run. The run says its `latest` could not be replaced;
         /// `show`, `runs` and `resume` take the victim's own run; naming the
-        /// planted one is refused, saying whose it is; the other user's task
-        /// never runs.
+        /// planted one is refused, saying whose it is; `logs -f` follows the
+        /// victim's run while the other user holds a lock on theirs; the
+        /// other user's task never runs.
         @Test func aRunAndLatestPlantedInASharedLogDirAreNeitherShownNorResumed() throws {
             let sandbox = try RunSandbox()
             try Privacy.shareWithOtherUser(sandbox)
@@ -80,6 +81,15 @@ extension RunEndToEnd {
             #expect(show.exitStatus == 0 && show.stdout.contains(mine) && !show.stdout.contains(Self.plantedID), "show takes the victim's run\n\(show)")
             let runs = try flowrun(["runs", "--output", "json"])
             #expect(runs.stdout.contains(mine) && !runs.stdout.contains(Self.plantedID), "runs lists only the victim's\n\(runs)")
+            // The other user holds their planted run's lock, as a live run does: `-f` must not wait on it.
+            // Its own session, and waited for: the helper's group is killed as it exits.
+            try Privacy.asOtherUser("/bin/sh", "-c", """
+                setsid flock -n '\(shared)/\(Self.plantedID)' sh -c 'echo $$ > \(shared)/holder; exec sleep 60' >/dev/null 2>&1 &
+                until [ -s '\(shared)/holder' ]; do sleep 0.01; done
+                """)
+            let holder = Int32(sandbox.read("shared/holder")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+            #expect(holder > 0, "the other user's lock holder")
+            defer { if holder > 0 { kill(holder, SIGKILL) } }
             let logs = try flowrun(["logs", "mine", "-f"])
             #expect(logs.exitStatus == 0 && logs.stdout == "ran\n", "logs takes the victim's run\n\(logs)")
 
