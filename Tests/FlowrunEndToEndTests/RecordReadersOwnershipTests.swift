@@ -63,6 +63,8 @@ extension RunEndToEnd {
             try Privacy.shareWithOtherUser(sandbox)
             let shared = sandbox.file("shared")
             try Self.plantRun(in: shared, shared: shared, sandbox: sandbox)
+            // Listable for the victim; a folder it may only pass through comes last.
+            #expect(chmod(sandbox.path, 0o755) == 0)
             let home = sandbox.file("victim")
             try Privacy.makeFolder(home, mode: 0o700)
             #expect(chown(home, uid_t(Self.victimUser), gid_t(Self.victimUser)) == 0)
@@ -103,6 +105,11 @@ extension RunEndToEnd {
             #expect(resume.exitStatus == 1, "resume runs the victim's failed task again\n\(resume)")
             #expect(ProcessProbe.text(home + "/mine-runs") == "ran\nran\n", "\(resume)")
             #expect(!sandbox.exists("pwned"), "the other user's task ran as the victim\n\(resume)")
+
+            // A folder on the way that the victim may pass through but not list (`0711`) is no obstacle.
+            #expect(chmod(sandbox.path, 0o711) == 0)
+            let passing = try flowrun(["runs"])
+            #expect(passing.exitStatus == 0 && passing.stdout.contains(mine), "\(passing)")
         }
 
         /// Without `--log-dir`: links `.flowrun -> .` and `runs -> .` in a
