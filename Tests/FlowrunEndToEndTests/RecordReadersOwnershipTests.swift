@@ -151,6 +151,42 @@ extension RunEndToEnd {
             #expect(runFolders(in: shared) == [Self.plantedID], "a record was written through the link")
         }
 
+        /// The victim's own record, whose workflow file lies in a folder
+        /// others may write without the sticky bit: the other user swaps the
+        /// file for theirs after the run. `resume` refuses (exit 2), saying
+        /// whose the file is, and runs nothing; with the folder closed again
+        /// and the file the victim's, it resumes.
+        @Test func resumeRefusesAWorkflowFileAnotherUserCouldHaveReplaced() throws {
+            let sandbox = try RunSandbox()
+            try Privacy.shareWithOtherUser(sandbox)
+            let open = sandbox.file("shared/open")
+            try Privacy.makeFolder(open, mode: 0o777)
+            let workflow = open + "/workflow.yaml"
+            try Self.victimWorkflow.write(toFile: workflow, atomically: false, encoding: .utf8)
+            func flowrun(_ arguments: [String]) throws -> FlowrunRun {
+                let run = try FlowrunBinary.run(arguments + ["--log-dir", sandbox.logDirectory], in: sandbox.path, environment: sandbox.environment)
+                run.expectNoCrash()
+                return run
+            }
+            #expect(try flowrun([workflow, "--output", "plain"]).exitStatus == 1)
+            try Privacy.asOtherUser("/bin/sh", "-c", """
+                rm -f '\(workflow)' && printf 'tasks:\\n  mine: {run: "touch %s"}\\n' '\(sandbox.file("pwned"))' > '\(workflow)'
+                """)
+            let swapped = try flowrun(["resume", "--output", "plain"])
+            #expect(swapped.exitStatus == 2, "\(swapped)")
+            #expect(swapped.stderr.contains("its workflow file \(workflow) belongs to uid 65534, not to you (uid 0)"), "\(swapped)")
+            #expect(!sandbox.exists("pwned"), "the other user's file ran as the victim\n\(swapped)")
+
+            try Self.victimWorkflow.write(toFile: sandbox.file("mine.yaml"), atomically: false, encoding: .utf8)
+            #expect(rename(sandbox.file("mine.yaml"), workflow) == 0)
+            let open777 = try flowrun(["resume", "--output", "plain"])
+            #expect(open777.exitStatus == 2 && open777.stderr.contains("lies in \(open), which others may write (mode 0777) without the sticky bit"), "\(open777)")
+            #expect(chmod(open, 0o755) == 0)
+            let resumed = try flowrun(["resume", "--output", "plain"])
+            #expect(resumed.exitStatus == 1 && sandbox.lines("mine-runs").count == 2, "\(resumed)")
+            #expect(!sandbox.exists("pwned"))
+        }
+
         /// Run folders another user planted in a shared `--log-dir`, dated in
         /// the future, do not count toward `--keep`: the victim's earlier
         /// records stay, and the planted ones are not touched either.
