@@ -6,14 +6,14 @@ import Glibc
 
 /// Where `runs`, `show`, `logs` and `resume` read run records: `--log-dir
 /// DIR`, else the `.flowrun/runs` a run started here would use — the
-/// nearest folder, from the current one up, that holds `.flowrun` or
+/// nearest folder, from the current one up, that holds `.flowrun/runs` or
 /// `flowrun.yaml`/`flowrun.yml` (the default-file lookup, SPEC §9).
 ///
 /// The search climbs only through folders that are yours and that no one
 /// else may write (SPEC §11): a `.flowrun` another user planted in a shared
 /// folder above (`/tmp`) is never taken for your record.
 struct RecordLocation: ParsableArguments {
-    @Option(help: ArgumentHelp("The folder runs were recorded in, as given to `flowrun --log-dir` (default: the .flowrun/runs of the nearest folder, from here up through folders of yours, holding .flowrun or flowrun.yaml/.yml).", valueName: "dir"))
+    @Option(help: ArgumentHelp("The folder runs were recorded in, as given to `flowrun --log-dir` (default: the .flowrun/runs of the nearest folder, from here up through folders of yours, holding .flowrun/runs or flowrun.yaml/.yml).", valueName: "dir"))
     var logDir: String?
 
     func validate() throws {
@@ -32,7 +32,7 @@ struct RecordLocation: ParsableArguments {
     }
 
     /// Without `--log-dir`: the nearest folder, from here up, holding
-    /// `.flowrun` or `flowrun.yaml`/`.yml` (`.` when it is the current one,
+    /// `.flowrun/runs` or `flowrun.yaml`/`.yml` (`.` when it is the current one,
     /// or none is). The current folder is looked in whoever owns it (as a
     /// run writes there); a parent only while every folder climbed into is
     /// yours and not writable by others, sticky or not.
