@@ -51,6 +51,25 @@ import Glibc
         #expect(throws: ResumeSource.Problem.self) { try ResumeSource.read(Self.theirs, in: history) }
     }
 
+    /// Root reading a record folder of another user's sees that user's
+    /// runs (not root's own there), and still resumes none of them: resume
+    /// would run their workflow as root.
+    @Test func rootReadsTheRecordOfTheFoldersOwnerButResumesOnlyItsOwn() throws {
+        let folder = try Folder()
+        try #require(chown(folder.path, Self.other, Self.other) == 0)
+        let history = try RunHistory(path: folder.path)
+        #expect(history.owner == Self.other)
+        #expect(history.runIDs() == [Self.theirs])
+        #expect(history.latestID() == Self.theirs)
+        #expect(try RecordedRun.read(Self.theirs, in: history).id == Self.theirs)
+        do {
+            _ = try ResumeSource.read(Self.theirs, in: history)
+            Issue.record("root resumed another user's record")
+        } catch {
+            #expect(error.description.hasPrefix("cannot resume \(Self.theirs): its record \(folder.path)/\(Self.theirs) belongs to uid 65534, not to you (uid 0)"))
+        }
+    }
+
     /// `keep` 2 keeps both of ours (theirs, newer, does not count); `keep` 1
     /// keeps only this run. Theirs is never removed.
     @Test func pruningCountsAndRemovesOnlyOurs() throws {
