@@ -11,6 +11,10 @@ import Glibc
 ///   is starting right now, made but not locked yet, or
 /// - it is not the user's own.
 ///
+/// Only the user's own records count toward `keep`: folders another user
+/// planted in a shared `--log-dir` (future-dated ids, say) neither push
+/// the user's records out nor are touched.
+///
 /// Only folders named like run ids are touched, and nothing is followed
 /// through a link: a link a task left in its `outputs/` is removed, not
 /// what it points at.
@@ -23,7 +27,7 @@ package enum RecordPruning {
     /// beyond the `keep` newest, `current` counted among them. Returns
     /// what could not be removed, and why.
     static func prune(base: Int32, shownAs: String, keep: Int, current: String) -> [String] {
-        let older = RunHistory.runIDs(in: base).filter { $0 != current }
+        let older = RunHistory.runIDs(in: base, ownedBy: geteuid()).filter { $0 != current }
         let removable = older.dropLast(max(0, keep - 1))
         var problems: [String] = []
         for id in removable {
@@ -93,13 +97,25 @@ package enum RecordPruning {
 extension RunRecord {
     /// Points `latest` in the record's folder at this run: a link made
     /// under a name of this run's own, then renamed over `latest`, so a
-    /// reader finds the old run or the new one, never none.
-    package func markLatest() {
+    /// reader finds the old run or the new one, never none. Returns why it
+    /// could not be (another user's `latest` in a sticky folder cannot be
+    /// replaced: readers ignore it, and the user is told), nil when done.
+    package func markLatest() -> String? {
         let temporary = ".latest-" + runID
+        let shown = String(directory.dropLast(runID.utf8.count + 1)) + "/latest"
         if symlinkat(runID, folder.base, temporary) != 0 {
-            guard errno == EEXIST, unlinkat(folder.base, temporary, 0) == 0, symlinkat(runID, folder.base, temporary) == 0 else { return }
+            guard errno == EEXIST, unlinkat(folder.base, temporary, 0) == 0, symlinkat(runID, folder.base, temporary) == 0 else {
+                return "cannot point \(shown) at this run: \(String(cString: strerror(errno)))"
+            }
         }
-        if renameat(folder.base, temporary, folder.base, "latest") != 0 { unlinkat(folder.base, temporary, 0) }
+        guard renameat(folder.base, temporary, folder.base, "latest") != 0 else { return nil }
+        let reason = errno
+        unlinkat(folder.base, temporary, 0)
+        var info = stat()
+        if fstatat(folder.base, "latest", &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_uid != geteuid() {
+            return "cannot point \(shown) at this run: it belongs to uid \(info.st_uid), who must remove it; runs, show, logs and resume ignore it and take your newest run"
+        }
+        return "cannot point \(shown) at this run: \(String(cString: strerror(reason)))"
     }
 
     /// Removes the records beyond the `keep` newest in this record's folder

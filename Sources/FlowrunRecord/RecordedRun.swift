@@ -128,7 +128,7 @@ package struct RecordedRun: Sendable {
 
     /// Reads run `id` in `history`.
     package static func read(_ id: String, in history: RunHistory, detail: Detail = .everything) throws(RunHistory.Problem) -> RecordedRun {
-        let folder = openat(history.descriptor, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let folder = history.openFolder(id)
         guard folder >= 0 else {
             throw RunHistory.Problem(description: "cannot open \(history.folderPath(id)): \(String(cString: strerror(errno)))")
         }

@@ -52,24 +52,26 @@ package struct ResumeSource: Sendable {
         package var description: String
     }
 
-    package static func read(directory: String) throws(Problem) -> ResumeSource {
-        let path = directory + "/summary.json"
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
+    /// Reads run `id` of `history` through a held handle on its folder. The
+    /// record must be your own (root's own too: resume runs the workflow it
+    /// names as you, so another user's record is refused).
+    package static func read(_ id: String, in history: RunHistory) throws(Problem) -> ResumeSource {
+        let directory = history.folderPath(id)
+        let folder = history.openFolder(id)
+        guard folder >= 0 else {
+            throw Problem(description: "cannot resume from \(directory): \(String(cString: strerror(errno)))")
+        }
+        defer { close(folder) }
+        var info = stat()
+        guard fstat(folder, &info) == 0, info.st_uid == geteuid() else {
+            throw Problem(description: "cannot resume \(id): its record \(directory) belongs to uid \(info.st_uid), not to you (uid \(geteuid())); resume runs the workflow a record names as you, so only your own records")
+        }
+        guard let bytes = RecordFile.read(folder, "summary.json", limit: nil) else {
             let reason = errno == ENOENT
                 ? "it has no summary.json (the run was killed before it could write one, or is still running)"
-                : String(cString: strerror(errno))
+                : "its summary.json is not a plain file"
             throw Problem(description: "cannot resume from \(directory): \(reason)")
         }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += chunk[0..<count]
-        }
-        close(descriptor)
         guard case .object(let members)? = JSONValue.parse(String(decoding: bytes, as: UTF8.self)) else {
             throw Problem(description: "cannot resume from \(directory): its summary.json is not JSON")
         }
@@ -94,7 +96,7 @@ package struct ResumeSource: Sendable {
                 name: name, status: status, phase: fields.string("phase") ?? "main", group: fields.string("group"), item: fields.string("item"),
                 stdout: fields.string("stdout") ?? "", exitCode: fields.int("exit_code"), duration: fields.double("duration"),
                 outputs: outputs, identity: fields.string("identity"), identityParts: parts,
-                wholeStdout: wholeStdout(log: fields.string("log"), attempts: fields.int("attempts"), in: directory)))
+                wholeStdout: wholeStdout(log: fields.string("log"), attempts: fields.int("attempts"), in: folder, shownAs: directory)))
         }
         var named: Set<String>?
         for case .object(let group) in summary.array("groups") {
@@ -133,13 +135,15 @@ package struct ResumeSource: Sendable {
     /// `logs/SHARD/NAME.log.N.stdout` of the last attempt (`logs/NAME…` in
     /// a record made before sharding), when the stdout was long enough to be
     /// kept whole beside the log.
-    private static func wholeStdout(log: String?, attempts: Int?, in directory: String) -> (file: String, byteCount: Int)? {
+    private static func wholeStdout(log: String?, attempts: Int?, in run: Int32, shownAs directory: String) -> (file: String, byteCount: Int)? {
         guard let log, let attempts, attempts > 0, let name = log.split(separator: "/").last.map(String.init) else { return nil }
         let folders = (RecordFileName.shard(ofFile: name).map { ["logs/" + $0 + "/"] } ?? []) + ["logs/"]
         for folder in folders {
-            let file = directory + "/" + folder + name + ".\(attempts).stdout"
+            let relative = folder + name + ".\(attempts).stdout"
             var info = stat()
-            if lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return (file, Int(info.st_size)) }
+            if fstatat(run, relative, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG {
+                return (directory + "/" + relative, Int(info.st_size))
+            }
         }
         return nil
     }

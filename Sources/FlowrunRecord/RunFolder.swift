@@ -53,8 +53,8 @@ package final class RunFolder: Sendable {
     /// `outputs/` in it (the shards of `logs/`, `logs/000/`, come as tasks
     /// need them). `base` nil means `.flowrun/runs` under the current directory.
     init(base: String?, makeRunID: () -> String) throws(Refusal) {
-        let base = base ?? ".flowrun/runs"
         let baseDescriptor = try Self.openBase(base)
+        let base = base ?? ".flowrun/runs"
         var made: (id: String, descriptor: Int32)?
         var umaskNarrowsModes = false
         var lastError: Int32 = 0
@@ -207,69 +207,16 @@ package final class RunFolder: Sendable {
 
     // MARK: Making the folders
 
-    /// Opens the base folder, making it (and missing parents) `0700`, after
-    /// checking every folder of its path (`.flowrun` and `runs` for the
-    /// default; each part of `--log-dir`, below the current directory when
-    /// relative): one another user could redirect is refused, the way ssh
-    /// refuses a key in a loose folder.
-    private static func openBase(_ base: String) throws(Refusal) -> Int32 {
-        guard !base.isEmpty else { throw Refusal(description: "the run record needs a folder; --log-dir is empty") }
-        let root = base.hasPrefix("/") ? "/" : "."
-        var current = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard current >= 0 else { throw Refusal(description: "cannot open \(root): \(String(cString: strerror(errno)))") }
-        let components = base.split(separator: "/").filter { $0 != "." }.map(String.init)
-        if root == "/" || components.isEmpty, let problem = trustProblem(of: current) {
-            close(current)
-            throw Refusal(description: "refusing to write the run record under \(root == "/" ? "/" : base): it \(problem)")
+    /// Opens the base folder, making it (and missing parents) `0700`
+    /// (`RecordBase`): one another user could redirect is refused, the way
+    /// ssh refuses a key in a loose folder.
+    private static func openBase(_ base: String?) throws(Refusal) -> Int32 {
+        do throws(RecordBase.Refusal) {
+            guard let base else { return try RecordBase.openDefault(in: ".", making: true, for: .write) }
+            return try RecordBase.open(base, making: true, for: .write)
+        } catch {
+            throw Refusal(description: error.description)
         }
-        var shown = root
-        for component in components {
-            let child = shown == "." ? component : shown == "/" ? "/" + component : shown + "/" + component
-            var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if next < 0 && errno == ENOENT {
-                if mkdirat(current, component, 0o700) != 0 && errno != EEXIST {
-                    let reason = String(cString: strerror(errno))
-                    close(current)
-                    throw Refusal(description: "cannot create \(child): \(reason)")
-                }
-                next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if next >= 0 { forceMode(next, 0o700) }
-            }
-            let reason = String(cString: strerror(errno))
-            close(current)
-            guard next >= 0 else { throw Refusal(description: "cannot open \(child): \(reason)") }
-            current = next
-            shown = child
-            if let problem = trustProblem(of: current) {
-                close(current)
-                throw Refusal(description: "refusing to write the run record under \(child): it \(problem)")
-            }
-        }
-        return current
-    }
-
-    /// Sets a folder flowrun just made to `mode` if the umask took bits from it.
-    private static func forceMode(_ folder: Int32, _ mode: mode_t) {
-        var info = stat()
-        if fstat(folder, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o7777 != mode { fchmod(folder, mode) }
-    }
-
-    /// Why a folder flowrun writes in could be redirected by another user,
-    /// or nil if it cannot: it must belong to flowrun's user (or root) and
-    /// not be writable by group or others, unless it has the sticky bit
-    /// (like /tmp, where no one may rename another's entry).
-    private static func trustProblem(of folder: Int32) -> String? {
-        var info = stat()
-        guard fstat(folder, &info) == 0 else { return "cannot be checked: \(String(cString: strerror(errno)))" }
-        let me = geteuid()
-        if info.st_uid != me && info.st_uid != 0 {
-            return "belongs to uid \(info.st_uid), not to you (uid \(me)); another user could redirect the record (use --log-dir with a folder of yours)"
-        }
-        if info.st_mode & 0o022 != 0 && info.st_mode & S_ISVTX == 0 {
-            let mode = String(info.st_mode & 0o7777, radix: 8)
-            return "is writable by \(info.st_mode & 0o002 != 0 ? "others" : "its group") (mode 0\(mode)) without the sticky bit; another user could redirect the record (chmod go-w it, or use --log-dir with a folder of yours)"
-        }
-        return nil
     }
 
     /// Opens the run folder just made in `base` and checks it is the one

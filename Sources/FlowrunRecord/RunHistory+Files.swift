@@ -7,10 +7,18 @@ import FlowrunValues
 /// Files inside one run's folder, opened relative to the held history
 /// folder and never through a link.
 extension RunHistory {
-    /// Opens run `id`'s folder `sub` (`""` for the run folder itself); -1 if it is not there.
+    /// Opens run `id`'s folder `sub` (`""` for the run folder itself); -1
+    /// with errno set if it is not there, or is not the record owner's.
     func openFolder(_ id: String, _ sub: String = "") -> Int32 {
         let run = openat(descriptor, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard run >= 0, !sub.isEmpty else { return run }
+        guard run >= 0 else { return run }
+        var info = stat()
+        guard fstat(run, &info) == 0, info.st_uid == owner else {
+            close(run)
+            errno = EPERM
+            return -1
+        }
+        guard !sub.isEmpty else { return run }
         defer { close(run) }
         return openat(run, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
     }

@@ -7,29 +7,63 @@ import FlowrunValues
 /// runs there are, which one is the latest, which one a RUN argument names,
 /// and whether a run is still going.
 ///
-/// Everything inside the folder is opened relative to a handle on it and
-/// never through a link (`latest` is read with `readlinkat`, and only a
-/// run id it holds counts), as the record's writer does (SECURITY.md).
+/// The reader obeys the writer's rules (SPEC §11, SECURITY.md): the folder
+/// is opened as `RecordBase` opens it for writing, everything inside it
+/// relative to a handle on it and never through a link, and only run
+/// folders and a `latest` of the record's owner count (`owner`): what
+/// another user planted in a shared folder is neither listed, nor the
+/// latest, nor resumed.
 package final class RunHistory {
     /// The folder as the user named it.
     package let path: String
     /// The folder, held for every read below.
     let descriptor: Int32
+    /// Whose runs count: yours; for root, the record folder's owner's
+    /// (root reading a user's `.flowrun/runs` sees that user's runs).
+    package let owner: UInt32
 
     package struct Problem: Error, CustomStringConvertible {
         package var description: String
     }
 
-    /// Opens `path`; a folder that is not there is a problem that says where runs are recorded.
-    package init(path: String) throws(Problem) {
-        self.path = path
-        descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            if errno == ENOENT {
-                throw Problem(description: "no runs recorded in \(TerminalText.escaped(path)) yet (every run of a workflow records itself there)")
-            }
-            throw Problem(description: "cannot open \(TerminalText.escaped(path)): \(String(cString: strerror(errno)))")
+    /// Opens `path` (`--log-dir`) under the writer's rules; a folder that
+    /// is not there is a problem that says where runs are recorded.
+    package convenience init(path: String) throws(Problem) {
+        let descriptor: Int32
+        do throws(RecordBase.Refusal) {
+            descriptor = try RecordBase.open(path, making: false, for: .read)
+        } catch {
+            throw Self.problem(error, path: path)
         }
+        self.init(descriptor: descriptor, path: path)
+    }
+
+    /// Opens `.flowrun/runs` in `folder` (`.`, or the folder the upward
+    /// search found) under the writer's rules.
+    package convenience init(recordIn folder: String) throws(Problem) {
+        let path = folder == "." ? ".flowrun/runs" : (folder == "/" ? "" : folder) + "/.flowrun/runs"
+        let descriptor: Int32
+        do throws(RecordBase.Refusal) {
+            descriptor = try RecordBase.openDefault(in: folder, making: false, for: .read)
+        } catch {
+            throw Self.problem(error, path: path)
+        }
+        self.init(descriptor: descriptor, path: path)
+    }
+
+    private init(descriptor: Int32, path: String) {
+        self.path = path
+        self.descriptor = descriptor
+        var info = stat()
+        let me = geteuid()
+        owner = me == 0 && fstat(descriptor, &info) == 0 ? info.st_uid : me
+    }
+
+    private static func problem(_ refusal: RecordBase.Refusal, path: String) -> Problem {
+        if refusal.isMissing {
+            return Problem(description: "no runs recorded in \(TerminalText.escaped(path)) yet (every run of a workflow records itself there)")
+        }
+        return Problem(description: TerminalText.escaped(refusal.description))
     }
 
     deinit { close(descriptor) }
@@ -49,10 +83,14 @@ package final class RunHistory {
 
     /// Every run's id, oldest first (ids start with their local start time).
     package func runIDs() -> [String] {
-        Self.runIDs(in: descriptor)
+        Self.runIDs(in: descriptor, ownedBy: owner)
     }
 
-    static func runIDs(in folder: Int32) -> [String] {
+    /// The run folders in `folder` that `owner` owns, oldest first: a
+    /// folder another user made there (a future-dated id, say) is not a run
+    /// of this record, so it is never listed, latest, resumed or pruned,
+    /// nor counted toward `--keep`.
+    static func runIDs(in folder: Int32, ownedBy owner: uid_t) -> [String] {
         let copy = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard copy >= 0, let directory = fdopendir(copy) else { return [] }
         defer { closedir(directory) }
@@ -61,7 +99,11 @@ package final class RunHistory {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
-            if isRunID(name) { ids.append(name) }
+            guard isRunID(name) else { continue }
+            var info = stat()
+            if fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == owner {
+                ids.append(name)
+            }
         }
         return chronological(ids, in: folder)
     }
@@ -95,17 +137,24 @@ package final class RunHistory {
         return event["time"]?.string.flatMap(RecordedRun.epochSeconds)
     }
 
-    /// The run `latest` names when it names one that is there, else the newest by id.
+    /// The run `latest` names when it names one of `runIDs()`, else the newest by id.
     package func latestID() -> String? {
         let ids = runIDs()
-        if let named = Self.readLatest(in: descriptor), ids.contains(named) { return named }
+        if let named = Self.readLatest(in: descriptor, ownedBy: owner), ids.contains(named) { return named }
         return ids.last
     }
 
-    /// What `latest` holds, if it is a link to a run id (never followed).
-    static func readLatest(in folder: Int32) -> String? {
+    /// What `latest` holds, if it is a link of `owner`'s to a run id: read
+    /// through a handle on the link itself (`O_PATH|O_NOFOLLOW`), so the
+    /// link whose owner was checked is the one read.
+    static func readLatest(in folder: Int32, ownedBy owner: uid_t) -> String? {
+        let link = openat(folder, "latest", RecordBase.openPath | O_NOFOLLOW | O_CLOEXEC)
+        guard link >= 0 else { return nil }
+        defer { close(link) }
+        var info = stat()
+        guard fstat(link, &info) == 0, info.st_mode & S_IFMT == S_IFLNK, info.st_uid == owner else { return nil }
         var buffer = [CChar](repeating: 0, count: 64)
-        let count = readlinkat(folder, "latest", &buffer, buffer.count - 1)
+        let count = readlinkat(link, "", &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
         let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return isRunID(target) ? target : nil
@@ -124,6 +173,9 @@ package final class RunHistory {
         let matches = argument.isEmpty ? [] : ids.filter { $0.hasPrefix(argument) }
         if matches.count == 1 { return matches[0] }
         let shown = TerminalText.escaped(argument)
+        if matches.isEmpty, let stranger = Self.ownerOfEntry(argument, in: descriptor), stranger != owner {
+            throw Problem(description: "run \(shown) in \(TerminalText.escaped(path)) belongs to uid \(stranger), not to \(owner == geteuid() ? "you" : "the record's owner") (uid \(owner)): flowrun reads only its owner's runs (SECURITY.md)")
+        }
         if matches.isEmpty {
             throw Problem(description: "no run in \(TerminalText.escaped(path)) starts with '\(shown)'; the latest is \(latestID() ?? ids[ids.count - 1]) (flowrun runs lists them)")
         }
@@ -135,6 +187,13 @@ package final class RunHistory {
     /// Whether a flowrun process still holds run `id`'s folder (its `flock`).
     package func isLive(_ id: String) -> Bool {
         Self.isLive(id, in: descriptor)
+    }
+
+    /// The owner of the entry `name` (not followed), nil when there is none.
+    static func ownerOfEntry(_ name: String, in folder: Int32) -> uid_t? {
+        guard isRunID(name) else { return nil }
+        var info = stat()
+        return fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info.st_uid : nil
     }
 
     static func isLive(_ id: String, in folder: Int32) -> Bool {

@@ -17,7 +17,7 @@ struct Flowrun: ParsableCommand {
             flowrun runs [-n <n>] [--output text|json] [--log-dir <dir>]
             flowrun show [RUN] [--output text|json] [--log-dir <dir>] [--trace <file>] [--timeline <file.svg>]
             flowrun logs [RUN] TASK [-f] [--log-dir <dir>]
-            flowrun resume [RUN] [--from <name>]... [--force] [--dry-run]
+            flowrun resume [RUN] [--from <name>]... [--dry-run] [run's options but --only]
             flowrun export FILE --to argo [--image <image>] [--namespace <ns>] [--template] [--strict] [-o <file>]
             """,
         discussion: """

@@ -21,7 +21,9 @@ struct ResumeCommand: ParsableCommand {
             workflow file is read again, from the folder the run ran in. A task is restored (not \
             run) when it succeeded and everything it needs is restored; its identity (a hash of \
             its resolved definition) must be unchanged, or resume refuses (exit 2) and names it. \
-            finally tasks always run. Pass the same --var values as the run had.
+            finally tasks always run. Pass the same --var values as the run had. Only a run of your \
+            own is resumed, and only when its workflow file is yours (or root's) in a folder no other \
+            user may write (SECURITY.md).
             """
     )
 
@@ -31,44 +33,20 @@ struct ResumeCommand: ParsableCommand {
     @Option(name: .customLong("from"), help: ArgumentHelp("Run this task, group or join and everything downstream of it again (repeatable).", valueName: "name"))
     var from: [String] = []
 
-    @Option(name: .customLong("var"), help: ArgumentHelp("Override a variable declared under vars: (repeatable).", valueName: "name=value"))
-    var variables: [String] = []
-
-    @Option(help: "Running tasks at once for the whole run (overrides max_parallel).")
-    var maxParallel: Int?
-
-    @Flag(help: "Let the first failure cancel everything still running (overrides fail_fast).")
-    var failFast = false
-
-    @Flag(help: "Run tasks with sources: even when they are up to date (ignores .flowrun/state).")
-    var force = false
-
     @Flag(help: "Print what would be restored and what would run; run nothing.")
     var dryRun = false
 
-    @Option(help: "auto, tty, plain or json, as for a run.")
-    var output: RunCommand.OutputMode = .auto
-
-    @Flag(help: "Show what tasks print as they print it.")
-    var stream = false
-
-    @Option(help: ArgumentHelp("The folder holding the run records (default: .flowrun/runs here or in the nearest parent folder); the new run's record goes there too.", valueName: "dir"))
-    var logDir: String?
-
-    func validate() throws {
-        for variable in variables where !variable.contains("=") || variable.hasPrefix("=") {
-            throw ValidationError("--var takes name=value, found '\(variable)'")
-        }
-        if logDir?.isEmpty == true { throw ValidationError("--log-dir needs a folder, found an empty value") }
-        if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1, found \(maxParallel)") }
-    }
+    @OptionGroup var settings: RunSettings
 
     func run() throws {
-        let base = WorkflowFileLookup.absolute(logDir ?? RecordLocation.foundPath())
+        // Absolute: the record is read again (whole stdouts) after moving to where the run ran.
+        let found = RecordLocation.foundFolder()
+        let folder = found == "." ? WorkflowFileLookup.currentDirectory() : found
+        let base = WorkflowFileLookup.absolute(settings.logDir ?? (folder == "/" ? "" : folder) + "/.flowrun/runs")
         let old: ResumeSource
         do {
-            let history = try RunHistory(path: base)
-            old = try ResumeSource.read(directory: history.folderPath(history.resolve(runName)))
+            let history = try settings.logDir == nil ? RunHistory(recordIn: folder) : RunHistory(path: base)
+            old = try ResumeSource.read(history.resolve(runName), in: history)
         } catch {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
@@ -82,12 +60,14 @@ struct ResumeCommand: ParsableCommand {
             Terminal.standardError.write("flowrun: cannot resume \(old.runID): cannot enter \(cwd), where it ran: \(String(cString: strerror(errno)))\n")
             throw ExitCode(2)
         }
-        var options = PlanOptions()
-        options.variables = RunCommand.pairs(variables)
-        options.maxParallel = maxParallel
-        options.failFast = failFast
+        let workflowFile = old.workflowPath ?? old.file
+        if let problem = WorkflowOwnership.problem(workflowFile) {
+            Terminal.standardError.write("flowrun: cannot resume \(old.runID): \(problem)\n")
+            throw ExitCode(2)
+        }
+        var options = settings.planOptions
         options.only = old.only
-        let plan = try PlanLoader.load(old.workflowPath ?? old.file, options: options).plan
+        let plan = try PlanLoader.load(workflowFile, options: options).plan
 
         let identities = TaskIdentities.compute(for: plan)
         let selection: ResumeSelection
@@ -115,8 +95,10 @@ struct ResumeCommand: ParsableCommand {
         var reuse = TaskReuse()
         reuse.restored = selection.restored
         reuse.resumedFrom = old.runID
-        reuse.store = IncrementalSetup.store(for: plan, force: force)
-        try RunLauncher.run(consume plan, logDirectory: base, keep: RecordPruning.defaultKeep, output: output, stream: stream, reuse: reuse, identities: identities)
+        reuse.store = IncrementalSetup.store(for: plan, force: settings.force)
+        try RunLauncher.run(
+            consume plan, logDirectory: base, keep: settings.keep, output: settings.output, stream: settings.stream, reuse: reuse,
+            identities: identities)
     }
 
     /// `run`, `env` → "its run script and environment changed".

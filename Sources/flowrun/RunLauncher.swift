@@ -23,7 +23,9 @@ enum RunLauncher {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
         }
-        record.markLatest()
+        if let problem = record.markLatest() {
+            Terminal.standardError.write("flowrun: warning: \(problem)\n")
+        }
         for problem in record.pruneOlderRecords(keeping: keep) {
             Terminal.standardError.write("flowrun: pruning old run records: \(problem)\n")
         }

@@ -27,7 +27,7 @@ enum TaskNameCompletion {
     /// `.flowrun/runs` is the current folder's, else the one beside the
     /// workflow lookup finds.
     @Sendable static func recordedCandidates(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        guard let history = try? RunHistory(path: RecordLocation.foundPath()) else { return [] }
+        guard let history = try? RecordLocation.history(logDir: nil) else { return [] }
         let named = words.enumerated().dropFirst().first { position, word in
             position != index && !word.hasPrefix("-") && (try? history.resolve(word)) != nil
         }

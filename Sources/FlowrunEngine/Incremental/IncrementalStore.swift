@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FlowrunValues
 import FlowrunPlanning
+import FlowrunRecord
 
 /// `.flowrun/state/`: what each incremental task's last successful run
 /// saw, one file per task (named by a hash of the workflow's path and the
@@ -18,12 +19,23 @@ package final class IncrementalStore: Sendable {
     private let workflowKey: String
 
     /// Why the store cannot be used (every task then runs), or the store.
-    package static func open(base: String = ".flowrun", workflowFile: String) -> Result<IncrementalStore, Refusal> {
-        let statePath = base + "/state"
-        for folder in [base, statePath] where mkdir(folder, 0o700) != 0 && errno != EEXIST {
-            return .failure(Refusal(description: "cannot create \(folder): \(String(cString: strerror(errno)))"))
+    /// `.flowrun` is opened as the run record opens it (`RecordBase`): made
+    /// `0700` whatever the umask (under umask 0277 a `.flowrun` made `0500`
+    /// would refuse `runs/` to every later run), never through another
+    /// user's link; `state` is made and opened in it without following one.
+    package static func open(workflowFile: String) -> Result<IncrementalStore, Refusal> {
+        let statePath = ".flowrun/state"
+        let flowrun: Int32
+        do throws(RecordBase.Refusal) {
+            flowrun = try RecordBase.openDefault(in: ".", components: [".flowrun"], making: true, for: .write)
+        } catch {
+            return .failure(Refusal(description: error.description))
         }
-        let descriptor = Glibc.open(statePath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        defer { close(flowrun) }
+        if mkdirat(flowrun, "state", 0o700) != 0 && errno != EEXIST {
+            return .failure(Refusal(description: "cannot create \(statePath): \(String(cString: strerror(errno)))"))
+        }
+        let descriptor = openat(flowrun, "state", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return .failure(Refusal(description: "cannot open \(statePath): \(String(cString: strerror(errno)))")) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
@@ -34,8 +46,8 @@ package final class IncrementalStore: Sendable {
             close(descriptor)
             return .failure(Refusal(description: "\(statePath) belongs to uid \(info.st_uid), not to you"))
         }
-        if info.st_mode & 0o077 != 0 {
-            // Made by flowrun 0700; anything looser is fixed if ours.
+        if info.st_mode & 0o7777 != 0o700 {
+            // Made by flowrun 0700 (the umask may have taken bits); anything else is fixed if ours.
             if info.st_uid != geteuid() || fchmod(descriptor, 0o700) != 0 {
                 close(descriptor)
                 return .failure(Refusal(description: "\(statePath) is open to other users (mode 0\(String(info.st_mode & 0o7777, radix: 8)))"))
