@@ -314,7 +314,11 @@ package final class RunEngine: @unchecked Sendable {
         started.path = record.directory
         started.timeoutSeconds = plan.runTimeout?.seconds
         started.maxParallel = pool.capacity(of: Self.runSlots)
-        started.members = nodes.indices.count { nodes[$0].kind == .task }
+        // Members of fan-outs whose items are known count too (the live view's total, the start line).
+        let fanOutSteps = plan.steps.filter { $0.kind == .fanOut }
+        started.members = nodes.indices.count { nodes[$0].kind == .task } + fanOutSteps.reduce(0) { $0 + ($1.fanOutCount ?? 0) }
+        let unsized = fanOutSteps.filter { $0.fanOutCount == nil }.compactMap(\.group)
+        if !unsized.isEmpty { started.sizedAtRunTime = unsized }
         started.resumedFrom = reuse.resumedFrom
         emit(started)
         if let timeout = plan.runTimeout {

@@ -41,6 +41,7 @@ package enum Planner {
     package static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
         var workflow = workflow
         try apply(options, to: &workflow)
+        sizeFanOutsKnownAtPlanning(&workflow)
         let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)
         let selection = try TargetSelection(options.only, usingDefault: options.runsDefaultTargets, workflow: workflow, graph: graph)
@@ -53,7 +54,7 @@ package enum Planner {
                 if let group = steps.firstIndex(where: { $0.kind == .group && $0.name == steps[index].group }) { steps[group].fanOutCount = items.count }
             }
         }
-        chainSequentialMembers(&steps, workflow: workflow)
+        chainSequentialMembers(&steps, workflow: workflow, graph: graph)
         let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
         let finallyStages = finallyGraph.stages()
         // Definitions by index, not copied out (a kilobyte each).
