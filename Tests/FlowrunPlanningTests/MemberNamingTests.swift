@@ -42,7 +42,7 @@ import Testing
     /// index, not by listing every name; it finds what the listed names
     /// would (first member wins, GROUP[INDEX] too, nothing that is not a name).
     @Test(arguments: [
-        "m-${{ item }}", "${{ item }}", "x${{ index }}-${{ item }}", "${{ vars.tag }}${{ item }}${{ index }}", "same", "${{ item }}0",
+        "m-${{ item }}", "${{ item }}", "x${{ index }}-${{ item }}", "${{ vars.tag }}${{ item }}${{ index }}", "${{ vars.tag }}-${{ index }}", "${{ item }}0",
     ])
     func aRangeMemberIsFoundByItsNameAsTheListedNamesWouldFindIt(name: String) throws {
         let parsed = try workflow("""
