@@ -187,6 +187,11 @@ extension RunEndToEnd {
             let dryRun = try FlowrunBinary.run([file, "--dry-run", "--var", "services=alpha", "start-alpha"])
             #expect(dryRun.exitStatus == 0, "\(dryRun)")
             #expect(!dryRun.stdout.contains("sized at run time"), "\(dryRun)")
+
+            // On Argo `vars` stay parameters a submit may change: the items are still read there.
+            let export = try FlowrunBinary.run(["export", file, "--to", "argo"])
+            #expect(export.exitStatus == 0, "\(export)")
+            #expect(export.stdout.contains("withParam: \"{{tasks.start-items.outputs.result}}\"") && !export.stdout.contains("withItems"), "\(export)")
         }
 
         /// A fan-out over a task's stdout is still sized as it runs, and the start line says so.
