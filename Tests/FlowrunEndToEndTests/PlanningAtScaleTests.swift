@@ -92,6 +92,7 @@ extension RunEndToEnd {
             #expect(record.finished("b")?["status"] as? String == "succeeded", "\(record.finished("b") ?? [:])")
             #expect(sandbox.read("b-finished") == "done\n", "\(run)")
             #expect(!run.stdout.contains("can no longer succeed)"), "\(run)")
+            #expect(run.stdout.contains("\n    ◌ b  still running\n"), "the join block says b was left running: \(run)")
         }
 
         /// Under `fail_fast` the run stops: a failed join's running members are cancelled as before.
@@ -131,7 +132,7 @@ extension RunEndToEnd {
             #expect(run.exitStatus == 0, "\(run)")
             #expect(sandbox.read("ran") == (target == "m-7" ? "7\n" : "1999999\n"), "\(run)")
             #expect(run.stdout.contains("started (1 task,"), "\(run)")
-            #expect(run.wallSeconds < 3, "\(target): \(run.wallSeconds) s")
+            #expect(run.wallSeconds < 5, "\(target): \(run.wallSeconds) s")
             let (member, plan) = (run.peakRSSBytes, dryRun.peakRSSBytes)
             #expect(member < plan + 32 << 20, "\(target): \(member >> 20) MB against the dry run's \(plan >> 20) MB")
         }
@@ -149,7 +150,7 @@ extension RunEndToEnd {
                 """, ["lnt"], timeout: .seconds(60))
             #expect(run.exitStatus == 2, "\(run)")
             #expect(run.stderr.contains("no task, group, join or fan-out member is named 'lnt' (did you mean 'lint'?)"), "\(run)")
-            #expect(run.wallSeconds < 3, "\(run.wallSeconds) s")
+            #expect(run.wallSeconds < 5, "\(run.wallSeconds) s")
             #expect(run.peakRSSBytes < 64 << 20, "\(run.peakRSSBytes >> 20) MB")
         }
 
