@@ -97,7 +97,7 @@ package struct TargetTable {
         case .range(let low, _):
             // Without `name:` every member is GROUP[INDEX]; with one, solved for the index.
             guard let template = fanOut.template else { return nil }
-            return MemberNaming.rangeMember(named: name, template: template, low: low, count: min(limit, fanOut.count), group: fanOut.group, vars: vars)
+            return MemberNaming.rangeMember(named: name, template: template, low: low, count: min(limit, fanOut.count), vars: vars)
         case .list(let items):
             for index in items.indices.prefix(limit) {
                 if MemberNaming.name(group: fanOut.group, item: .text(items[index]), index: index, template: fanOut.template, fieldNames: false, axes: nil, vars: vars) == name {
