@@ -17,7 +17,9 @@ final class FanOutProgress {
     /// Set while members are being made: a member that settles at once does
     /// not start another round of making (no recursion a million deep).
     var refilling = false
-    /// Members made so far, and those not yet settled.
+    /// Members listed beside `foreach`: settled and counted with the made ones.
+    var staticMembers = 0
+    /// Members made from items so far, and members not yet settled (static ones too).
     var created = 0
     var unsettled = 0
     var succeeded = 0

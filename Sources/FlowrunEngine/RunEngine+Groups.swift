@@ -61,6 +61,7 @@ extension RunEngine {
         // Static members the group lists beside its `foreach` start with it.
         let members = nodes[index].members
         fanOutProgress[index]?.unsettled = members.count
+        fanOutProgress[index]?.staticMembers = members.count
         for member in members {
             nodes[member].unsettledNeeds -= 1
             if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
@@ -316,13 +317,15 @@ extension RunEngine {
 
     /// Items of a fan-out as a feed: a literal list, a range, a matrix, or a run-time value.
     func fanOutFeed(_ source: FanOutSource, split: FanOutSplit?, group: Int) -> Result<FanOutFeed, FanOutError> {
+        // Only static items can be named as targets: the feed hands out those alone.
+        let selected = fanOuts[group]?.items
         switch source {
         case .list(let items):
-            return .success(FanOutFeed(.texts(items)))
+            return .success(FanOutFeed(.texts(items), selecting: selected))
         case .records(let items):
-            return .success(FanOutFeed(.items(items)))
+            return .success(FanOutFeed(.items(items), selecting: selected))
         case .range(let low, let high):
-            return .success(FanOutFeed(.range(low, high)))
+            return .success(FanOutFeed(.range(low, high), selecting: selected))
         case .expression(let template):
             if let target = wholeStdoutSource(template) {
                 // Read whole, however long: from disk when the stash kept only its end.

@@ -53,7 +53,11 @@ extension RunEngine {
         cancelTimer(.join(index))
         let unsettled = nodes[index].members.filter { !nodes[$0].status.isFinal }
         settle(index, status, why: why)
-        // Members still running are no longer wanted: cancelled, not failed.
+        // At quorum or the deadline the members still running are no longer
+        // wanted: cancelled, not failed. A join that can no longer succeed
+        // lets them finish (as make -k and go-task do: their work and logs
+        // may be what the user needs next), unless `fail_fast` stops the run.
+        guard status != .failed || plan.workflow.failFast else { return }
         for member in unsettled where !nodes[member].status.isFinal {
             cancel(member, reason: .joinSettled)
         }
@@ -125,7 +129,14 @@ extension RunEngine {
             outcome = node.definition?.value.continueOnError == true ? .failedAllowed : node.status == .failed ? .failed : .timedOut
         case .cancelled: outcome = node.cancelReason == .joinSettled ? .notNeeded : .cancelled
         case .skipped: outcome = .skipped
-        case .pending, .waiting, .running: outcome = joinTimedOut ? .missing : joinStatus == .succeeded ? .notNeeded : .cancelled
+        case .pending, .waiting, .running:
+            if joinTimedOut {
+                outcome = .missing
+            } else if joinStatus == .succeeded {
+                outcome = .notNeeded
+            } else {
+                outcome = plan.workflow.failFast ? .cancelled : .stillRunning
+            }
         }
         var values: [JoinReport.Value] = []
         if let fields, node.status.isFinal {

@@ -274,7 +274,8 @@ extension RunEngine {
             var finished = event(.groupFinished, index)
             finished.status = status
             if let progress = fanOutProgress[index] {
-                finished.members = progress.created
+                // The static members listed beside `foreach` count too: `succeeded` counts them.
+                finished.members = progress.staticMembers + progress.created
                 finished.succeeded = progress.succeeded
             } else {
                 finished.members = nodes[index].members.count

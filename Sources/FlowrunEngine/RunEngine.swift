@@ -26,6 +26,10 @@ package final class RunEngine: @unchecked Sendable {
     private(set) lazy var immediateWork = ImmediateWork(queue: queue)
     /// Its steps are emptied once the nodes are built from them (`buildNodes`).
     private(set) var plan: Plan
+    /// Members of the fan-outs whose items the plan knows, and the groups
+    /// whose fan-out only the run can size (run_started's counts).
+    private var knownFanOutMembers = 0
+    private var groupsSizedAtRunTime: [String] = []
     let record: RunRecord
     let reporters: [any RunReporter]
     /// CLOCK_MONOTONIC at the start, in seconds.
@@ -229,6 +233,10 @@ package final class RunEngine: @unchecked Sendable {
         // before the nodes, so its scratch tables are gone when they are built.
         _ = identities
         buildNodes()
+        // Fan-outs' member counts for run_started, read from the steps while they are here.
+        for step in self.plan.steps where step.kind == .fanOut {
+            if let count = step.fanOutCount { knownFanOutMembers += count } else if let group = step.group { groupsSizedAtRunTime.append(group) }
+        }
         // The nodes now hold what the run reads of each step (definitions
         // shared); the steps themselves (~300 bytes a task) are not read again.
         self.plan.steps = []
@@ -314,7 +322,9 @@ package final class RunEngine: @unchecked Sendable {
         started.path = record.directory
         started.timeoutSeconds = plan.runTimeout?.seconds
         started.maxParallel = pool.capacity(of: Self.runSlots)
-        started.members = nodes.indices.count { nodes[$0].kind == .task }
+        // Members of fan-outs whose items are known count too (the live view's total, the start line).
+        started.members = nodes.indices.count { nodes[$0].kind == .task } + knownFanOutMembers
+        if !groupsSizedAtRunTime.isEmpty { started.sizedAtRunTime = groupsSizedAtRunTime }
         started.resumedFrom = reuse.resumedFrom
         emit(started)
         if let timeout = plan.runTimeout {

@@ -20,6 +20,8 @@ package struct JoinReport: Sendable {
         case notNeeded = "not_needed"
         /// Still running (or waiting) when the join's deadline passed.
         case missing
+        /// Still running (or waiting) when the join failed: left to finish, as make -k would.
+        case stillRunning = "still_running"
 
         /// `failed (allowed)`, `not needed`: words for people.
         package var text: String {
@@ -27,6 +29,7 @@ package struct JoinReport: Sendable {
             case .failedAllowed: return "failed (allowed)"
             case .timedOut: return "timed out"
             case .notNeeded: return "not needed"
+            case .stillRunning: return "still running"
             default: return rawValue
             }
         }
@@ -117,7 +120,7 @@ package struct JoinReport: Sendable {
     package func outcomeCounts(of members: ArraySlice<Member>) -> [(outcome: Outcome, count: Int)] {
         var counts: [Outcome: Int] = [:]
         for member in members { counts[member.outcome, default: 0] += 1 }
-        let order: [Outcome] = [.succeeded, .failedAllowed, .failed, .timedOut, .notNeeded, .missing, .cancelled, .skipped]
+        let order: [Outcome] = [.succeeded, .failedAllowed, .failed, .timedOut, .notNeeded, .missing, .stillRunning, .cancelled, .skipped]
         return order.compactMap { outcome in counts[outcome].map { (outcome, $0) } }
     }
 

@@ -95,6 +95,8 @@ package struct RunEvent: Sendable {
     package var reused: String? { get { rare?.fields.reused } set { withRare(newValue == nil) { $0.reused = newValue } } }
     /// run_started: the run this one resumes.
     package var resumedFrom: String? { get { rare?.fields.resumedFrom } set { withRare(newValue == nil) { $0.resumedFrom = newValue } } }
+    /// run_started: groups whose fan-out's items are known only once it starts (not counted in `members`).
+    package var sizedAtRunTime: [String]? { get { rare?.fields.sizedAtRunTime } set { withRare(newValue == nil) { $0.sizedAtRunTime = newValue } } }
 
     /// The fields most events leave nil, behind one reference: an event is
     /// copied several times on its way to the reporters, and a million
@@ -136,6 +138,7 @@ package struct RunEvent: Sendable {
         var runExitCode: Int?
         var reused: String?
         var resumedFrom: String?
+        var sizedAtRunTime: [String]?
     }
 
     /// Changes a rare field; setting one to nil allocates nothing.
@@ -250,6 +253,7 @@ package struct RunEvent: Sendable {
         json.add("cancelled_by", cancelledBy)
         json.add("reused", reused)
         json.add("resumed_from", resumedFrom)
+        json.add("sized_at_run_time", sizedAtRunTime)
         if let counts {
             var object = JSONObjectWriter()
             for (status, count) in counts { object.add(key: status.rawValue, count) }

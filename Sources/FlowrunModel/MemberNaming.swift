@@ -125,3 +125,22 @@ package enum MemberNaming {
         return result
     }
 }
+
+extension MemberNaming {
+    /// Whether a `name:` reads only what is known without a run (`item`,
+    /// `item.KEY`, `index`, `vars`); no `name:` is static too.
+    package static func namesAreStatic(template: Template?) -> Bool {
+        guard let template else { return true }
+        return template.segments.allSatisfy { segment in
+            switch segment {
+            case .text: return true
+            case .expression(.operand(let operand), _):
+                switch operand.path {
+                case .item, .itemField, .index, .variable: return true
+                default: return false
+                }
+            case .expression: return false
+            }
+        }
+    }
+}

@@ -1,9 +1,13 @@
 /// Every name a run can be asked to run (SPEC §10): tasks, groups and joins
 /// of the main phase, and each member of a fan-out whose items are known
 /// before the run, by the name it will run under (`shard[2]`, or its
-/// rendered `name:`). A plain look-up: however a member's name is made (a
-/// matrix's `test[os=linux,py=3.12]`), `MemberNaming` makes it and this
-/// table finds it.
+/// rendered `name:`). However a member's name is made (a matrix's
+/// `test[os=linux,py=3.12]`), `MemberNaming` makes it and this table finds it.
+///
+/// Members are not listed: a name is matched against each fan-out when it is
+/// looked up (`GROUP[INDEX]` is read back, a range's `name:` is solved for
+/// its index), so naming one member of a 10,000,000-item range costs what
+/// `--dry-run` does, not a table of 10,000,000 names.
 package struct TargetTable {
     package enum Target: Equatable {
         /// A task, group, join or fan-out template: its node in the main graph.
@@ -12,31 +16,104 @@ package struct TargetTable {
         case member(fanOut: Int, group: Int, item: Int)
     }
 
-    private var targets: [String: Target] = [:]
-    /// Task, group, join and member names, for did-you-mean.
-    package private(set) var names: [String] = []
+    /// A fan-out whose member names are known before the run.
+    private struct StaticFanOut {
+        var group: String
+        var fanOutNode: Int
+        var groupNode: Int
+        var source: FanOutSource
+        var template: Template?
+        var axes: [String]?
+        var count: Int
+    }
+
+    private var nodes: [String: Int] = [:]
+    private var nodeNames: [String] = []
+    private var fanOuts: [StaticFanOut] = []
+    private var vars: [Variable] = []
 
     package init(_ workflow: Workflow, graph: DependencyGraph) {
         for (index, node) in graph.nodes.enumerated() where node.kind != .fanOut {
-            targets[node.name] = .node(index)
-            names.append(node.name)
+            nodes[node.name] = index
+            nodeNames.append(node.name)
         }
+        vars = workflow.vars
         for group in workflow.groups {
-            guard let fanOut = group.fanOut, let fanOutNode = graph.indexByName[fanOut.template.name],
+            guard let fanOut = group.fanOut, let count = fanOut.source.staticCount, let fanOutNode = graph.indexByName[fanOut.template.name],
                   let groupNode = graph.indexByName[group.name],
-                  let members = MemberNaming.staticNames(of: group, vars: workflow.vars) else { continue }
-            for (item, member) in members.enumerated() {
-                let target = Target.member(fanOut: fanOutNode, group: groupNode, item: item)
-                // A declared name wins; `GROUP[INDEX]` also finds a member that has a `name:`.
-                if targets[member] == nil {
-                    targets[member] = target
-                    names.append(member)
-                }
-                let indexName = "\(group.name)[\(item)]"
-                if targets[indexName] == nil { targets[indexName] = target }
-            }
+                  MemberNaming.namesAreStatic(template: fanOut.template.nameTemplate) else { continue }
+            // A record's field that is itself a record has no name before the run: no member is a target then.
+            if case .records(let items) = fanOut.source, let template = fanOut.template.nameTemplate,
+               !items.indices.allSatisfy({ MemberNaming.name(group: group.name, item: items[$0], index: $0, template: template, fieldNames: true,
+                                                              axes: fanOut.matrixAxes, vars: workflow.vars) != nil }) { continue }
+            fanOuts.append(StaticFanOut(
+                group: group.name, fanOutNode: fanOutNode, groupNode: groupNode, source: fanOut.source,
+                template: fanOut.template.nameTemplate, axes: fanOut.matrixAxes, count: count))
         }
     }
 
-    package func target(named name: String) -> Target? { targets[name] }
+    package func target(named name: String) -> Target? {
+        if let node = nodes[name] { return .node(node) }
+        // The first fan-out (in file order) with a member of that name, as when every name was listed in order.
+        for fanOut in fanOuts {
+            if let item = member(named: name, of: fanOut) {
+                return .member(fanOut: fanOut.fanOutNode, group: fanOut.groupNode, item: item)
+            }
+        }
+        return nil
+    }
+
+    /// Task, group, join and member names, for did-you-mean: members of
+    /// fan-outs up to `NumericBounds.namesCheckedAtLoad` items (a bigger
+    /// one's names are not listed for a hint).
+    package var names: [String] {
+        var names = nodeNames
+        for fanOut in fanOuts where fanOut.count <= NumericBounds.namesCheckedAtLoad {
+            names += MemberNaming.staticNames(group: fanOut.group, source: fanOut.source, template: fanOut.template, axes: fanOut.axes, vars: vars) ?? []
+        }
+        return names
+    }
+
+    /// The item whose member is called `name`. A member's own name wins
+    /// over a later member's `GROUP[INDEX]`; `GROUP[INDEX]` over a later
+    /// member's own name (the order a listed table had).
+    private func member(named name: String, of fanOut: StaticFanOut) -> Int? {
+        let indexed = indexForm(name, group: fanOut.group).flatMap { $0 < fanOut.count ? $0 : nil }
+        let named = firstMember(named: name, of: fanOut, before: indexed.map { $0 + 1 } ?? fanOut.count)
+        return named ?? indexed
+    }
+
+    /// INDEX of `GROUP[INDEX]`, written as `String(index)` writes it.
+    private func indexForm(_ name: String, group: String) -> Int? {
+        guard name.hasPrefix(group + "["), name.hasSuffix("]") else { return nil }
+        let digits = name.utf8.dropFirst(group.utf8.count + 1).dropLast()
+        guard let index = Int(String(decoding: digits, as: UTF8.self)), index >= 0, String(index).utf8.count == digits.count else { return nil }
+        return index
+    }
+
+    /// The first member below `limit` whose own name is `name`.
+    private func firstMember(named name: String, of fanOut: StaticFanOut, before limit: Int) -> Int? {
+        switch fanOut.source {
+        case .range(let low, _):
+            // Without `name:` every member is GROUP[INDEX]; with one, solved for the index.
+            guard let template = fanOut.template else { return nil }
+            return MemberNaming.rangeMember(named: name, template: template, low: low, count: min(limit, fanOut.count), vars: vars)
+        case .list(let items):
+            for index in items.indices.prefix(limit) {
+                if MemberNaming.name(group: fanOut.group, item: .text(items[index]), index: index, template: fanOut.template, fieldNames: false, axes: nil, vars: vars) == name {
+                    return index
+                }
+            }
+            return nil
+        case .records(let items):
+            for index in items.indices.prefix(limit) {
+                if MemberNaming.name(group: fanOut.group, item: items[index], index: index, template: fanOut.template, fieldNames: true, axes: fanOut.axes, vars: vars) == name {
+                    return index
+                }
+            }
+            return nil
+        case .expression:
+            return nil
+        }
+    }
 }

@@ -15,6 +15,10 @@ package struct PlanOptions: Sendable {
     /// With no `only`, run the file's `default:` (a run does; `list`,
     /// `graph` and `export` show the whole workflow).
     package var runsDefaultTargets = false
+    /// Turn a `foreach` over `vars` into its items (`sizeFanOutsKnownAtPlanning`).
+    /// `export` keeps the expression: Argo takes `vars` as parameters a
+    /// submit may change, so the items are read there.
+    package var sizesFanOutsOverVars = true
 
     package init() {}
 }
@@ -41,6 +45,7 @@ package enum Planner {
     package static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
         var workflow = workflow
         try apply(options, to: &workflow)
+        if options.sizesFanOutsOverVars { sizeFanOutsKnownAtPlanning(&workflow) }
         let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)
         let selection = try TargetSelection(options.only, usingDefault: options.runsDefaultTargets, workflow: workflow, graph: graph)
@@ -53,7 +58,7 @@ package enum Planner {
                 if let group = steps.firstIndex(where: { $0.kind == .group && $0.name == steps[index].group }) { steps[group].fanOutCount = items.count }
             }
         }
-        chainSequentialMembers(&steps, workflow: workflow)
+        chainSequentialMembers(&steps, workflow: workflow, graph: graph)
         let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
         let finallyStages = finallyGraph.stages()
         // Definitions by index, not copied out (a kilobyte each).

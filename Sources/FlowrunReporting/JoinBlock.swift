@@ -57,7 +57,7 @@ enum JoinBlock {
         row.append(TerminalText.sanitized(member.label), member.outcome == .succeeded ? .plain : .bold)
         var facts: [String] = []
         if member.outcome != .succeeded { facts.append(member.outcome.text) }
-        if let duration = member.duration, member.outcome != .notNeeded, member.outcome != .missing {
+        if let duration = member.duration, member.outcome != .notNeeded, member.outcome != .missing, member.outcome != .stillRunning {
             facts.append(PlainReporter.seconds(duration))
         }
         if !facts.isEmpty { row.append("  " + facts.joined(separator: ", "), member.outcome == .succeeded ? .dim : role) }
@@ -176,7 +176,7 @@ enum JoinBlock {
         case .failed, .timedOut, .failedAllowed: return "✗"
         case .cancelled, .notNeeded: return "⊘"
         case .skipped: return "-"
-        case .missing: return "◌"
+        case .missing, .stillRunning: return "◌"
         }
     }
 
@@ -185,7 +185,7 @@ enum JoinBlock {
         case .succeeded: return .success
         case .failed, .timedOut: return .failure
         case .failedAllowed, .missing: return .warning
-        case .cancelled, .notNeeded, .skipped: return .dim
+        case .cancelled, .notNeeded, .skipped, .stillRunning: return .dim
         }
     }
 }

@@ -51,7 +51,8 @@ enum LiveFrame {
     }
 
     /// `⠹ downloads  12.4s · 10 running · 71 waiting · 19/101 done`, or
-    /// `compact`: `⠹ downloads 12.4s · 10 run · 71 wait · 19/101`.
+    /// `compact`: `⠹ downloads 12.4s · 10 run · 71 wait · 19/101`; while a
+    /// fan-out sized at run time is going, `19 done, more coming` (`19 done+`).
     static func header(_ state: LiveState, now: Double, tick: Int, compact: Bool) -> StyledLine {
         var header = StyledLine(String(spinner[tick % spinner.count]) + " ", .accent)
         header.append(state.workflow.isEmpty ? "run" : TerminalText.escaped(state.workflow), .bold)
@@ -63,7 +64,12 @@ enum LiveFrame {
             header.append("\(state.waiting.count + state.retrying.count) \(compact ? "wait" : "waiting")")
         }
         header.append(" · ", .dim)
-        header.append("\(state.finishedTasks)/\(state.totalTasks)\(compact ? "" : " done")")
+        if state.totalIsKnown {
+            header.append("\(state.finishedTasks)/\(state.totalTasks)\(compact ? "" : " done")")
+        } else {
+            // A fan-out still reading its items: no total to show yet.
+            header.append("\(state.finishedTasks) done\(compact ? "+" : ", more coming")")
+        }
         if state.failedTasks > 0 {
             header.append(" · ", .dim)
             header.append("\(state.failedTasks) failed", .failure)

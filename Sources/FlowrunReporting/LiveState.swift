@@ -89,6 +89,11 @@ struct LiveState {
 
     /// Every task the view has seen so far or was told of at the start.
     var totalTasks: Int { max(knownTasks, finishedTasks + running.count + waiting.count + retrying.count) }
+    /// Groups whose fan-out is sized only as it runs (a stdout read line by
+    /// line), until they finish: while any is left the total is not known.
+    private(set) var groupsSizedAtRunTime: Set<String> = []
+    /// Whether `totalTasks` is the whole run's count: no fan-out sized at run time is still going.
+    var totalIsKnown: Bool { groupsSizedAtRunTime.isEmpty }
 
     /// A running task printed `line`: its row shows it (blank lines keep the last one).
     mutating func noteOutput(task: String, line: String) {
@@ -105,6 +110,7 @@ struct LiveState {
             started = true
             workflow = TerminalText.escaped(event.workflow ?? "")
             knownTasks = event.members ?? 0
+            groupsSizedAtRunTime = Set(event.sizedAtRunTime ?? [])
             return []
         case .taskWaiting:
             leaveWaiting(name)
@@ -140,6 +146,8 @@ struct LiveState {
             leaveWaiting(name)
             return taskFinished(event)
         case .groupFinished:
+            // Its members are all seen now: counted among the finished.
+            groupsSizedAtRunTime.remove(event.subject ?? "")
             var line = StyledLine("▣ ", Self.role(of: event.status))
             line.append("group ", .dim)
             line.append(name, .bold)

@@ -41,7 +41,10 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         switch event.kind {
         case .runStarted:
             let tasks = event.members ?? 0
-            lines.append("\(stamp) run      \(TerminalText.escaped(event.workflow ?? "")) started (\(tasks) task\(tasks == 1 ? "" : "s"), record \(TerminalText.escaped(event.path ?? "")))")
+            let unsized = event.sizedAtRunTime?.count ?? 0
+            // The words `validate` and `--dry-run` use for a fan-out whose items only a run has.
+            let more = unsized > 0 ? " + \(unsized) fan-out\(unsized == 1 ? "" : "s") sized at run time" : ""
+            lines.append("\(stamp) run      \(TerminalText.escaped(event.workflow ?? "")) started (\(tasks) task\(tasks == 1 ? "" : "s")\(more), record \(TerminalText.escaped(event.path ?? "")))")
         case .taskWaiting, .taskStarted, .taskOutput:
             break  // always `commonLine`'s
         case .taskProgress:

@@ -5,6 +5,7 @@ import Glibc
 import FlowrunModel
 import FlowrunRecord
 import FlowrunExport
+import FlowrunPlanning
 
 /// `flowrun export FILE --to argo [--image IMAGE] [--namespace NS] [--template] [--strict] [-o OUT]`
 struct ExportCommand: ParsableCommand {
@@ -46,7 +47,9 @@ struct ExportCommand: ParsableCommand {
     var output: String?
 
     func run() throws {
-        let (plan, source) = try PlanLoader.load(file)
+        var planOptions = PlanOptions()
+        planOptions.sizesFanOutsOverVars = false  // `vars` stay Argo parameters, read when submitted
+        let (plan, source) = try PlanLoader.load(file, options: planOptions)
         var options = ArgoExportOptions()
         options.image = image
         options.namespace = namespace

@@ -1,5 +1,6 @@
 import FlowrunModel
 import FlowrunLoading
+import FlowrunPlanning
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,7 +27,9 @@ enum RunArguments {
     /// then `flowrun lint` runs the target `lint`, not a misspelt `list`.
     static func isTargetOfFoundWorkflow(_ word: String) -> Bool {
         guard let found = WorkflowFileLookup.find(from: WorkflowFileLookup.currentDirectory()),
-              let workflow = WorkflowValidator.validate(path: found.path).workflow else { return false }
+              var workflow = WorkflowValidator.validate(path: found.path).workflow else { return false }
+        // A member of a fan-out over `vars` is a target too, as the run will find it.
+        Planner.sizeFanOutsKnownAtPlanning(&workflow)
         return TargetTable(workflow, graph: DependencyGraph(mainPhaseOf: workflow)).target(named: word) != nil
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FlowrunModel
 import FlowrunLoading
+import FlowrunPlanning
 
 /// `flowrun validate [FILE...]`
 struct ValidateCommand: ParsableCommand {
@@ -38,6 +39,9 @@ struct ValidateCommand: ParsableCommand {
     }
 
     static func summary(of workflow: Workflow) -> String {
+        // A fan-out over `vars` is counted as a run counts it (with the file's values).
+        var workflow = workflow
+        Planner.sizeFanOutsKnownAtPlanning(&workflow)
         let fanOuts = workflow.groups.compactMap(\.fanOut)
         let taskCount = workflow.mainTaskCount + workflow.finally.count + fanOuts.compactMap(\.source.staticCount).reduce(0, +)
         var tasks = "\(taskCount) task\(taskCount == 1 ? "" : "s")"

@@ -45,6 +45,8 @@ extension RunEndToEnd {
             var sawFinishedAboveRunning = false
             var sawCursorHidden = false
             var captures = 0
+            // The header's `N/TOTAL`: the range's 100 members are known from the start (issue 31).
+            var totals = Set<Int>()
             let ended = try pane.poll(until: .seconds(60)) { screen in
                 captures += 1
                 Self.expectNothingGarbled(screen, columns: 60)
@@ -52,6 +54,7 @@ extension RunEndToEnd {
                 let running = lines.filter { $0.wholeMatch(of: Self.runningLine) != nil }
                 if let headerIndex = lines.firstIndex(where: { $0.prefixMatch(of: Self.header) != nil }) {
                     let count = Int(lines[headerIndex].prefixMatch(of: Self.header)!.1)!
+                    if let done = lines[headerIndex].firstMatch(of: #/(\d+)/(\d+)(?: done)?$/#) { totals.insert(Int(done.2)!) }
                     #expect(count <= 10, "more running than the group allows:\n\(screen)")
                     mostRunning = max(mostRunning, running.count)
                     if running.contains(where: { $0.wholeMatch(of: Self.runningLine)?.3 != nil }) { sawProgressBar = true }
@@ -71,6 +74,7 @@ extension RunEndToEnd {
             try #require(ended, "flowrun did not finish within 60 s:\n\(lastScreen)")
 
             #expect(captures > 5, "the run ended before the live view could be watched")
+            #expect(totals == [101], "the header's total was not the run's 101 tasks throughout: \(totals.sorted())")
             #expect(mostRunning >= 5 && mostRunning <= 10, "most running tasks seen at once: \(mostRunning)")
             #expect(sawProgressBar, "no running task ever showed a progress bar with a percentage")
             #expect(sawFinishedAboveRunning, "finished tasks never appeared above the running ones")

@@ -38,6 +38,34 @@ import Testing
         #expect(plan.staticMemberNames(ofGroup: "nope") == nil)
     }
 
+    /// Issue 31: a range member is found by solving its `name:` for the
+    /// index, not by listing every name; it finds what the listed names
+    /// would (first member wins, GROUP[INDEX] too, nothing that is not a name).
+    @Test(arguments: [
+        "m-${{ item }}", "${{ item }}", "x${{ index }}-${{ item }}", "${{ vars.tag }}${{ item }}${{ index }}", "${{ vars.tag }}-${{ index }}", "${{ item }}0",
+    ])
+    func aRangeMemberIsFoundByItsNameAsTheListedNamesWouldFindIt(name: String) throws {
+        let parsed = try workflow("""
+            vars: { tag: v }
+            groups:
+              g:
+                foreach: { range: [-3, 12] }
+                task: { name: "\(name)", run: echo }
+            """)
+        let graph = DependencyGraph(mainPhaseOf: parsed)
+        let table = TargetTable(parsed, graph: graph)
+        let names = try #require(MemberNaming.staticNames(of: parsed.groups[0], vars: parsed.vars))
+        var first: [String: Int] = [:]
+        for (index, member) in names.enumerated() where first[member] == nil { first[member] = index }
+        for (member, index) in first {
+            #expect(table.target(named: member) == .member(fanOut: graph.indexByName["g[*]"]!, group: graph.indexByName["g"]!, item: index), "\(member)")
+        }
+        #expect(table.target(named: "g[15]") == .member(fanOut: graph.indexByName["g[*]"]!, group: graph.indexByName["g"]!, item: 15))
+        for missing in ["g[16]", "g[-1]", "g[01]", "m-13", "m--4", "m-03", "m-", "v-4-1", "", "x16-13"] where first[missing] == nil {
+            #expect(table.target(named: missing) == nil, "\(missing)")
+        }
+    }
+
     @Test(arguments: [
         ("whitespace", " jaeger  mongodb\tpostgres\n", ["jaeger", "mongodb", "postgres"]),
         ("lines", "a b\n\n  \n[c]\r\n", ["a b", "[c]"]),

@@ -79,6 +79,27 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
         ])
     }
 
+    /// Issue 31: while a fan-out read from a stdout is going, the total is not known, and the header says so.
+    @Test func aFanOutSizedAtRunTimeShowsDoneAndMoreComingUntilItsGroupFinishes() {
+        var (live, _) = state([
+            event(.runStarted) {
+                $0.workflow = "downloads"
+                $0.members = 3
+                $0.sizedAtRunTime = ["read"]
+            },
+            startedTask("read[0]", at: 0.1),
+            finished("list", .succeeded),
+        ])
+        #expect(LiveFrame.lines(live, now: 1, columns: 80, rows: 20, tick: 0).map(\.description).first
+            == "⠋ downloads  1.0s · 1 running · 1 done, more coming")
+        #expect(LiveFrame.lines(live, now: 1, columns: 40, rows: 20, tick: 0).map(\.description).first?.hasSuffix("1 done+") == true)
+        for next in [finished("read[0]", .succeeded), event(.groupFinished, "read") { $0.status = .succeeded; $0.members = 1; $0.succeeded = 1 }] {
+            _ = live.apply(next)
+        }
+        #expect(LiveFrame.lines(live, now: 2, columns: 80, rows: 20, tick: 0).map(\.description).first
+            == "⠋ downloads  2.0s · 0 running · 2/3 done")
+    }
+
     @Test func tasksThatStartOrFinishLeaveTheWaitingLines() {
         let (live, _) = state([
             started(),

@@ -25,12 +25,20 @@ struct FanOutFeed {
     /// Why the items stopped early (a read error of a stdout on disk), if they did.
     private(set) var failure: String?
 
-    init(_ source: Source) {
+    /// When targets named some members only: their items, ascending. The
+    /// feed hands out those alone, jumping to each (a range or a list by
+    /// position), so one member of a 10,000,000-item range is one step.
+    private var selected: [Int]?
+    private var nextSelected = 0
+
+    init(_ source: Source, selecting selected: Set<Int>? = nil) {
         self.source = source
+        self.selected = selected?.sorted()
     }
 
     /// The number of items when known without reading them all.
     var knownCount: Int? {
+        if let selected { return selected.count }
         switch source {
         case .items(let items): return items.count
         case .texts(let texts): return texts.count
@@ -61,6 +69,21 @@ struct FanOutFeed {
 
     /// The next item, or nil at the end.
     mutating func next() -> FanOutItem? {
+        if let selected {
+            guard nextSelected < selected.count else { return nil }
+            let wanted = selected[nextSelected]
+            nextSelected += 1
+            switch source {
+            case .items, .texts, .range:
+                offset = max(offset, wanted)
+            case .lines, .json:
+                while offset < wanted, nextItem() != nil {}
+            }
+        }
+        return nextItem()
+    }
+
+    private mutating func nextItem() -> FanOutItem? {
         let item: FanOutItem?
         switch source {
         case .items(let items): item = offset < items.count ? items[offset] : nil

@@ -21,11 +21,7 @@ package enum FanOutItems {
 
     /// The items, a JSON array's objects as records (`item.KEY`).
     package static func items(_ text: String) -> [FanOutItem] {
-        if let first = text.utf8.first(where: { !ExpressionValue.isSpace($0) }), first == UInt8(ascii: "["),
-           case .array(let elements)? = JSONValue.parse(text) {
-            return elements.map(FanOutItem.init)
-        }
-        return lines(text).map(FanOutItem.text)
+        FanOutText.items(text)
     }
 
     /// The items of a file holding a whole stdout (`StdoutSpill`), by the same
@@ -93,17 +89,6 @@ package enum FanOutItems {
         if line.last == 0x0D { line = line.dropLast() }
         guard line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return nil }
         return String(decoding: line, as: UTF8.self)
-    }
-
-    private static func lines(_ text: String) -> [String] {
-        // Bytes, not String slices: String indices snap to Character
-        // boundaries, and "\r\n" is one Character.
-        text.utf8.split(separator: 0x0A, omittingEmptySubsequences: true).compactMap { line in
-            var line = line
-            if line.last == 0x0D { line = line.dropLast() }
-            guard line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return nil }
-            return String(decoding: line, as: UTF8.self)
-        }
     }
 }
 

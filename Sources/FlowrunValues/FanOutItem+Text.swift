@@ -1,5 +1,4 @@
-import FlowrunModel
-import FlowrunValues
+package import FlowrunModel
 
 /// An item's text, as `${{ item }}`, `$FLOWRUN_ITEM`, the record and
 /// `groups.G.results` show it, and items read from a JSON array at run time.
@@ -41,7 +40,7 @@ extension FanOutItem {
 
     /// A JSON array element as an item: a string is text, an object a record,
     /// an array a list, anything else a literal as written.
-    init(_ json: JSONValue) {
+    package init(_ json: JSONValue) {
         switch json {
         case .string(let string): self = .text(string)
         case .object(let members): self = .record(members.map { FanOutField(key: $0.key, value: FanOutItem($0.value)) })
