@@ -24,9 +24,10 @@ enum RunArguments {
 
     /// Whether `word` runs something in the workflow lookup finds from here:
     /// then `flowrun lint` runs the target `lint`, not a misspelt `list`.
+    /// A file the lookup does not trust is not read.
     static func isTargetOfFoundWorkflow(_ word: String) -> Bool {
-        guard let found = WorkflowFileLookup.find(from: WorkflowFileLookup.currentDirectory()),
-              let workflow = WorkflowValidator.validate(path: found.path).workflow else { return false }
+        guard let path = WorkflowFileLookup.trustedPath(),
+              let workflow = WorkflowValidator.validate(path: path).workflow else { return false }
         return TargetTable(workflow, graph: DependencyGraph(mainPhaseOf: workflow)).target(named: word) != nil
     }
 }

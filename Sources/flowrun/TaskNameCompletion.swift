@@ -52,7 +52,7 @@ enum TaskNameCompletion {
             let path = unquoted(word)
             if path.hasSuffix(".yaml") || path.hasSuffix(".yml") || isRegularFile(path) { return path }
         }
-        return WorkflowFileLookup.find(from: WorkflowFileLookup.currentDirectory())?.path
+        return WorkflowFileLookup.trustedPath()
     }
 
     /// The shells pass words as typed: `'my flow.yaml'` or `my\ flow.yaml`.

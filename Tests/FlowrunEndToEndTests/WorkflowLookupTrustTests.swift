@@ -1,0 +1,201 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SPEC §11, issue 32 item 2: the workflow lookup (`flowrun` with no FILE)
+/// refuses a `flowrun.yaml` another user could have written, as git's
+/// `safe.directory` does, in every command that looks the file up. The
+/// victim is the test (root); the other user is uid 65534 through `setpriv`,
+/// in a shared sticky folder as /tmp is.
+@Suite struct WorkflowLookupTrustTests {
+    typealias Privacy = RunEndToEnd.RunRecordPrivacyTests
+
+    /// `shared/` (mode 1777, like /tmp) holding `flowrun.yaml`, and the
+    /// victim's `shared/victim/project`, where the victim types `flowrun`.
+    struct SharedFolder {
+        let directory: TemporaryDirectory
+        let shared: String
+        let project: String
+        /// Made by the workflow's task if it ever runs.
+        var marker: String { directory.path + "/task-ran" }
+
+        init() throws {
+            directory = try TemporaryDirectory(prefix: "flowrun-trust")
+            #expect(chmod(directory.path, 0o711) == 0)
+            shared = try WorkflowLookupTrustTests.real(directory.path) + "/shared"
+            try Privacy.makeFolder(shared, mode: 0o1777)
+            project = shared + "/victim/project"
+            try FileManager.default.createDirectory(atPath: project, withIntermediateDirectories: true)
+        }
+
+        var workflow: String { "tasks:\n  build: {run: 'touch \(marker)'}\n" }
+
+        /// `shared/flowrun.yaml` as the other user writes it.
+        func plantAsOtherUser() throws {
+            let source = try directory.write(workflow, to: "source.yaml")
+            try Privacy.asOtherUser("cp", source, shared + "/flowrun.yaml")
+        }
+    }
+
+    static func real(_ path: String) throws -> String {
+        try #require(realpath(path, nil).map { pointer in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        }, "realpath \(path)")
+    }
+
+    static func userName(_ uid: uid_t) -> String {
+        getpwuid(uid).flatMap { $0.pointee.pw_name }.map { "user '\(String(cString: $0))' (uid \(uid))" } ?? "uid \(uid)"
+    }
+
+    static let lookingCommands: [[String]] = [["build"], [], ["--dry-run"], ["run", "build"], ["list"], ["validate"], ["graph"]]
+
+    /// The other user's `shared/flowrun.yaml` above the victim's project:
+    /// every command that looks the file up refuses it (exit 2), naming the
+    /// file, its owner and both ways to run it anyway; nothing runs and
+    /// nothing is printed on stdout.
+    @Test(arguments: lookingCommands)
+    func anotherUsersFileFoundByLookupIsRefused(arguments: [String]) throws {
+        let folder = try SharedFolder()
+        try folder.plantAsOtherUser()
+        let run = try FlowrunBinary.run(arguments, in: folder.project)
+        run.expectNoCrash()
+        #expect(run.exitStatus == 2, "\(run)")
+        let file = folder.shared + "/flowrun.yaml"
+        #expect(run.stderr == """
+            flowrun: refusing \(file), found by lookup: it belongs to \(Self.userName(65534)), not to you (\(Self.userName(geteuid()))), \
+            so another user could run commands as you; to run it anyway, name it (flowrun \(file)) or trust its folder \
+            (FLOWRUN_TRUSTED_DIRS=\(folder.shared))
+
+            """, "\(run)")
+        #expect(run.stdout.isEmpty, "\(run)")
+        #expect(!FileManager.default.fileExists(atPath: folder.marker), "the other user's task ran")
+        #expect(!FileManager.default.fileExists(atPath: folder.shared + "/.flowrun"), "a record was made beside the refused file")
+    }
+
+    /// Naming the file, or listing its folder (or `*`) in
+    /// `FLOWRUN_TRUSTED_DIRS`, runs it; a list naming other folders does not.
+    @Test func theExplicitPathOrATrustedFolderRunsIt() throws {
+        let folder = try SharedFolder()
+        try folder.plantAsOtherUser()
+        let elsewhere = try FlowrunBinary.run(["build"], in: folder.project,
+                                              environment: ["FLOWRUN_TRUSTED_DIRS": folder.project + ":relative/shared:" + folder.shared + "/victim"])
+        #expect(elsewhere.exitStatus == 2 && elsewhere.stderr.contains("refusing"), "\(elsewhere)")
+        for environment in [["FLOWRUN_TRUSTED_DIRS": "/nowhere:" + folder.shared], ["FLOWRUN_TRUSTED_DIRS": "*"]] {
+            try? FileManager.default.removeItem(atPath: folder.marker)
+            let run = try FlowrunBinary.run(["build", "--output", "plain"], in: folder.project, environment: environment)
+            #expect(run.exitStatus == 0, "\(environment)\n\(run)")
+            #expect(FileManager.default.fileExists(atPath: folder.marker), "\(run)")
+        }
+        try? FileManager.default.removeItem(atPath: folder.marker)
+        let named = try FlowrunBinary.run(["../../flowrun.yaml", "build", "--output", "plain", "--log-dir", folder.project + "/records"],
+                                          in: folder.project)
+        #expect(named.exitStatus == 0, "\(named)")
+        #expect(FileManager.default.fileExists(atPath: folder.marker), "\(named)")
+    }
+
+    /// Completion reads no file the lookup refuses: task names after
+    /// `--only` come only from a trusted file, and `flowrun lsit` is not
+    /// taken for a target of the other user's file.
+    @Test func completionAndCommandSuggestionsDoNotReadARefusedFile() throws {
+        let folder = try SharedFolder()
+        try folder.plantAsOtherUser()
+        #expect(try CompletionTests.complete(["run", "--only", ""], in: folder.project) == [])
+        let misspelt = try FlowrunBinary.run(["lsit"], in: folder.project)
+        #expect(misspelt.exitStatus == 2, "\(misspelt)")
+        #expect(!FileManager.default.fileExists(atPath: folder.marker), "\(misspelt)")
+    }
+
+    /// What another user could change, short of owning the file.
+    enum Writable: String, CaseIterable, CustomTestStringConvertible {
+        case folderWritableByOthers, folderWritableByGroup, folderOfAnotherUser, fileWritableByOthers, linkToAFileInAFolderOthersMayWrite
+        var testDescription: String { rawValue }
+    }
+
+    /// A file of yours is refused too when another user could replace or
+    /// change it: its folder is writable by others or a group without the
+    /// sticky bit, or belongs to someone else; the file itself is writable
+    /// by others; or it is a link into such a folder.
+    @Test(arguments: Writable.allCases)
+    func aFileAnotherUserCouldChangeIsRefused(_ writable: Writable) throws {
+        let folder = try SharedFolder()
+        let top = folder.shared + "/top"
+        try Privacy.makeFolder(top, mode: 0o755)
+        try FileManager.default.createDirectory(atPath: top + "/project", withIntermediateDirectories: true)
+        let file = top + "/flowrun.yaml"
+        let why: String
+        switch writable {
+        case .folderWritableByOthers:
+            #expect(chmod(top, 0o777) == 0)
+            why = "its folder \(top) is writable by others (mode 0777) without the sticky bit"
+        case .folderWritableByGroup:
+            #expect(chmod(top, 0o775) == 0)
+            why = "its folder \(top) is writable by its group (mode 0775) without the sticky bit"
+        case .folderOfAnotherUser:
+            #expect(chown(top, 65534, 65534) == 0)
+            why = "its folder \(top) belongs to \(Self.userName(65534)), not to you"
+        case .fileWritableByOthers:
+            why = "it is writable by others (mode 0666)"
+        case .linkToAFileInAFolderOthersMayWrite:
+            why = "the folder of the file it links to, \(folder.shared)/open, is writable by others (mode 0777) without the sticky bit"
+        }
+        if writable == .linkToAFileInAFolderOthersMayWrite {
+            try Privacy.makeFolder(folder.shared + "/open", mode: 0o777)
+            try folder.directory.write(folder.workflow, to: "shared/open/real.yaml")
+            #expect(symlink(folder.shared + "/open/real.yaml", file) == 0)
+        } else {
+            try folder.directory.write(folder.workflow, to: "shared/top/flowrun.yaml")
+            if writable == .fileWritableByOthers { #expect(chmod(file, 0o666) == 0) }
+        }
+        let run = try FlowrunBinary.run(["build"], in: top + "/project")
+        run.expectNoCrash()
+        #expect(run.exitStatus == 2, "\(run)")
+        #expect(run.stderr.hasPrefix("flowrun: refusing \(file), found by lookup: \(why)"), "\(run)")
+        #expect(!FileManager.default.fileExists(atPath: folder.marker), "the task ran")
+    }
+
+    /// Your own file in a sticky shared folder (like `/tmp/flowrun.yaml`)
+    /// runs: nobody else can replace it there.
+    @Test func yourOwnFileInAStickySharedFolderRuns() throws {
+        let folder = try SharedFolder()
+        try folder.directory.write(folder.workflow, to: "shared/flowrun.yaml")
+        let run = try FlowrunBinary.run(["build", "--output", "plain", "--log-dir", folder.project + "/records"], in: folder.project)
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(FileManager.default.fileExists(atPath: folder.marker), "\(run)")
+    }
+
+    /// Whether uid 65534 can run the built binary (its folders must be
+    /// searchable by others; in CI they are).
+    static let otherUserCanRunTheBinary: Bool = {
+        guard let binary = try? FlowrunBinary.path() else { return false }
+        return (try? Privacy.asOtherUser("test", "-x", binary)) != nil
+    }()
+
+    /// A user who is not root trusts root's files (root could change theirs
+    /// anyway) and their own; root's `flowrun.yaml` above another user's
+    /// project runs for that user, and that user's own file runs too.
+    @Test(.enabled(if: otherUserCanRunTheBinary)) func anotherUserTrustsRootsFileAndTheirOwn() throws {
+        let folder = try SharedFolder()
+        try folder.directory.write("tasks:\n  build: {run: 'true'}\n", to: "shared/flowrun.yaml")
+        try Privacy.asOtherUser("mkdir", "-p", folder.shared + "/theirs/project")
+        let outcome = try Self.asOtherUser(["validate"], in: folder.shared + "/theirs/project")
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        try Privacy.asOtherUser("sh", "-c", "printf 'tasks:\\n  mine: {run: \"true\"}\\n' > \(folder.shared)/theirs/flowrun.yaml")
+        let own = try Self.asOtherUser(["list"], in: folder.shared + "/theirs/project")
+        #expect(own.status == 0 && own.stdout.hasPrefix("mine"), "\(own.stderr)")
+    }
+
+    /// The built binary run as uid 65534 in `directory`.
+    static func asOtherUser(_ arguments: [String], in directory: String) throws -> (status: Int32?, stdout: String, stderr: String) {
+        let scratch = try TemporaryDirectory(prefix: "flowrun-other")
+        #expect(chmod(scratch.path, 0o777) == 0)
+        let outcome = try ChildProcess.run(
+            executable: try RunSandbox.tool("setpriv"),
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", try FlowrunBinary.path()] + arguments,
+            environment: ["PATH=/usr/bin:/bin", "NO_COLOR=1"], directory: directory,
+            stdoutPath: scratch.path + "/out", stderrPath: scratch.path + "/err", timeout: .seconds(20), launcher: nil)
+        return (outcome.exitStatus, ProcessProbe.text(scratch.path + "/out") ?? "", ProcessProbe.text(scratch.path + "/err") ?? "")
+    }
+}
