@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 31 item 8: a write that fails is never swallowed. A command whose
+/// output cannot be written (a file named with `-o`, or stdout itself:
+/// `> /dev/full`) fails, naming the file and the reason; a run keeps its
+/// own exit code when only its console fails (SPEC §7) but says why.
+@Suite struct WriteFailureTests {
+    static let workflow = "tasks:\n  build: {run: 'echo built'}\n  test: {run: 'echo tested', needs: [build]}\n"
+
+    /// The built binary with stdout opened on `stdoutPath` (`/dev/full`).
+    static func flowrun(_ arguments: [String], stdout stdoutPath: String, in directory: String,
+                        wrappedIn wrapper: [String] = []) throws -> FlowrunRun {
+        let binary = try FlowrunBinary.path()
+        let scratch = try TemporaryDirectory(prefix: "flowrun-write")
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = "1"
+        let command = wrapper + [binary] + arguments
+        let outcome = try ChildProcess.run(
+            executable: command[0], arguments: Array(command.dropFirst()),
+            environment: environment.map { "\($0.key)=\($0.value)" }, directory: directory,
+            stdoutPath: stdoutPath, stderrPath: scratch.path + "/stderr", timeout: .seconds(30), launcher: nil)
+        return FlowrunRun(
+            arguments: arguments, stdout: "", stderr: ProcessProbe.text(scratch.path + "/stderr") ?? "",
+            exitStatus: outcome.exitStatus, signal: outcome.signal, timedOut: outcome.timedOut,
+            wallSeconds: outcome.wallSeconds, peakRSSBytes: outcome.peakRSSBytes, peakRSSIsExact: false)
+    }
+
+    /// A folder holding `flowrun.yaml` and the record of one run of it.
+    static func recorded() throws -> TemporaryDirectory {
+        let folder = try TemporaryDirectory(prefix: "flowrun-write")
+        try folder.write(workflow, to: "flowrun.yaml")
+        let run = try FlowrunBinary.run(["--output", "plain"], in: folder.path)
+        #expect(run.exitStatus == 0, "\(run)")
+        return folder
+    }
+
+    /// `export -o /dev/full`: exit 1, the file and errno named (it exited 0).
+    @Test func aNamedFileThatCannotBeWrittenFailsTheCommand() throws {
+        let folder = try Self.recorded()
+        let run = try FlowrunBinary.run(["export", "flowrun.yaml", "--to", "argo", "-o", "/dev/full"], in: folder.path)
+        run.expectNoCrash()
+        #expect(run.exitStatus == 1, "\(run)")
+        #expect(run.stderr == "flowrun: cannot write /dev/full: No space left on device\n", "\(run)")
+        var info = stat()
+        #expect(stat("/dev/full", &info) == 0 && info.st_mode & S_IFMT == S_IFCHR, "/dev/full must still be the device")
+        let missing = try FlowrunBinary.run(["show", "--trace", folder.path + "/no/such/folder/trace.json"], in: folder.path)
+        #expect(missing.exitStatus == 1, "\(missing)")
+        #expect(missing.stderr == "flowrun: cannot write \(folder.path)/no/such/folder/trace.json: No such file or directory\n", "\(missing)")
+    }
+
+    static let printingCommands: [[String]] = [
+        ["export", "flowrun.yaml", "--to", "argo"], ["list"], ["list", "--output", "json"], ["graph"], ["validate"],
+        ["--dry-run"], ["runs"], ["show"], ["logs", "build"], ["--generate-completion-script", "bash"], ["--help"], ["--version"],
+    ]
+
+    /// Every command that prints, with stdout on `/dev/full`: exit 1 and
+    /// `flowrun: cannot write standard output: No space left on device`.
+    @Test(arguments: printingCommands)
+    func stdoutThatCannotBeWrittenFailsTheCommand(arguments: [String]) throws {
+        let folder = try Self.recorded()
+        let run = try Self.flowrun(arguments, stdout: "/dev/full", in: folder.path)
+        run.expectNoCrash()
+        #expect(run.exitStatus == 1, "\(run)")
+        #expect(run.stderr.hasSuffix("flowrun: cannot write standard output: No space left on device\n"), "\(run)")
+    }
+
+    /// The same commands into a file write all of it and exit 0: the
+    /// check only fails what failed.
+    @Test(arguments: printingCommands)
+    func stdoutThatIsWrittenExitsZero(arguments: [String]) throws {
+        let folder = try Self.recorded()
+        let run = try Self.flowrun(arguments, stdout: folder.path + "/out", in: folder.path)
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(run.stderr.isEmpty, "\(run)")
+        #expect(!(ProcessProbe.text(folder.path + "/out") ?? "").isEmpty)
+    }
+
+    /// A run whose console fails is not stopped and keeps the run's exit
+    /// code (SPEC §7: the record is complete), but says that stdout failed
+    /// and why, not that a reader went away.
+    @Test func aRunWhoseStdoutFailsSaysSoAndKeepsItsRecord() throws {
+        let folder = try TemporaryDirectory(prefix: "flowrun-write")
+        try folder.write(Self.workflow, to: "flowrun.yaml")
+        let run = try Self.flowrun(["--output", "plain"], stdout: "/dev/full", in: folder.path)
+        run.expectNoCrash()
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(run.stderr.range(of: #"^flowrun: [0-9]+ console lines? dropped: standard output failed \(No space left on device\)\n$"#,
+                                 options: .regularExpression) != nil, "\(run)")
+        let shown = try FlowrunBinary.run(["show"], in: folder.path)
+        #expect(shown.exitStatus == 0 && shown.stdout.contains("succeeded"), "\(shown)")
+    }
+}
