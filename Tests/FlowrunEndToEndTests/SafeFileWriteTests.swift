@@ -21,6 +21,7 @@ import Glibc
         let shared: String
         var bashrc: String { home + "/.bashrc" }
         var secret: String { home + "/secret.json" }
+        var profile: String { home + "/.profile" }
         static let bashrcText = "export PATH=$HOME/bin:$PATH # the victim's own\n"
         static let secretText = "{\"token\": \"victim's\"}\n"
 
@@ -36,6 +37,7 @@ import Glibc
             try Privacy.makeFolder(shared, mode: 0o1777)
             try directory.write(Self.bashrcText, to: "home/.bashrc")
             try directory.write(Self.secretText, to: "home/secret.json")
+            try directory.write(Self.bashrcText, to: "home/.profile")
         }
 
         /// A link at `name` in the shared folder to `target`, owned by the other user.
@@ -48,20 +50,23 @@ import Glibc
         func expectVictimsFilesUntouched(sourceLocation: SourceLocation = #_sourceLocation) {
             #expect(ProcessProbe.text(bashrc) == Self.bashrcText, "~/.bashrc was written through a link", sourceLocation: sourceLocation)
             #expect(ProcessProbe.text(secret) == Self.secretText, "secret.json was written through a link", sourceLocation: sourceLocation)
+            #expect(ProcessProbe.text(profile) == Self.bashrcText, "~/.profile was written through a link", sourceLocation: sourceLocation)
         }
     }
 
     /// The attack of the report: the other user plants links at the files'
     /// names and at every temporary name flowrun would have used (`NAME.tmp-PID`
-    /// for the next few thousand pids) pointing at the victim's files. The
+    /// for the next few thousand pids) pointing at the victim's files (it
+    /// put the SVG in `~/.bashrc`, and `export -o` wrote `~/.profile`). The
     /// victim's files stay as they were; each named path ends up a plain file
     /// of the victim's holding what was asked for; no temporary file is left.
     @Test func linksPlantedInASharedFolderAreNeverWrittenThrough() throws {
         let setup = try Setup()
         let names = ["trace.json", "run.svg", "argo.yaml"]
+        // The names themselves lead to secret.json and ~/.profile; every temporary name to ~/.bashrc.
         try setup.plant("trace.json", to: setup.secret)
-        try setup.plant("run.svg", to: setup.bashrc)
-        try setup.plant("argo.yaml", to: setup.bashrc)
+        try setup.plant("run.svg", to: setup.secret)
+        try setup.plant("argo.yaml", to: setup.profile)
         let lastPid = Int(ProcessProbe.text("/proc/sys/kernel/ns_last_pid")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
         try #require(lastPid > 0, "no /proc/sys/kernel/ns_last_pid")
         for pid in lastPid + 1...lastPid + 3000 {
