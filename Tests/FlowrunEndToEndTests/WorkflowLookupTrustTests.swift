@@ -187,13 +187,52 @@ import Glibc
         #expect(own.status == 0 && own.stdout.hasPrefix("mine"), "\(own.stderr)")
     }
 
-    /// The built binary run as uid 65534 in `directory`.
-    static func asOtherUser(_ arguments: [String], in directory: String) throws -> (status: Int32?, stdout: String, stderr: String) {
+    /// With umask 002 (Debian's and Ubuntu's default for a user whose group
+    /// is their own), a user's folders are group-writable: that is nobody
+    /// else when the group is the user's private one (named after them,
+    /// their primary group, no other member), so their file runs. The same
+    /// folder shared with the group `users` is refused. The user is made
+    /// with `useradd --user-group` and removed after.
+    @Test(.enabled(if: otherUserCanRunTheBinary && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")))
+    func aGroupWritableFolderOfYourOwnPrivateGroupIsTrusted() throws {
+        let name = "flowrun-t\(getpid() % 100_000)"
+        try Self.tool("/usr/sbin/useradd", ["--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
+        defer { _ = try? Self.tool("/usr/sbin/userdel", [name]) }
+        let account = try #require(getpwnam(name)?.pointee)
+        let folder = try SharedFolder()
+        let top = folder.shared + "/top"
+        try Privacy.makeFolder(top, mode: 0o775)
+        try Privacy.makeFolder(top + "/project", mode: 0o775)
+        let file = try folder.directory.write("tasks:\n  mine: {run: 'true'}\n", to: "shared/top/flowrun.yaml")
+        #expect(chmod(file, 0o664) == 0)
+        for path in [top, top + "/project", file] { #expect(chown(path, account.pw_uid, account.pw_gid) == 0) }
+        let own = try Self.asOtherUser(["list"], in: top + "/project", uid: account.pw_uid, gid: account.pw_gid)
+        #expect(own.status == 0 && own.stdout.hasPrefix("mine"), "\(own.stderr)")
+        let users = try #require(getgrnam("users")?.pointee.gr_gid, "no group 'users'")
+        #expect(chown(top, account.pw_uid, users) == 0)
+        let shared = try Self.asOtherUser(["list"], in: top + "/project", uid: account.pw_uid, gid: account.pw_gid)
+        #expect(shared.status == 2, "\(shared.stderr)")
+        #expect(shared.stderr.hasPrefix("flowrun: refusing \(file), found by lookup: its folder \(top) is writable by its group (mode 0775)"),
+                "\(shared.stderr)")
+    }
+
+    /// Runs a system tool as root; fails the test with its stderr unless it exits 0.
+    static func tool(_ path: String, _ arguments: [String]) throws {
+        let scratch = try TemporaryDirectory(prefix: "flowrun-tool")
+        let outcome = try ChildProcess.run(
+            executable: path, arguments: arguments, environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], directory: "/",
+            stdoutPath: scratch.path + "/out", stderrPath: scratch.path + "/err", timeout: .seconds(20), launcher: nil)
+        try #require(outcome.exitStatus == 0, "\(path) \(arguments): \(ProcessProbe.text(scratch.path + "/err") ?? "")")
+    }
+
+    /// The built binary run as `uid` (65534 unless told) in `directory`.
+    static func asOtherUser(_ arguments: [String], in directory: String, uid: uid_t = 65534, gid: gid_t = 65534) throws
+        -> (status: Int32?, stdout: String, stderr: String) {
         let scratch = try TemporaryDirectory(prefix: "flowrun-other")
         #expect(chmod(scratch.path, 0o777) == 0)
         let outcome = try ChildProcess.run(
             executable: try RunSandbox.tool("setpriv"),
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", try FlowrunBinary.path()] + arguments,
+            arguments: ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", try FlowrunBinary.path()] + arguments,
             environment: ["PATH=/usr/bin:/bin", "NO_COLOR=1"], directory: directory,
             stdoutPath: scratch.path + "/out", stderrPath: scratch.path + "/err", timeout: .seconds(20), launcher: nil)
         return (outcome.exitStatus, ProcessProbe.text(scratch.path + "/out") ?? "", ProcessProbe.text(scratch.path + "/err") ?? "")
