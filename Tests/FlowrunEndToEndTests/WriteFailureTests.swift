@@ -79,6 +79,35 @@ import Glibc
         #expect(!(ProcessProbe.text(folder.path + "/out") ?? "").isEmpty)
     }
 
+    /// Whether this machine lets the test mount a tmpfs in a mount namespace of its own.
+    static let canMountTmpfs: Bool = {
+        guard let unshare = try? RunSandbox.tool("unshare"), let scratch = try? TemporaryDirectory(prefix: "flowrun-mount"),
+              let outcome = try? ChildProcess.run(
+                executable: unshare, arguments: ["-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs \"$0\"", scratch.path],
+                environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], directory: "/",
+                stdoutPath: "/dev/null", stderrPath: "/dev/null", timeout: .seconds(10), launcher: nil) else { return false }
+        return outcome.exitStatus == 0
+    }()
+
+    /// A record on a disk that fills up (a 128 KiB tmpfs, ENOSPC, where
+    /// `RunRecordPrivacyTests` uses the file size limit): the run goes on,
+    /// fails with exit 1, and says once which file could not be written and why.
+    @Test(.enabled(if: canMountTmpfs)) func aRecordOnAFullDiskFailsTheRunNamingTheFile() throws {
+        let folder = try TemporaryDirectory(prefix: "flowrun-write")
+        try folder.write("""
+            tasks:
+              big: {run: "yes 'a line of the log that fills the disk' | head -n 8000"}
+              after: {run: "true", needs: [big]}
+            """, to: "flowrun.yaml")
+        #expect(mkdir(folder.path + "/records", 0o700) == 0)
+        let mounted = [try RunSandbox.tool("unshare"), "-m", "sh", "-c", "mount -t tmpfs -o size=128k,mode=0700 tmpfs records && exec \"$0\" \"$@\""]
+        let run = try Self.flowrun(["--output", "plain", "--log-dir", "records"], stdout: "/dev/null", in: folder.path, wrappedIn: mounted)
+        run.expectNoCrash()
+        #expect(run.exitStatus == 1, "\(run)")
+        #expect(run.stderr.range(of: #"^flowrun: the run record is incomplete: cannot write \#(folder.path)/records/[0-9a-f-]+/logs/000/000000-big.log: No space left on device\n$"#,
+                                 options: .regularExpression) != nil, "\(run)")
+    }
+
     /// A run whose console fails is not stopped and keeps the run's exit
     /// code (SPEC §7: the record is complete), but says that stdout failed
     /// and why, not that a reader went away.
