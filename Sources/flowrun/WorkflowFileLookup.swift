@@ -41,10 +41,18 @@ enum WorkflowFileLookup {
     /// The path of the file lookup finds from the current folder, if there
     /// is one and it is trusted: for what only reads it (completion).
     static func trustedPath() -> String? {
-        guard let found = find(from: currentDirectory()),
-              case .success(let folder) = WorkflowTrust.fromEnvironment().open(folder: found.folder, name: found.name) else { return nil }
-        close(folder)
+        guard let found = lookUp(), found.isTrusted else { return nil }
         return found.path
+    }
+
+    /// The file lookup finds from the current folder, and whether it is trusted.
+    static func lookUp() -> (path: String, isTrusted: Bool)? {
+        guard let found = find(from: currentDirectory()) else { return nil }
+        guard case .success(let folder) = WorkflowTrust.fromEnvironment().open(folder: found.folder, name: found.name) else {
+            return (found.path, false)
+        }
+        close(folder)
+        return (found.path, true)
     }
 
     /// One line: the file, why, and the two ways to run it anyway.

@@ -97,14 +97,17 @@ import Glibc
     }
 
     /// Completion reads no file the lookup refuses: task names after
-    /// `--only` come only from a trusted file, and `flowrun lsit` is not
-    /// taken for a target of the other user's file.
+    /// `--only` come only from a trusted file. A word close to a subcommand
+    /// (`lsit`) is not looked for in it either: the refusal says why nothing
+    /// can run there.
     @Test func completionAndCommandSuggestionsDoNotReadARefusedFile() throws {
         let folder = try SharedFolder()
         try folder.plantAsOtherUser()
         #expect(try CompletionTests.complete(["run", "--only", ""], in: folder.project) == [])
+        #expect(try CompletionTests.complete(["run", "--only", ""], in: folder.shared + "/victim") == [])
         let misspelt = try FlowrunBinary.run(["lsit"], in: folder.project)
         #expect(misspelt.exitStatus == 2, "\(misspelt)")
+        #expect(misspelt.stderr.hasPrefix("flowrun: refusing \(folder.shared)/flowrun.yaml, found by lookup"), "\(misspelt)")
         #expect(!FileManager.default.fileExists(atPath: folder.marker), "\(misspelt)")
     }
 
