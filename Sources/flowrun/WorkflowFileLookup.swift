@@ -57,7 +57,7 @@ enum WorkflowFileLookup {
 
     /// One line: the file, why, and the two ways to run it anyway.
     static func refusalMessage(_ found: (folder: String, name: String, path: String), _ refusal: WorkflowTrust.Refusal) -> String {
-        "flowrun: refusing \(found.path), found by lookup: \(refusal), so another user could run commands as you; "
+        "flowrun: refusing \(found.path), found by lookup: \(refusal)\(refusal.isUntrusted ? ", so another user could run commands as you" : ""); "
             + "to run it anyway, name it (flowrun \(found.path)) or trust its folder (\(WorkflowTrust.variable)=\(found.folder))\n"
     }
 

@@ -37,7 +37,7 @@ struct WorkflowTrust {
     /// folder entered), else why not, as a clause: "it belongs to user …".
     func open(folder: String, name: String) -> Result<Int32, Refusal> {
         let descriptor = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return .failure(Refusal("cannot open its folder \(folder): \(String(cString: strerror(errno)))")) }
+        guard descriptor >= 0 else { return .failure(Refusal("cannot open its folder \(folder): \(String(cString: strerror(errno)))", isUntrusted: false)) }
         if trustsEveryFolder || trustedFolders.contains(Self.resolved(folder)) { return .success(descriptor) }
         if let problem = problem(in: descriptor, folder: folder, name: name) {
             close(descriptor)
@@ -48,24 +48,29 @@ struct WorkflowTrust {
 
     struct Refusal: Error, CustomStringConvertible {
         let description: String
-        init(_ description: String) { self.description = description }
+        /// False when the file or its folder could not even be looked at (EACCES…).
+        let isUntrusted: Bool
+        init(_ description: String, isUntrusted: Bool = true) {
+            self.description = description
+            self.isUntrusted = isUntrusted
+        }
     }
 
     private func problem(in descriptor: Int32, folder: String, name: String) -> Refusal? {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return Refusal("cannot read its folder \(folder): \(String(cString: strerror(errno)))") }
+        guard fstat(descriptor, &info) == 0 else { return Refusal("cannot read its folder \(folder): \(String(cString: strerror(errno)))", isUntrusted: false) }
         if let why = folderProblem(info) { return Refusal("its folder \(folder) \(why)") }
-        guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return Refusal("cannot read it: \(String(cString: strerror(errno)))") }
+        guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return Refusal("cannot read it: \(String(cString: strerror(errno)))", isUntrusted: false) }
         let isLink = info.st_mode & S_IFMT == S_IFLNK
         if isLink, !isYoursOrRoots(info.st_uid) { return Refusal("the link belongs to \(Self.user(info.st_uid)), not to you (\(Self.user(me)))") }
-        guard fstatat(descriptor, name, &info, 0) == 0 else { return Refusal("cannot read it: \(String(cString: strerror(errno)))") }
+        guard fstatat(descriptor, name, &info, 0) == 0 else { return Refusal("cannot read it: \(String(cString: strerror(errno)))", isUntrusted: false) }
         if !isYoursOrRoots(info.st_uid) { return Refusal("it belongs to \(Self.user(info.st_uid)), not to you (\(Self.user(me)))") }
         if let who = writers(info, sticky: false) { return Refusal("it is writable by \(who) (mode 0\(String(info.st_mode & 0o7777, radix: 8)))") }
         guard isLink else { return nil }
         // A link's file lies elsewhere: whoever controls that folder could swap it.
         let target = Self.resolved((folder == "/" ? "" : folder) + "/" + name)
         let targetFolder = target.lastIndex(of: "/").map { $0 == target.startIndex ? "/" : String(target[..<$0]) } ?? "/"
-        guard stat(targetFolder, &info) == 0 else { return Refusal("cannot read its folder \(targetFolder): \(String(cString: strerror(errno)))") }
+        guard stat(targetFolder, &info) == 0 else { return Refusal("cannot read its folder \(targetFolder): \(String(cString: strerror(errno)))", isUntrusted: false) }
         if trustsEveryFolder || trustedFolders.contains(targetFolder) { return nil }
         return folderProblem(info).map { Refusal("the folder of the file it links to, \(targetFolder), \($0)") }
     }
