@@ -33,10 +33,13 @@ enum Terminal {
     }
 
     /// What a command printed must have reached stdout (`flowrun list >
-    /// /dev/full`): if a write failed, says so and exits 1. A run does not
-    /// come here: its console may go away without failing it (SPEC §7).
+    /// /dev/full`): if a write failed, says so and exits 1. A reader that
+    /// left (`flowrun list | head -1`, EPIPE) ends it quietly with 141, as
+    /// SIGPIPE (ignored by flowrun) would have. A run does not come here:
+    /// its console may go away without failing it (SPEC §7).
     static func exitIfOutputFailed() {
         guard let failure = outputFailure.withLock({ $0 }) else { return }
+        if failure == EPIPE { exit(128 + SIGPIPE) }
         standardError.write("flowrun: cannot write standard output: \(String(cString: strerror(failure)))\n")
         exit(1)
     }

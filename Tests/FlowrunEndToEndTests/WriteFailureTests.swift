@@ -68,6 +68,24 @@ import Glibc
         #expect(run.stderr.hasSuffix("flowrun: cannot write standard output: No space left on device\n"), "\(run)")
     }
 
+    /// A reader that left before the command printed (a pipe whose read
+    /// end is closed, as after `| head -1`): exit 141, as if SIGPIPE had
+    /// ended it, and nothing said on stderr (it exited 0 as if all was read).
+    @Test(arguments: [["list"], ["graph"], ["show"], ["logs", "build"], ["--help"]])
+    func aReaderThatLeftEndsTheCommandQuietlyWith141(arguments: [String]) throws {
+        let folder = try Self.recorded()
+        let result = try PythonScript.run("""
+            import os
+            r, w = os.pipe()
+            os.close(r)
+            os.dup2(w, 1)
+            os.chdir(sys.argv[1])
+            os.execv(sys.argv[2], sys.argv[2:])
+            """, arguments: [folder.path, try FlowrunBinary.path()] + arguments)
+        #expect(result.exitStatus == 141, "\(result.stderr)")
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
+    }
+
     /// The same commands into a file write all of it and exit 0: the
     /// check only fails what failed.
     @Test(arguments: printingCommands)
