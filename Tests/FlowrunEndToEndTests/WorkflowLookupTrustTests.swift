@@ -113,14 +113,15 @@ import Glibc
 
     /// What another user could change, short of owning the file.
     enum Writable: String, CaseIterable, CustomTestStringConvertible {
-        case folderWritableByOthers, folderWritableByGroup, folderOfAnotherUser, fileWritableByOthers, linkToAFileInAFolderOthersMayWrite
+        case folderWritableByOthers, folderWritableByGroup, folderOfAnotherUser, fileWritableByOthers, linkToAFileInAFolderOthersMayWrite,
+             linkOfAnotherUser
         var testDescription: String { rawValue }
     }
 
     /// A file of yours is refused too when another user could replace or
     /// change it: its folder is writable by others or a group without the
     /// sticky bit, or belongs to someone else; the file itself is writable
-    /// by others; or it is a link into such a folder.
+    /// by others; or it is a link into such a folder, or another user's link.
     @Test(arguments: Writable.allCases)
     func aFileAnotherUserCouldChangeIsRefused(_ writable: Writable) throws {
         let folder = try SharedFolder()
@@ -143,8 +144,16 @@ import Glibc
             why = "it is writable by others (mode 0666)"
         case .linkToAFileInAFolderOthersMayWrite:
             why = "the folder of the file it links to, \(folder.shared)/open, is writable by others (mode 0777) without the sticky bit"
+        case .linkOfAnotherUser:
+            // A sticky folder anyone may add to (as /tmp): their link to a file of yours in a folder of yours.
+            #expect(chmod(top, 0o1777) == 0)
+            why = "the link belongs to \(Self.userName(65534)), not to you"
         }
-        if writable == .linkToAFileInAFolderOthersMayWrite {
+        if writable == .linkOfAnotherUser {
+            let real = try folder.directory.write(folder.workflow, to: "real.yaml")
+            #expect(symlink(real, file) == 0)
+            #expect(lchown(file, 65534, 65534) == 0)
+        } else if writable == .linkToAFileInAFolderOthersMayWrite {
             try Privacy.makeFolder(folder.shared + "/open", mode: 0o777)
             try folder.directory.write(folder.workflow, to: "shared/open/real.yaml")
             #expect(symlink(folder.shared + "/open/real.yaml", file) == 0)
