@@ -43,7 +43,8 @@ extension Plan {
         let fanOuts = steps.filter { $0.kind == .fanOut }
         let fanOutMembers = fanOuts.compactMap(\.fanOutCount).reduce(0, +)
         let unknown = fanOuts.filter { $0.fanOutCount == nil }.count
-        var total = "\(taskCount + fanOutMembers) tasks"
+        let tasks = taskCount + fanOutMembers
+        var total = "\(tasks) task\(tasks == 1 ? "" : "s")"
         if unknown > 0 { total += " + \(unknown) fan-out\(unknown == 1 ? "" : "s") sized at run time" }
         let groupCount = steps.filter { $0.kind == .group }.count
         let joinCount = steps.filter { $0.kind == .join }.count
