@@ -144,7 +144,7 @@ extension WorkflowDecoder {
                 }
                 // `os: ~`, `os: null`, `os:` give no value: a required parameter exists to catch exactly that.
                 if template.parameter(named: parameter)?.isRequired == true, pair.value.scalar?.isNull == true, pair.value.tag == nil {
-                    error("parameter '\(parameter)' of template '\(template.name)' is required, and \(Self.nullSpelling(pair.value)) gives it no value: give it one (\"\" for an empty one)", at: pair.value)
+                    error("parameter '\(parameter)' of template '\(template.name)' is required but given null (\(Self.nullSpelling(pair.value, key: parameter))): give it a value (\"\" for an empty one)", at: pair.value)
                     invalid = true
                     values[parameter] = TemplateParameterScope.Value(text: "", isPlaceholder: true)
                     continue
@@ -194,10 +194,10 @@ extension WorkflowDecoder {
         return task
     }
 
-    /// How a null was written, for messages: `~`, `null`, or nothing at all.
-    static func nullSpelling(_ node: YAMLNode) -> String {
+    /// How a null was written, for messages: `~`, `null`, or nothing after the key.
+    static func nullSpelling(_ node: YAMLNode, key: String) -> String {
         let text = node.scalar?.text ?? ""
-        return text.isEmpty ? "an empty value" : "'\(text)'"
+        return text.isEmpty ? "nothing after '\(key):'" : text
     }
 
     private func unknownTemplate(_ name: String) -> String {

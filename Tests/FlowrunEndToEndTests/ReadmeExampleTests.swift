@@ -23,6 +23,9 @@ import Testing
         #expect(validated.exitStatus == 0, "\(validated)")
         #expect(validated.stdout == "hello.yaml: valid (1 task + 1 fan-out sized at run time, 1 group, 1 join)\n", "\(validated)")
 
+        // The dry run's footer counts as `validate` does: one task, not "1 tasks".
+        let dryRun = try FlowrunBinary.run(["hello.yaml", "--dry-run"], in: folder.path)
+        #expect(dryRun.stdout.hasSuffix("\n1 task + 1 fan-out sized at run time, 1 group, 1 join\n"), "\(dryRun)")
         for plan in [["--dry-run"], ["--dry-run", "--output", "json"]] {
             let planned = try FlowrunBinary.run(["hello.yaml"] + plan, in: folder.path)
             #expect(planned.exitStatus == 0, "\(plan): \(planned)")
