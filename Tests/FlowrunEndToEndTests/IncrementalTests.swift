@@ -233,6 +233,8 @@ extension RunEndToEnd {
         /// hold `${{ params.name }}` inside other text: each call checks its
         /// own files. Before, the second call reused the first call's split
         /// of the key (same place in the file): `cc-b` hashed `src/a.c`.
+        /// (`dir` comes from the default, so both calls' texts also share
+        /// the default's place.)
         @Test func staticTemplateCallsEachCheckTheirOwnSources() throws {
             let sandbox = try RunSandbox()
             try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
@@ -241,8 +243,8 @@ extension RunEndToEnd {
             let workflow = """
                 templates:
                   cc:
-                    params: { name: ~ }
-                    sources: ["src/${{ params.name }}.c"]
+                    params: { dir: src, name: ~ }
+                    sources: ["${{ params.dir }}/${{ params.name }}.c"]
                     generates: ["build/${{ params.name }}.o"]
                     run: |
                       echo ran >> "$SANDBOX/${{ params.name }}.count"

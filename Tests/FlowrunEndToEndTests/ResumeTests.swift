@@ -132,9 +132,10 @@ extension RunEndToEnd {
                 groups:
                   test:
                     matrix: { os: [linux, mac] }
-                    task: { run: echo ran >> "$SANDBOX/${{ item.os }}.count" }
+                    task:
+                      run: echo ran >> "$SANDBOX"/${{ item.os }}.count
                 tasks:
-                  after: { needs: [test], run: echo ran >> "$SANDBOX/after.count" }
+                  after: { needs: [test], run: 'echo ran >> "$SANDBOX/after.count"' }
 
                 """
             #expect(try sandbox.run(workflow).exitStatus == 0)
