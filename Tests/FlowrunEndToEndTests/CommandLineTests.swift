@@ -109,6 +109,26 @@ import Darwin
         #expect(Array(lines.dropFirst(heading + 1).prefix(2)) == [sourceLine, caret], "no source line and caret under the diagnostic (\(name))\n\(run)")
     }
 
+    /// An unquoted `${{ }}` in a flow mapping or list: libyaml's "did not
+    /// find expected ',' or '}'" gets what to quote, as FORMAT.md says.
+    /// Before, only libyaml's words. A quoted `${{` elsewhere gets no hint.
+    @Test(arguments: [
+        ("tasks:\n  a: { run: echo $‸{{ vars.x }} }\nvars: { x: 1 }\n",
+         "a ${{ }} inside { … } must be quoted, because { and } are flow punctuation there: put the whole value in quotes, as in env: { TAG: \"${{ vars.tag }}\" }, or write it in block style (did not find expected ',' or '}' (while parsing a flow mapping))"),
+        ("groups:\n  g: { foreach: [a], task: { run: echo, sources: [src/$‸{{ item }}.c] } }\n",
+         "a ${{ }} inside [ … ] must be quoted, because { and } are flow punctuation there: put the whole value in quotes, as in sources: [\"src/${{ item }}.c\"], or write it in block style (did not find expected ',' or ']' (while parsing a flow sequence))"),
+        ("tasks:\n  a: { run: \"echo ${{ vars.x }}\", needs: [b c ‸}\nvars: { x: 1 }\n",
+         "did not find expected ',' or ']' (while parsing a flow sequence)"),
+    ])
+    func anUnquotedExpressionInAFlowCollectionSaysWhatToQuote(_ marked: String, _ message: String) throws {
+        let directory = try TemporaryDirectory()
+        let text = MarkedText(marked)
+        let file = try directory.write(text.text, to: "flow.yaml")
+        let run = try FlowrunBinary.run(["validate", file])
+        #expect(run.exitStatus == 2, "\(run)")
+        #expect(run.diagnostics == ["\(file):\(text.position): error: \(message)"], "\(run)")
+    }
+
     // MARK: options
 
     @Test func anUndeclaredVarIsAnErrorNamingIt() throws {
