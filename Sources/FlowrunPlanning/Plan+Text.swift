@@ -19,7 +19,7 @@ extension Plan {
             lines.append("  vars: " + workflow.vars.map { "\($0.name)=\(Self.quoted($0.value))" }.joined(separator: ", "))
         }
         if !workflow.env.isEmpty {
-            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" }.joined(separator: ", "))
+            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, vars: workflow.vars) }.joined(separator: ", "))
         }
         for semaphore in semaphores {
             let users = semaphore.users.isEmpty ? "unused" : "used by " + semaphore.users.joined(separator: ", ")
@@ -105,8 +105,8 @@ extension Plan {
             }
             if task.continueOnError { policy.append("continue_on_error") }
             if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
-            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" }.joined(separator: ", ")) }
-            if let cwd = task.cwd { row("cwd", cwd.source) }
+            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, vars: vars) }.joined(separator: ", ")) }
+            if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, vars: vars)) }
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
@@ -158,6 +158,11 @@ extension Plan {
         case .range(let low, let high): return "range \(low)…\(high)"
         case .expression(let template): return template.source + " (read at run time)"
         }
+    }
+
+    /// ` → VALUE` for a template whose value the plan knows (vars, flowrun's environment), else "".
+    private static func filledIn(_ template: Template, vars: [Variable]) -> String {
+        PlanTimeValue.of(template, vars: vars).map { " → " + quoted($0) } ?? ""
     }
 
     private static func oneLine(_ text: String) -> String {
