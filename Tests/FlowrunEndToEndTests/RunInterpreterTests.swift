@@ -167,6 +167,20 @@ extension RunEndToEnd {
             #expect(sandbox.read("long-flags")?.contains("u") == true, "\(sandbox.read("long-flags") ?? "")")
         }
 
+        /// The Argo export runs each script with the workflow shell's words,
+        /// each quoted on its own (before: `'bash -eu'`, one word).
+        @Test func theWorkflowShellsArgumentsExportToArgo() throws {
+            let directory = try TemporaryDirectory()
+            let file = try directory.write("shell: bash -eu\ntasks:\n  a: { run: echo hi }\n", to: "shell-export.yaml")
+            let run = try FlowrunBinary.run(["export", file, "--to", "argo", "--image", "debian"])
+            #expect(run.exitStatus == 0, "\(run)")
+            let documents = try ArgoManifest.documents(run.stdout)
+            let workflows = documents.filter { $0["kind"] as? String == "Workflow" }
+            let templates = try #require((workflows.first?["spec"] as? [String: Any])?["templates"] as? [[String: Any]])
+            let source = ((templates.first { $0["name"] as? String == "a" }?["script"] as? [String: Any])?["source"] as? String) ?? ""
+            #expect(source.contains(#"{ 'bash' '-eu' "$flowrun_dir/script" < /dev/null;"#), "\(source)")
+        }
+
         /// A top-level `shell:` that cannot start is a validation error at
         /// its line, not a `cannot start` failure of every task; so are
         /// `${{ }}` (shell is read as written) and a `c` among its options
