@@ -28,8 +28,13 @@ extension WorkflowDecoder {
             return nil
         }
         // just's `["bash", "-uc"]`: flowrun adds `-c SCRIPT` itself, and a
-        // script long enough to go through a file would be read as the command.
-        if let option = words.dropFirst().first(where: { $0.hasPrefix("-") && !$0.hasPrefix("--") && $0.dropFirst().contains("c") && $0.dropFirst().allSatisfy(\.isLetter) }) {
+        // script long enough to go through a file would be read as the
+        // command. Short options only (`-NonInteractive` is one word).
+        if let option = words.dropFirst().first(where: { word in
+            let letters = word.dropFirst()
+            return word.hasPrefix("-") && (1...6).contains(letters.count) && letters.contains("c")
+                && letters.allSatisfy { $0.isASCII && $0.isLowercase }
+        }) {
             let without = String(option.filter { $0 != "c" })
             let fixed = (words.map { $0 == option ? without : $0 }.filter { $0 != "-" }).joined(separator: " ")
             error("shell '\(words.joined(separator: " "))' has -c in '\(option)': flowrun adds -c SCRIPT itself; write shell: \(fixed)", at: node)

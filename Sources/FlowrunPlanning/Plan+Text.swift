@@ -110,7 +110,7 @@ extension Plan {
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
-            let count = step.fanOutSource == nil ? "\(step.members.count) members" : describeGroupSize(step)
+            let count = step.fanOutSource == nil ? "\(step.members.count) member\(step.members.count == 1 ? "" : "s")" : describeGroupSize(step)
             lines.append("  \(step.name)  [group, \(count)\(step.sequential ? ", sequential" : "")]")
             row("members", step.members.joined(separator: ", "))
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ")) }
@@ -134,7 +134,7 @@ extension Plan {
     private static func describeGroupSize(_ step: PlanStep) -> String {
         let statics = step.members.count - 1
         let fanOut = step.fanOutCount.map(String.init) ?? "*"
-        return statics > 0 ? "\(statics) + \(fanOut) members" : "\(fanOut) members"
+        return statics > 0 ? "\(statics) + \(fanOut) members" : "\(fanOut) member\(step.fanOutCount == 1 ? "" : "s")"
     }
 
     private static func describe(_ limits: TaskLimits) -> String {
