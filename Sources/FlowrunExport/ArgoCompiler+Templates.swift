@@ -51,7 +51,7 @@ extension ArgoCompiler {
             }
             let publishes = !(published[task.name] ?? []).filter { !$0.hasPrefix("outputs-") }.isEmpty
             let source = ArgoScripts.wrapper(ArgoScripts.Wrapper(
-                shell: workflow.shell, script: plan.script, launch: plan.launch, phaseVariables: plan.values.phaseVariables,
+                shell: workflow.shellCommand, script: plan.script, launch: plan.launch, phaseVariables: plan.values.phaseVariables,
                 environment: plan.environment, cwd: plan.cwd, retries: task.retries > 0,
                 writesResult: plan.isFanOut && group(of: task.name).map { resultsRead.contains($0) } == true,
                 publishesStash: publishes, readsOutputs: !(readKeys[task.name] ?? []).isEmpty))

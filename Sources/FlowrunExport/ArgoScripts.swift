@@ -31,7 +31,8 @@ enum ArgoScripts {
 
     /// What the wrapper of one `run:` task needs to know.
     struct Wrapper {
-        var shell: String
+        /// The workflow's `shell:` words (`bash -eu`: the program, then its arguments).
+        var shell: [String]
         var script: String
         /// A task's own interpreter: `shell:` words, or the script's `#!` line.
         var launch: ScriptLaunch = .shellCommand
@@ -77,7 +78,7 @@ enum ArgoScripts {
         lines.append(delimiter)
         let program: String
         switch wrapper.launch {
-        case .shellCommand: program = shellQuoted(wrapper.shell) + " \"$flowrun_dir/script\""
+        case .shellCommand: program = wrapper.shell.map(shellQuoted).joined(separator: " ") + " \"$flowrun_dir/script\""
         case .interpreter(let words): program = words.map(shellQuoted).joined(separator: " ") + " \"$flowrun_dir/script\""
         case .shebang: program = "chmod 700 \"$flowrun_dir/script\" && \"$flowrun_dir/script\""
         }

@@ -19,14 +19,15 @@ extension WorkflowDecoder {
         let nodeLocation = location(node)
         guard let scope = parameterScope else { return Template(source: text, segments: [.text(text)], location: nodeLocation) }
         let pieces: [TemplatePiece]
-        if let known = templatePieces[nodeLocation] {
-            pieces = known
+        // The same place holds the same text in every call unless a parameter was filled in as text before.
+        if let known = templatePieces[nodeLocation], known.text == text {
+            pieces = known.pieces
         } else {
             guard let found = splitAtExpressions(text, at: nodeLocation, insideShell: insideShell) else {
                 return Template(source: text, segments: [], location: nodeLocation)
             }
             pieces = found
-            templatePieces[nodeLocation] = found
+            templatePieces[nodeLocation] = (text, found)
         }
         var segments: [Template.Segment] = []
         segments.reserveCapacity(pieces.count)
