@@ -26,6 +26,8 @@ struct ArgoTaskPlan {
     /// For `run:`: the script with each `${{ }}` replaced by `"$FLOWRUN_VALUE_N"`.
     var script = ""
     var environment: [(name: String, word: [ArgoScripts.ShellPart])] = []
+    /// Secret `env:` entries: the pod reads them from the Kubernetes Secret, never from the script.
+    var secretEnvironment: [String] = []
     var cwd: [ArgoScripts.ShellPart]?
     /// For `http:`: the url, headers and body with `{{inputs.parameters.vN}}`.
     var httpURL = ""
@@ -58,10 +60,11 @@ extension ArgoCompiler {
             if plan.launch != .shellCommand, parts.contains(where: { if case .variable = $0 { true } else { false } }) {
                 problems.refuse("a script run by its own interpreter (shell: or #!) cannot take ${{ }} values on a cluster, where they arrive as shell variables: pass them through env: and read the environment", at: template.location)
             }
-            for entry in workflow.env {
-                plan.environment.append((entry.name, shellParts(entry.value, scope: scope, values: &plan.values, what: "env.\(entry.name)")))
-            }
-            for entry in task.env {
+            for entry in workflow.env + task.env {
+                if secretNames.contains(entry.name) {
+                    if !plan.secretEnvironment.contains(entry.name) { plan.secretEnvironment.append(entry.name) }
+                    continue
+                }
                 plan.environment.append((entry.name, shellParts(entry.value, scope: scope, values: &plan.values, what: "env.\(entry.name)")))
             }
             if let cwd = task.cwd { plan.cwd = shellParts(cwd, scope: scope, values: &plan.values, what: "cwd") }
@@ -161,8 +164,15 @@ extension ArgoCompiler {
     /// `if:` as a DAG task's `when`, evaluated by Argo with its expression language.
     mutating func when(_ task: TaskDefinition, scope: ArgoScope) -> String? {
         guard let condition = task.condition else { return nil }
-        for operand in condition.value.operands where operand.path == .item || operand.path == .index || operand.path.isItemField {
-            problems.refuse("'if:' in a fan-out template cannot read '\(operand.text)' on Argo; test it in the script instead", at: operand.location)
+        // Argo fills in an item's keys when it expands the fan-out, after the
+        // other values: one condition can read the item or the rest, not both.
+        let operands = condition.value.operands
+        let itemOperands = operands.filter { $0.path == .item || $0.path == .index || $0.path.isItemField }
+        if let first = itemOperands.first, let other = operands.first(where: { !($0.path == .item || $0.path == .index || $0.path.isItemField) }) {
+            problems.refuse(
+                "'if:' in a fan-out template reads '\(first.text)' and '\(other.text)'; Argo evaluates an item's values apart from the others: "
+                    + "split the test (read '\(other.text)' in the group's 'if:', or test it in the script)",
+                at: first.location)
             return nil
         }
         guard let text = ArgoExpression.condition(condition.value, { resolve($0, in: scope) }) else { return nil }
