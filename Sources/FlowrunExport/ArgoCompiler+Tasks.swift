@@ -1,4 +1,5 @@
 import FlowrunModel
+import FlowrunValues
 
 /// The values one task reads, as input parameters of its template: the DAG
 /// task passes each as an argument, the template hands it to the pod as an
@@ -49,15 +50,10 @@ extension ArgoCompiler {
         let shellValue: (String) -> ArgoScripts.ShellPart = { .variable($0) }
         switch task.action {
         case .run(let template):
-            let parts = shellParts(template, scope: scope, values: &plan.values, what: "the script")
-            plan.script = parts.map { part in
-                switch part {
-                case .literal(let text): return text
-                case .variable(let name): return "\"$\(name)\""
-                }
-            }.joined()
             plan.launch = ScriptLaunch.of(shell: task.shell, script: template.source)
-            if plan.launch != .shellCommand, parts.contains(where: { if case .variable = $0 { true } else { false } }) {
+            let readsValues: Bool
+            (plan.script, readsValues) = scriptText(template, scope: scope, values: &plan.values, readsAsShell: plan.launch.readsAsShell)
+            if plan.launch != .shellCommand, readsValues {
                 problems.refuse("a script run by its own interpreter (shell: or #!) cannot take ${{ }} values on a cluster, where they arrive as shell variables: pass them through env: and read the environment", at: template.location)
             }
             for entry in workflow.env + task.env {
@@ -85,6 +81,47 @@ extension ArgoCompiler {
             break
         }
         return plan
+    }
+
+    /// A `run:` script with each value as its variable (`FLOWRUN_VALUE_N`),
+    /// written for its shell context as flowrun quotes values (SPEC §11):
+    /// `"$V"` as a word, `${V}` inside double quotes or a heredoc, `'"${V}"'`
+    /// inside single quotes. A template parameter's text is written in place.
+    mutating func scriptText(_ template: Template, scope: ArgoScope, values: inout ArgoTaskValues, readsAsShell: Bool) -> (String, readsValues: Bool) {
+        let segments = template.segments
+        var points = readsAsShell && segments.count > 1 ? ShellContextScanner.insertionPoints(in: segments)[...] : []
+        var text = ""
+        var readsValues = false
+        for segment in segments {
+            switch segment {
+            case .text(let literal):
+                checkLiteral(literal, at: template.location, what: "the script")
+                text += literal
+            case .expression(let expression, let location):
+                let point = points.popFirst() ?? ShellInsertionPoint(.word)
+                if case .string(let literal) = expression {
+                    checkLiteral(literal, at: location, what: "the script")
+                    do throws(ShellQuoting.Refusal) {
+                        text += readsAsShell ? try ShellQuoting.text(literal, at: point, literal: true) : ShellQuoting.word(literal)
+                    } catch {
+                        problems.refuse("the value '\(literal)' \(error.reason)", at: location)
+                    }
+                    continue
+                }
+                guard let (value, phase) = argumentValue(expression, scope: scope, at: location) else { continue }
+                readsValues = true
+                let name = values.variable(for: value, phase: phase)
+                switch point.insertion {
+                case .doubleQuoted, .heredoc(_, quoted: false, _), .comment: text += "${\(name)}"
+                case .singleQuoted: text += "'\"${\(name)}\"'"
+                case .dollarSingleQuoted: text += "'\"${\(name)}\"$'"
+                case .heredoc(_, quoted: true, _):
+                    problems.refuse("a value in a heredoc with a quoted delimiter reaches the pod as a variable, which such a heredoc does not expand: unquote the delimiter", at: location)
+                default: text += "\"$\(name)\""
+                }
+            }
+        }
+        return (text, readsValues)
     }
 
     /// A template as shell parts: literal text and `FLOWRUN_VALUE_N` variables.

@@ -12,7 +12,11 @@ extension WorkflowDecoder {
             return nil
         }
         guard !expressions.isEmpty else { return }
-        for ((expression, location), point) in zip(expressions, ShellContextScanner.insertionPoints(in: segments)) {
+        // A call's text comes from its template; only the values differ.
+        let key = ShellContextKey(location: script.location, shape: segments.map { if case .text = $0 { true } else { false } })
+        let points = shellContexts[key] ?? ShellContextScanner.insertionPoints(in: segments)
+        shellContexts[key] = points
+        for ((expression, location), point) in zip(expressions, points) {
             switch point.insertion {
             case .evaluated(let construct):
                 let name = Self.variableName(for: expression)
@@ -51,4 +55,10 @@ extension WorkflowDecoder {
         let name = last.uppercased()
         return name.first?.isNumber == false ? name : "VALUE"
     }
+}
+
+/// A `run:` script's place and the order of its text (true) and value (false) segments.
+struct ShellContextKey: Hashable {
+    var location: SourceLocation
+    var shape: [Bool]
 }

@@ -18,6 +18,9 @@ struct WorkflowDecoder {
     var templateProblemLocations: Set<SourceLocation> = []
     /// A template's keys split at their `${{ }}` once, by the key's place, for every call.
     var templatePieces: [SourceLocation: [TemplatePiece]] = [:]
+    /// The shell contexts of a `run:` script's values, by where the script is
+    /// and the order of its text and values: a template's calls share them.
+    var shellContexts: [ShellContextKey: [ShellInsertionPoint]] = [:]
     /// Text made by filling in template calls so far, against `maxExpandedBytes`.
     var expandedBytes = 0
     var reportedExpansionLimit = false

@@ -13,11 +13,13 @@ package enum ShellQuoting {
         package var reason: String
     }
 
-    package static func text(_ value: String, at point: ShellInsertionPoint) throws(Refusal) -> String {
+    /// `value` written for `point`. A `literal` (a template parameter's
+    /// text) that is one plain word is written bare as a word, as it reads.
+    package static func text(_ value: String, at point: ShellInsertionPoint, literal: Bool = false) throws(Refusal) -> String {
         var text: String
         switch point.insertion {
         case .word, .parameterWord:
-            text = TemplateRenderer.shellWord(value)
+            text = literal ? word(value) : TemplateRenderer.shellWord(value)
         case .doubleQuoted:
             text = "\"" + TemplateRenderer.shellWord(value) + "\""
         case .singleQuoted:
@@ -38,6 +40,14 @@ package enum ShellQuoting {
         // Each enclosing backtick substitution removes one level of `\` before `\`, `` ` `` and `$`.
         for _ in 0..<point.backticks { text = escaped(text, "\\`$") }
         return text
+    }
+
+    /// `text` as one shell word, quoted only when it must be (`linux`, `'a b'`).
+    package static func word(_ text: String) -> String {
+        let plain = !text.isEmpty && text.utf8.allSatisfy { byte in
+            (0x61...0x7A).contains(byte | 0x20) || (0x30...0x39).contains(byte) || "_-./:@%+,".utf8.contains(byte)
+        }
+        return plain ? text : TemplateRenderer.shellWord(text)
     }
 
     /// A line of the value that ends the heredoc early would leave the rest

@@ -54,11 +54,11 @@ package enum TemplateRenderer {
                 case .shell:
                     let point = points.popFirst() ?? ShellInsertionPoint(.word)
                     do throws(ShellQuoting.Refusal) {
-                        result += try ShellQuoting.text(value, at: point)
+                        result += try ShellQuoting.text(value, at: point, literal: expression.isStringLiteral)
                     } catch {
                         throw TemplateRenderError(location: location, message: "the value of ${{ \(expression) }} \(error.reason)")
                     }
-                case .interpreter: result += shellWord(value)
+                case .interpreter: result += expression.isStringLiteral ? ShellQuoting.word(value) : shellWord(value)
                 case .text: result += value
                 }
             }
@@ -102,4 +102,12 @@ package struct TemplateRenderError: Error, Sendable, Hashable, CustomStringConve
 
     /// `w.yaml:4:12: the value of ${{ tasks.a.stdout }} contains a NUL byte, …`
     package var description: String { "\(location): \(message)" }
+}
+
+extension Expression {
+    /// A string literal: a template parameter's text in `run:`, written bare when it is one plain word.
+    var isStringLiteral: Bool {
+        if case .string = self { return true }
+        return false
+    }
 }
