@@ -21,6 +21,9 @@ struct WorkflowDecoder {
     /// parameters were filled in as text (`sources: ["src/${{ params.name }}.c"]`)
     /// has a different text at the same place in each call.
     var templatePieces: [SourceLocation: (text: String, pieces: [TemplatePiece])] = [:]
+    /// The shell contexts of a `run:` script's values, by where the script is
+    /// and the order of its text and values: a template's calls share them.
+    var shellContexts: [ShellContextKey: (texts: [String], points: [ShellInsertionPoint])] = [:]
     /// Text made by filling in template calls so far, against `maxExpandedBytes`.
     var expandedBytes = 0
     var reportedExpansionLimit = false
