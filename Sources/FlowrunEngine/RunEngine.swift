@@ -151,6 +151,9 @@ package final class RunEngine: @unchecked Sendable {
     var stopSignal: Int32?
     /// A second signal: everything is killed at once, `finally` included.
     var killingEverything = false
+    /// The signal that killed flowrun's supervisor (the pid the shell knows):
+    /// the run ends `killed`, exit 128+N.
+    var killedBy: Int32?
     var finished = false
     /// The exit code, worked out once when the run has finished.
     var finalExitCode: Int32?
@@ -380,9 +383,11 @@ package final class RunEngine: @unchecked Sendable {
         return TaskStatus.allCases.filter(\.isFinal).compactMap { status in counts[status].map { (status, $0) } }
     }
 
-    /// SPEC §7: 128+N for a signal, 124 for the run's timeout, 1 when anything
+    /// SPEC §7: 128+N for a signal (flowrun killed by one too), 124 for the run's timeout, 1 when anything
     /// failed that was not allowed to, else 0.
     func exitCode() -> Int32 {
+        // The shell saw the supervisor die of it: the record says the same.
+        if let killedBy { return 128 + killedBy }
         if let stopSignal { return 128 + stopSignal }
         if stopping == .runTimeout { return 124 }
         // By index: copying every node to look at it showed at 100,000 tasks.

@@ -136,6 +136,21 @@ package struct TaskIdentity: Sendable, Equatable {
         }
     }
 
+    /// Feeds what the identity is made of to `hasher`, without making its
+    /// own hash first (one SHA-256 for a whole plan, not one per task).
+    func feed(_ hasher: inout SHA256) {
+        if let written {
+            hasher.field(written.value.hash)
+            return
+        }
+        hasher.field(kind.rawValue)
+        for index in 0..<Int(partCount) {
+            hasher.field(partName(index).rawValue)
+            var hash = partHash(index).littleEndian
+            withUnsafeBytes(of: &hash) { hasher.update($0) }
+        }
+    }
+
     package static func == (a: TaskIdentity, b: TaskIdentity) -> Bool {
         a.hash == b.hash && a.parts == b.parts
     }
@@ -162,6 +177,19 @@ package struct TaskIdentity: Sendable, Equatable {
 /// is needed (a run's record, `resume`, the incremental dry run), not for
 /// every plan: 20,000 tasks take some 0.1 s of hashing.
 package enum TaskIdentities {
+    /// One hash of every task's identity (by name): two plans have the same
+    /// exactly when each of their tasks does. All that a killed engine's
+    /// record keeps of the identities (`run_killed`'s `plan_identity`), for
+    /// `resume`, which then cannot say which task changed, only that one did.
+    package static func planIdentity(_ identities: [String: TaskIdentity]) -> String {
+        var whole = SHA256()
+        for name in identities.keys.sorted() {
+            whole.field(name)
+            identities[name]?.feed(&whole)
+        }
+        return whole.finalize()
+    }
+
     package static func compute(for plan: Plan) -> [String: TaskIdentity] {
         compute(steps: plan.steps, finallySteps: plan.finallySteps, workflow: plan.workflow)
     }

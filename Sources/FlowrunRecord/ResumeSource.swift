@@ -27,6 +27,10 @@ package struct ResumeSource: Sendable {
     /// that have no row (`Task.leftOut`): theirs is this with their item.
     package var memberIdentity: [String: (hash: String, parts: [(name: String, hash: String)])] = [:]
     package var joinStatus: [String: String]
+    /// Set when the run's engine was killed before its summary.json
+    /// (`ResumeSource+KilledRun.swift`): one hash of every task's identity,
+    /// in place of each task's identity and stash, which the record lacks.
+    package var planIdentity: String?
 
     package struct Task: Sendable {
         package var name: String
@@ -56,6 +60,7 @@ package struct ResumeSource: Sendable {
         let path = directory + "/summary.json"
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
+            if errno == ENOENT, let killed = readKilledRun(directory: directory) { return killed }
             let reason = errno == ENOENT
                 ? "it has no summary.json (the run was killed before it could write one, or is still running)"
                 : String(cString: strerror(errno))
