@@ -151,6 +151,9 @@ package final class RunEngine: @unchecked Sendable {
     var stopSignal: Int32?
     /// A second signal: everything is killed at once, `finally` included.
     var killingEverything = false
+    /// Set when a task found no descriptor left with nothing running to
+    /// free one: what stderr says at the end (`DescriptorLimit.exhausted`).
+    var shortOfDescriptors: String?
     /// The signal that killed flowrun's supervisor (the pid the shell knows):
     /// the run ends `killed`, exit 128+N.
     var killedBy: Int32?
@@ -372,6 +375,7 @@ package final class RunEngine: @unchecked Sendable {
         if let failure = record.failure {
             writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")
         }
+        if let shortOfDescriptors { writeAll(STDERR_FILENO, shortOfDescriptors + "\n") }
         done.signal()
     }
 
