@@ -3,11 +3,17 @@ import Glibc
 #endif
 import FlowrunModel
 import FlowrunRecord
+import FlowrunValues
 
 /// Writing to stdout/stderr and knowing whether they are terminals.
 enum Terminal {
     struct Stream {
         let descriptor: Int32
+        /// stderr: flowrun's messages, which echo what the user typed
+        /// (arguments, file names, names), with control characters escaped
+        /// (`TerminalText.escapedLines`). stdout carries output as it is
+        /// (a log into a pipe goes out byte for byte).
+        var escapesControls = false
 
         var isTerminal: Bool { isatty(descriptor) == 1 }
 
@@ -17,12 +23,17 @@ enum Terminal {
         }
 
         func write(_ text: String) {
+            writeAll(descriptor, escapesControls ? TerminalText.escapedLines(text) : text)
+        }
+
+        /// Text flowrun made safe itself, with its own escape sequences (colours).
+        func writeRendered(_ text: String) {
             writeAll(descriptor, text)
         }
     }
 
     static let standardOutput = Stream(descriptor: 1)
-    static let standardError = Stream(descriptor: 2)
+    static let standardError = Stream(descriptor: 2, escapesControls: true)
 
     /// Colour only on a terminal and never with `NO_COLOR` set (no-color.org).
     static var stderrUsesColor: Bool {
@@ -37,8 +48,15 @@ enum Terminal {
     @discardableResult
     static func report(_ diagnostics: [Diagnostic], source: SourceText) -> Bool {
         let renderer = DiagnosticRenderer(showsSourceLines: standardError.isTerminal, usesColor: stderrUsesColor)
-        for diagnostic in diagnostics {
-            standardError.write(renderer.render(diagnostic, lines: source.lines) + "\n")
+        // The file's name and the message may echo what was typed, and a
+        // source line anything the file holds: escaped before the colours go in.
+        var lines = source.lines
+        for var diagnostic in diagnostics {
+            let index = diagnostic.location.line - 1
+            if lines.indices.contains(index) { lines[index] = Substring(TerminalText.escaped(String(lines[index]))) }
+            diagnostic.location.file = TerminalText.escaped(diagnostic.location.file)
+            diagnostic.message = TerminalText.escapedLines(diagnostic.message)
+            standardError.writeRendered(renderer.render(diagnostic, lines: lines) + "\n")
         }
         return diagnostics.hasErrors
     }
