@@ -501,6 +501,13 @@ int flowrun_supervise(void) {
         return -1;
     }
     if (engine == 0) {
+        // A supervisor that dies while the engine is stopped (SIGSTOP, a
+        // debugger) continues it: the kernel sends SIGCONT, the engine reads
+        // the link's end of file and kills every task (a stopped engine
+        // would leave them running until someone continued it). The fork
+        // came from the supervisor's only thread, which lives as long as it.
+        // (Gone before this call: no SIGCONT comes, and none is needed, the engine runs.)
+        prctl(PR_SET_PDEATHSIG, SIGCONT, 0, 0, 0);
         close(link[1]);
         supervisor_link = link[0];
         supervisor_pid = parent;

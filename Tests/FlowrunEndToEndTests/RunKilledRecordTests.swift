@@ -159,6 +159,30 @@ extension RunEndToEnd {
             #expect(new.finished("lone")?["reused"] as? String == "restored", "\(new.overview)")
         }
 
+        /// The engine stopped (SIGSTOP: it cannot act), then the pid the
+        /// shell knows killed: the kernel continues the engine (its parent-
+        /// death signal is SIGCONT), which kills every task process of the
+        /// 50-task run — nobody sends it SIGCONT — and records the run killed.
+        @Test func killingTheSupervisorWhileTheEngineIsStoppedLeavesNoTaskProcess() throws {
+            let sandbox = try RunSandbox()
+            let flowrun = try RunSupervisorTests.startFifty(sandbox)
+            let engine = try #require(flowrun.engine(), "no engine under the supervisor \(flowrun.pid)")
+            kill(engine, SIGSTOP)
+            try #require(poll(until: .seconds(5)) { Self.state(of: engine) == "T" }, "the engine never stopped")
+            kill(flowrun.pid, SIGKILL)
+            RunSupervisorTests.expectNoTaskLeft(sandbox, engine: engine)
+            #expect(flowrun.finish().signal == SIGKILL)
+            #expect(poll(until: .seconds(10)) { !ProcessProbe.isAlive(engine) }, "the engine \(engine) stayed stopped")
+            let record = try sandbox.record()
+            #expect(record.exitCode == 137 && record.summary["stopped_by"] as? String == "killed", "\(record.summary)")
+        }
+
+        /// The state letter of /proc/PID/stat (`T`: stopped).
+        static func state(of pid: pid_t) -> String? {
+            guard let stat = ProcessProbe.text("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+            return stat[stat.index(after: close)...].split(separator: " ").first.map(String.init)
+        }
+
         /// A killed engine's record keeps one hash of every identity: a
         /// workflow changed since is refused (exit 2, nothing run).
         @Test func resumingAKilledEnginesRunAfterTheWorkflowChangedIsRefused() throws {
