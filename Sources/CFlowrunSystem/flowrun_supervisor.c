@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,10 +80,39 @@ struct link_watch {
     void *context;
 };
 
+/// Starts the engine's sentinel: a child of this thread (which lives as long
+/// as the engine does, blocked on the link) whose parent-death signal tells
+/// it the engine is gone, however it went; it then continues the
+/// supervisor, which a SIGSTOP may have left unable to notice (the engine's
+/// death reaches it as SIGCHLD, which continues nothing). The supervisor,
+/// running again, kills every task. Named by a pidfd, so that a supervisor
+/// gone already and its pid reused gets nothing. Every signal is blocked in
+/// this thread, so in the sentinel too (`pkill flowrun` leaves it alone).
+static void start_sentinel(void) {
+    int supervisor = (int)syscall(SYS_pidfd_open, supervisor_pid, 0);
+    if (supervisor < 0) return;
+    pid_t engine = getpid();
+    pid_t sentinel = fork();
+    if (sentinel == 0) {
+        // A forked copy of a threaded process: system calls only from here on.
+        prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0);
+        if (getppid() == engine) {
+            sigset_t awaited;
+            sigemptyset(&awaited);
+            sigaddset(&awaited, SIGUSR1);
+            while (sigwaitinfo(&awaited, NULL) < 0 && errno == EINTR) {}
+        }
+        syscall(SYS_pidfd_send_signal, supervisor, SIGCONT, NULL, 0);
+        _exit(0);
+    }
+    close(supervisor);
+}
+
 static void *watch_link(void *argument) {
     struct link_watch watch = *(struct link_watch *)argument;
     free(argument);
     flowrun_name_this_thread("flowrun-link");
+    start_sentinel();
     unsigned char byte;
     int signal = SIGKILL;  // what no handler could report
     ssize_t got;

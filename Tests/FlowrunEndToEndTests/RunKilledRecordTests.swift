@@ -177,6 +177,22 @@ extension RunEndToEnd {
             #expect(record.exitCode == 137 && record.summary["stopped_by"] as? String == "killed", "\(record.summary)")
         }
 
+        /// The pid the shell knows stopped (SIGSTOP), then the engine
+        /// killed: the engine's sentinel (a child whose parent-death signal
+        /// tells it) continues the supervisor, which kills every task process
+        /// — nobody sends it SIGCONT — and exits 137.
+        @Test func killingTheEngineWhileTheSupervisorIsStoppedLeavesNoTaskProcess() throws {
+            let sandbox = try RunSandbox()
+            let flowrun = try RunSupervisorTests.startFifty(sandbox)
+            let engine = try #require(flowrun.engine(), "no engine under the supervisor \(flowrun.pid)")
+            kill(flowrun.pid, SIGSTOP)
+            try #require(poll(until: .seconds(5)) { Self.state(of: flowrun.pid) == "T" }, "the supervisor never stopped")
+            kill(engine, SIGKILL)
+            RunSupervisorTests.expectNoTaskLeft(sandbox, engine: engine)
+            let ended = flowrun.finish()
+            #expect(ended.exitStatus == 137, "\(ended)")
+        }
+
         /// The state letter of /proc/PID/stat (`T`: stopped).
         static func state(of pid: pid_t) -> String? {
             guard let stat = ProcessProbe.text("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
