@@ -95,6 +95,10 @@ static void start_sentinel(void) {
     pid_t sentinel = fork();
     if (sentinel == 0) {
         // A forked copy of a threaded process: system calls only from here on.
+        // It keeps no descriptor but the pidfd: a task's pipe it held would
+        // keep that task's output open, the run folder's its lock.
+        if (supervisor > 0) syscall(SYS_close_range, 0, (unsigned)supervisor - 1, 0);
+        syscall(SYS_close_range, (unsigned)supervisor + 1, ~0U, 0);
         prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0);
         if (getppid() == engine) {
             sigset_t awaited;
