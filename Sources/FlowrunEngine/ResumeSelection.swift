@@ -25,7 +25,8 @@ package struct ResumeSelection: Sendable {
 
     package static func select(plan: Plan, identities: [String: TaskIdentity], old: ResumeSource, from: [String]) throws(Problem) -> ResumeSelection {
         // A killed engine's record has one hash for every identity: any change refuses.
-        if let planIdentity = old.planIdentity, planIdentity != TaskIdentities.planIdentity(identities) {
+        if let planIdentity = old.planIdentity,
+           planIdentity != TaskIdentities.planIdentity(identities, steps: (plan.steps + plan.finallySteps).map(\.name)) {
             throw Problem(description: "cannot resume \(old.runID): the workflow changed since that run (a task's script, env, cwd, needs, or a --var or environment value one reads), and its engine was killed before it wrote summary.json, so the record cannot say which task changed; start a fresh run")
         }
         var selector = Selector(plan: plan, identities: identities, old: old)

@@ -39,7 +39,7 @@ extension RunEngine {
         facts.add("workflow_path", Self.absolutePath(plan.workflow.file))
         facts.add("cwd", Self.currentDirectory())
         if !plan.only.isEmpty { facts.add("only", plan.only) }
-        facts.add("plan_identity", TaskIdentities.planIdentity(identities))
+        facts.add("plan_identity", planIdentity)
         var members = shown(json: facts.finish())
         // `{"file":…}` → `,"file":…`
         guard members.count > 2 else { return [] }

@@ -154,6 +154,8 @@ package final class RunEngine: @unchecked Sendable {
     /// Set when a task found no descriptor left with nothing running to
     /// free one: what stderr says at the end (`DescriptorLimit.exhausted`).
     var shortOfDescriptors: String?
+    /// One hash of every task's identity, for a killed engine's record (`factsForResume`).
+    var planIdentity = ""
     /// The signal that killed flowrun's supervisor (the pid the shell knows):
     /// the run ends `killed`, exit 128+N.
     var killedBy: Int32?
@@ -234,6 +236,8 @@ package final class RunEngine: @unchecked Sendable {
         // `up_to_date`) is made from the steps, so before they go; and
         // before the nodes, so its scratch tables are gone when they are built.
         _ = identities
+        // While the steps are here: their order is the plan identity's (see `factsForResume`).
+        planIdentity = TaskIdentities.planIdentity(identities, steps: (self.plan.steps + self.plan.finallySteps).map(\.name))
         buildNodes()
         // The nodes now hold what the run reads of each step (definitions
         // shared); the steps themselves (~300 bytes a task) are not read again.

@@ -138,7 +138,7 @@ extension RunEndToEnd {
             #expect(last["event"] as? String == "run_killed", "\(last)")
             #expect(last["signal"] as? Int == 9 && last["exit_code"] as? Int == 137, "\(last)")
             #expect((last["file"] as? String)?.hasSuffix("workflow.yaml") == true, "\(last)")
-            #expect((last["plan_identity"] as? String)?.count == 64, "\(last)")
+            #expect((last["plan_identity"] as? String)?.count == 32, "\(last)")
             let problems = try EventsSchemaTests.validate([String(lines.last!)])
             #expect(problems.isEmpty, "run_killed does not match docs/events-schema.json: \(problems)")
 
