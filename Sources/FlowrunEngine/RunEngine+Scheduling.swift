@@ -203,6 +203,11 @@ extension RunEngine {
             return
         }
         finish(index, with: result)
+        if result.outOfDescriptors && shortOfDescriptors == nil {
+            // Nothing would free a descriptor: the run fails now, as it would on any failure under fail_fast.
+            shortOfDescriptors = DescriptorLimit.exhausted(openNow: DescriptorLimit.openCount())
+            stop(because: .descriptors)
+        }
     }
 
     /// The wait before attempt `number + 1`: `retry_delay × backoff^(number−1)`,

@@ -13,7 +13,7 @@ extension Plan {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(PlanDocument(self))) ?? Data("{}".utf8)
-        return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
+        return shownJSON(JSONText.escapingControls(String(decoding: data, as: UTF8.self))) + "\n"
     }
 }
 
