@@ -389,7 +389,7 @@ package final class RunEngine: @unchecked Sendable {
         if let failure = record.failure {
             _ = writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")  // stderr: nowhere else to say it
         }
-        if let shortOfDescriptors { writeAll(STDERR_FILENO, shortOfDescriptors + "\n") }
+        if let shortOfDescriptors { _ = writeAll(STDERR_FILENO, shortOfDescriptors + "\n") }
         done.signal()
     }
 
