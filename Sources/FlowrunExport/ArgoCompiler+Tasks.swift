@@ -147,6 +147,10 @@ extension ArgoCompiler {
             guard let value = resolve(operand, in: scope) else { return nil }
             return (value.path.tag, value.kind == .phase)
         }
+        if let problem = ArgoExpression.unsupported(expression) {
+            problems.refuse(problem, at: location)
+            return nil
+        }
         guard let text = ArgoExpression.value(expression, { resolve($0, in: scope) }) else { return nil }
         return ("{{=" + text + "}}", false)
     }
@@ -163,6 +167,10 @@ extension ArgoCompiler {
         guard let condition = task.condition else { return nil }
         for operand in condition.value.operands where operand.path == .item || operand.path == .index || operand.path.isItemField {
             problems.refuse("'if:' in a fan-out template cannot read '\(operand.text)' on Argo; test it in the script instead", at: operand.location)
+            return nil
+        }
+        if let problem = ArgoExpression.unsupported(condition.value) {
+            problems.refuse(problem, at: condition.location)
             return nil
         }
         guard let text = ArgoExpression.condition(condition.value, { resolve($0, in: scope) }) else { return nil }

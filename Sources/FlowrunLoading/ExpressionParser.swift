@@ -10,7 +10,8 @@ package struct ExpressionError: Error {
 ///
 /// Grammar, loosest first: `||`, `&&`, comparisons (`== != < <= > >=`), `!`,
 /// then literals (`'text'`, `"text"`, numbers, `true`, `false`), operands
-/// (`vars.x`, `tasks.T.outputs.K`, `item`, …) and parentheses.
+/// (`vars.x`, `tasks.T.outputs.K`, `host.os`, `item`, …), function calls
+/// (`format('{0}', x)`, `ExpressionParser+Functions`) and parentheses.
 package struct ExpressionParser {
     private enum Token: Equatable {
         case string(String)
@@ -113,6 +114,7 @@ package struct ExpressionParser {
         case .number(let value): return .number(value)
         case .word("true"): return .boolean(true)
         case .word("false"): return .boolean(false)
+        case .word(let name) where current.token == .symbol("("): return try call(name, at: offset)
         case .word(let path) where path.hasPrefix("params."): return try parameter(path, at: offset)
         case .word(let path): return .operand(try operand(path, at: offset))
         case .symbol("("):
@@ -127,6 +129,28 @@ package struct ExpressionParser {
         }
     }
 
+    /// `name(argument, …)`, the name already read and `(` current.
+    private mutating func call(_ name: String, at offset: Int) throws(ExpressionError) -> Expression {
+        let function = try Self.function(named: name, at: offset)
+        let open = current.offset
+        position += 1
+        var arguments: [Expression] = []
+        if current.token != .symbol(")") {
+            while true {
+                arguments.append(try parseOr())
+                guard current.token == .symbol(",") else { break }
+                try countOperator()
+                position += 1
+            }
+        }
+        guard current.token == .symbol(")") else {
+            throw ExpressionError(message: "expected ',' or ')' to close the '(' of \(function.rawValue)() at offset \(open)", offset: current.offset)
+        }
+        position += 1
+        try Self.check(function, arguments, at: offset)
+        return .call(function, arguments)
+    }
+
     // MARK: - Operands
 
     private func operand(_ path: String, at offset: Int) throws(ExpressionError) -> Operand {
@@ -136,6 +160,15 @@ package struct ExpressionParser {
     private func resolve(_ path: String, at offset: Int) throws(ExpressionError) -> OperandPath {
         if path == "item" { return .item }
         if path == "index" { return .index }
+        if path.hasPrefix("host.") || path == "host" {
+            let name = String(path.dropFirst(5))
+            guard let fact = HostFact(rawValue: name) else {
+                throw ExpressionError(
+                    message: "'\(path)': host offers os, arch or cpus\(Suggestion.hint(for: name, in: HostFact.allCases.map(\.rawValue)))",
+                    offset: offset)
+            }
+            return .host(fact)
+        }
         if path.hasPrefix("item.") {
             let keys = path.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             guard !keys.contains(where: \.isEmpty) else {
@@ -145,7 +178,7 @@ package struct ExpressionParser {
         }
         guard let dot = path.firstIndex(of: ".") else {
             throw ExpressionError(
-                message: "unknown value '\(path)'; expected vars.NAME, env.NAME, tasks.T.…, groups.G.…, joins.J.…, item, item.KEY, index or a quoted string",
+                message: "unknown value '\(path)'; expected vars.NAME, env.NAME, tasks.T.…, groups.G.…, joins.J.…, host.…, item, item.KEY, index, a function call or a quoted string",
                 offset: offset)
         }
         let root = String(path[..<dot])
@@ -186,7 +219,7 @@ package struct ExpressionParser {
             return .join(name, joinField)
         default:
             throw ExpressionError(
-                message: "unknown value '\(path)'\(Suggestion.hint(for: root, in: ["vars", "env", "tasks", "groups", "joins", "item", "index"])); expected vars., env., tasks., groups., joins., item or index",
+                message: "unknown value '\(path)'\(Suggestion.hint(for: root, in: ["vars", "env", "tasks", "groups", "joins", "host", "item", "index"])); expected vars., env., tasks., groups., joins., host., item or index",
                 offset: offset)
         }
     }
@@ -259,7 +292,7 @@ package struct ExpressionParser {
                 if ["==", "!=", "<=", ">=", "&&", "||"].contains(pair) {
                     tokens.append((.symbol(pair), start))
                     index += 2
-                } else if "<>!()".contains(character) {
+                } else if "<>!(),".contains(character) {
                     tokens.append((.symbol(String(character)), start))
                     index += 1
                 } else if character == "=" || character == "&" || character == "|" {

@@ -342,6 +342,9 @@ package enum TaskIdentities {
                     text += "\u{0}vars.\(name)=" + (secrets.contains(name) ? "secret" : variables[name] ?? "")
                 case .environment(let name):
                     text += "\u{0}env.\(name)=" + (secrets.contains(name) ? "secret" : getenv(name).map { String(cString: $0) } ?? "")
+                case .host(let fact):
+                    // A record on a shared disk may be resumed on another machine.
+                    text += "\u{0}host.\(fact.rawValue)=" + HostFacts.value(of: fact).text
                 default:
                     break
                 }

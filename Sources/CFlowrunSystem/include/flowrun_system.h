@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+// Also here so a module built before the header existed sees it.
+#include "flowrun_host.h"
 
 /// What `flowrun_spawn` starts.
 typedef struct {
