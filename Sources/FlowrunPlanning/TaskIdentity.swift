@@ -2,6 +2,7 @@
 import Glibc
 #endif
 package import FlowrunModel
+import FlowrunValues
 
 /// A task's identity: a SHA-256 of its resolved definition, so that
 /// `flowrun resume` can tell whether a task it would skip is still the task
