@@ -23,7 +23,7 @@ public struct ExpressionFormat: Sendable, Equatable {
         while index < characters.count {
             let character = characters[index]
             let next = index + 1 < characters.count ? characters[index + 1] : nil
-            if character == "{", next == "{" || character == "}" && next == "}" {
+            if (character == "{" && next == "{") || (character == "}" && next == "}") {
                 literal.unicodeScalars.append(character)
                 index += 2
             } else if character == "{" {
