@@ -132,7 +132,6 @@ package struct ExpressionParser {
     /// `name(argument, …)`, the name already read and `(` current.
     private mutating func call(_ name: String, at offset: Int) throws(ExpressionError) -> Expression {
         let function = try Self.function(named: name, at: offset)
-        let open = current.offset
         position += 1
         var arguments: [Expression] = []
         if current.token != .symbol(")") {
@@ -144,7 +143,7 @@ package struct ExpressionParser {
             }
         }
         guard current.token == .symbol(")") else {
-            throw ExpressionError(message: "expected ',' or ')' to close the '(' of \(function.rawValue)() at offset \(open)", offset: current.offset)
+            throw ExpressionError(message: "expected ',' or ')' after an argument of \(function.rawValue)(), found \(Self.describe(current.token))", offset: current.offset)
         }
         position += 1
         try Self.check(function, arguments, at: offset)
