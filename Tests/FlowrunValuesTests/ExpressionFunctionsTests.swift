@@ -71,6 +71,15 @@ import Testing
         #expect(try text(expression) == expected, "\(expression)")
     }
 
+    /// The tokenizer appends plain runs of a literal whole; escapes still count.
+    @Test func stringLiteralsKeepTheirEscapes() throws {
+        #expect(try text("'it''s a ''test'''") == "it's a 'test'")
+        #expect(try text(#""tab\there \"quoted\" end""#) == "tab\there \"quoted\" end")
+        #expect(try text(#""line\nbreak""#) == "line\nbreak")
+        #expect(try text("'ünïcödé ✓' ") == "ünïcödé ✓")
+        #expect(try text("format('{0}''{1}', 'a', \"b\")") == "a'b")
+    }
+
     @Test func numbersFromJSONAreNumbers() throws {
         #expect(ExpressionEvaluator.evaluate(try runtimeExpression("fromJSON('42')"), in: context) == .number(42))
         #expect(ExpressionEvaluator.evaluate(try runtimeExpression("fromJSON('true')"), in: context) == .boolean(true))

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""validate and --dry-run of a 2,000-task file whose expressions call
+functions, against the same file with the calls replaced by operators over
+the same operands and literals (issue 35: within 10 %).
+
+    bench/expression-functions.py [FLOWRUN] [RUNS]
+
+Writes both files to a temporary folder, times each command RUNS times
+(default 15, after one warm-up) and prints the medians and the ratio."""
+import os, statistics, subprocess, sys, tempfile, time
+
+TASKS = 2000
+flowrun = sys.argv[1] if len(sys.argv) > 1 else ".build/release/flowrun"
+runs = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+
+
+def workflow(functions):
+    lines = ['vars: { version: "1.2.3", ref: refs/heads/main, suites: "unit,lint" }', "tasks:"]
+    for n in range(TASKS):
+        needs = f"\n    needs: [t{n - 1}]" if n % 10 else ""
+        if functions:
+            run = ("echo ${{ format('v{0}-{1}-{2}', vars.version, host.arch, " + str(n) + ") }} "
+                   "${{ startsWith(vars.ref, 'refs/tags/') && 'release' || 'debug' }} "
+                   "${{ join(split(vars.suites, ','), ' ') }}")
+            cond = "${{ contains(vars.suites, 'unit') && !endsWith(vars.ref, 'x') }}"
+        else:
+            # The same operands and literals, joined by operators instead of calls.
+            run = ("echo ${{ vars.version == 'v{0}-{1}-{2}' || vars.ref == " + str(n) + " }} "
+                   "${{ vars.ref == 'refs/tags/' && 'release' || 'debug' }} "
+                   "${{ vars.suites == ',' || vars.ref == ' ' }}")
+            cond = "${{ vars.suites != 'unit' && !(vars.ref == 'x') }}"
+        lines.append(f"  t{n}:{needs}\n    if: {cond}\n    run: {run}")
+    return "\n".join(lines) + "\n"
+
+
+def median(arguments):
+    subprocess.run(arguments, check=True, stdout=subprocess.DEVNULL)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(arguments, check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+with tempfile.TemporaryDirectory() as folder:
+    paths = {}
+    for kind in ("plain", "functions"):
+        paths[kind] = os.path.join(folder, kind + ".yaml")
+        with open(paths[kind], "w") as f:
+            f.write(workflow(kind == "functions"))
+    for command in (["validate"], ["--dry-run"], ["--dry-run", "--output", "json"]):
+        results = {}
+        for kind, path in paths.items():
+            arguments = [flowrun] + (["validate", path] if command == ["validate"] else [path] + command)
+            results[kind] = median(arguments)
+        ratio = results["functions"] / results["plain"]
+        print(f"{' '.join(command):28} plain {results['plain'] * 1000:7.1f} ms   functions {results['functions'] * 1000:7.1f} ms   ratio {ratio:.3f}")
