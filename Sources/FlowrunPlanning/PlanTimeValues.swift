@@ -34,6 +34,15 @@ enum PlanTimeValues {
         return entries
     }
 
+    /// How many members `foreach: ${{ … }}` gives when planning can evaluate
+    /// it to an array (`split(vars.list, ',')`, `fromJSON('[…]')`); nil when
+    /// it reads the run or gives text, which the run splits into lines.
+    static func memberCount(of source: FanOutSource, split: FanOutSplit?, vars: [Variable]) -> Int? {
+        guard split == nil, case .expression(let template) = source, template.segments.count == 1,
+              case .expression(let expression, _) = template.segments[0], isKnown(expression) else { return nil }
+        return ExpressionEvaluator.evaluate(expression, in: context(vars)).arrayItems?.count
+    }
+
     private static func isComputed(_ expression: Expression) -> Bool {
         if case .operand(let operand) = expression, case .variable = operand.path { return false }
         if case .string = expression { return false }

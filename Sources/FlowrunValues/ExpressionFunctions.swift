@@ -94,7 +94,7 @@ extension ExpressionValue {
     }
 
     /// The items when the value is a JSON array.
-    var arrayItems: [ExpressionValue]? {
+    package var arrayItems: [ExpressionValue]? {
         guard case .json(let text) = self, text.utf8.first == UInt8(ascii: "["), case .array(let items)? = JSONValue.parse(text) else { return nil }
         return items.map(ExpressionValue.init)
     }

@@ -62,6 +62,8 @@ extension RunEndToEnd {
             #expect(values.contains(#"      value:     ${{ format('building {0} on {1}/{2}', vars.ref, host.os, host.arch) }} = "building refs/tags/v3.1.0 on linux/\#(Self.machine)""#), "\(text)")
             #expect(values.contains("      value:     ${{ startsWith(vars.ref, 'refs/tags/v') && replace(vars.ref, 'refs/tags/v', '') || '0.0.0-dev' }} = 3.1.0"), "\(text)")
             #expect(values.contains("      value:     ${{ startsWith(vars.ref, 'refs/tags/') }} = true"), "\(text)")
+            // A foreach planning can evaluate to an array has its member count.
+            #expect(text.stdout.contains("  tests[*]  [fan-out, 3 members]"), "\(text)")
             // What reads a task's output waits for the run.
             #expect(!text.stdout.contains("tasks.version.outputs.version, host.os, host.arch) }} ="), "\(text)")
 
@@ -73,6 +75,8 @@ extension RunEndToEnd {
             #expect(build["values"] as? [[String: String]] == [
                 ["expression": "startsWith(vars.ref, 'refs/tags/') && 'release' || 'debug'", "value": "debug"]
             ], "\(build)")
+            let tests = try #require(steps.first { $0["name"] as? String == "tests[*]" })
+            #expect((tests["fan_out"] as? [String: Any])?["count"] as? Int == 3, "\(tests)")
         }
 
         @Test func validateNamesAWrongCallAtItsLineAndExitsTwo() throws {
