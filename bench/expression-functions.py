@@ -7,7 +7,7 @@ the same operands and literals (issue 35: within 10 %).
 
 Writes both files to a temporary folder, times each command RUNS times
 (default 15, after one warm-up) and prints the medians and the ratio."""
-import os, statistics, subprocess, sys, tempfile, time
+import os, resource, statistics, subprocess, sys, tempfile, time
 
 TASKS = 2000
 flowrun = sys.argv[1] if len(sys.argv) > 1 else ".build/release/flowrun"
@@ -33,14 +33,26 @@ def workflow(functions):
     return "\n".join(lines) + "\n"
 
 
-def median(arguments):
+def measure(arguments):
+    """Wall and CPU (user + system) seconds of one run: CPU time is what a
+    loaded machine (six builds on two cores) inflates least."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     subprocess.run(arguments, check=True, stdout=subprocess.DEVNULL)
-    times = []
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def medians(pair):
+    """The two commands alternated run by run, so a drifting load hits both alike."""
+    for arguments in pair.values():
+        measure(arguments)
+    samples = {kind: [] for kind in pair}
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(arguments, check=True, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for kind, arguments in pair.items():
+            samples[kind].append(measure(arguments))
+    return {kind: (statistics.median(s[0] for s in runs_), statistics.median(s[1] for s in runs_)) for kind, runs_ in samples.items()}
 
 
 with tempfile.TemporaryDirectory() as folder:
@@ -50,9 +62,9 @@ with tempfile.TemporaryDirectory() as folder:
         with open(paths[kind], "w") as f:
             f.write(workflow(kind == "functions"))
     for command in (["validate"], ["--dry-run"], ["--dry-run", "--output", "json"]):
-        results = {}
-        for kind, path in paths.items():
-            arguments = [flowrun] + (["validate", path] if command == ["validate"] else [path] + command)
-            results[kind] = median(arguments)
-        ratio = results["functions"] / results["plain"]
-        print(f"{' '.join(command):28} plain {results['plain'] * 1000:7.1f} ms   functions {results['functions'] * 1000:7.1f} ms   ratio {ratio:.3f}")
+        results = medians({kind: [flowrun] + (["validate", path] if command == ["validate"] else [path] + command)
+                           for kind, path in paths.items()})
+        wall = results["functions"][0] / results["plain"][0]
+        cpu = results["functions"][1] / results["plain"][1]
+        print(f"{' '.join(command):24} wall: plain {results['plain'][0] * 1000:6.0f} ms, functions {results['functions'][0] * 1000:6.0f} ms ({wall:.2f})"
+              f"   cpu: plain {results['plain'][1] * 1000:6.0f} ms, functions {results['functions'][1] * 1000:6.0f} ms ({cpu:.2f})")

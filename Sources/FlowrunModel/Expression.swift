@@ -11,12 +11,24 @@ public indirect enum Expression: Sendable {
 
     /// Every operand in the expression, left to right.
     public var operands: [Operand] {
+        if case .operand(let operand) = self { return [operand] }
+        var operands: [Operand] = []
+        collectOperands(into: &operands)
+        return operands
+    }
+
+    /// One array for the whole tree: concatenating per node cost an
+    /// allocation per operator and call, read several times per task.
+    private func collectOperands(into operands: inout [Operand]) {
         switch self {
-        case .string, .number, .boolean: return []
-        case .operand(let operand): return [operand]
-        case .not(let inner): return inner.operands
-        case .binary(_, let left, let right): return left.operands + right.operands
-        case .call(_, let arguments): return arguments.flatMap(\.operands)
+        case .string, .number, .boolean: return
+        case .operand(let operand): operands.append(operand)
+        case .not(let inner): inner.collectOperands(into: &operands)
+        case .binary(_, let left, let right):
+            left.collectOperands(into: &operands)
+            right.collectOperands(into: &operands)
+        case .call(_, let arguments):
+            for argument in arguments { argument.collectOperands(into: &operands) }
         }
     }
 

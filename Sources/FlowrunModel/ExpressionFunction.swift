@@ -34,7 +34,7 @@ public enum ExpressionFunction: String, Sendable, Hashable, CaseIterable {
 
     /// The function a name calls; like GitHub, the letter case does not matter.
     public static func named(_ name: String) -> ExpressionFunction? {
-        byLowercasedName[name.lowercased()]
+        ExpressionFunction(rawValue: name) ?? byLowercasedName[name.lowercased()]
     }
 
     private static let byLowercasedName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue.lowercased(), $0) })
