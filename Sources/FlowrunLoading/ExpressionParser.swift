@@ -296,6 +296,11 @@ package struct ExpressionParser {
                 index += 1
                 while index < characters.count, isPathCharacter(characters[index]) { index += 1 }
                 tokens.append((.word(text(of: characters[start..<index])), start))
+            } else if character == "(" || character == ")" || character == "," {
+                // Before the two-character operators: a call's punctuation
+                // need not build and compare a pair each time.
+                tokens.append((.symbol(String(character)), start))
+                index += 1
             } else {
                 let pair = index + 1 < characters.count ? String(characters[index...index + 1]) : ""
                 if ["==", "!=", "<=", ">=", "&&", "||"].contains(pair) {
