@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-// Also here so a module built before the header existed sees it.
+// Included here too: a module cache built before flowrun_host.h existed
+// does not notice a new header in the umbrella folder.
 #include "flowrun_host.h"
 
 /// What `flowrun_spawn` starts.
