@@ -2,6 +2,7 @@
 import Glibc
 #endif
 package import FlowrunModel
+import FlowrunValues
 
 /// A task's identity: a SHA-256 of its resolved definition, so that
 /// `flowrun resume` can tell whether a task it would skip is still the task
@@ -372,6 +373,9 @@ package enum TaskIdentities {
                     text += "\u{0}vars.\(name)=" + (secrets.contains(name) ? "secret" : variables[name] ?? "")
                 case .environment(let name):
                     text += "\u{0}env.\(name)=" + (secrets.contains(name) ? "secret" : getenv(name).map { String(cString: $0) } ?? "")
+                case .host(let fact):
+                    // A record on a shared disk may be resumed on another machine.
+                    text += "\u{0}host.\(fact.rawValue)=" + HostFacts.value(of: fact).text
                 default:
                     break
                 }

@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+// Included here too: a module cache built before flowrun_host.h existed
+// does not notice a new header in the umbrella folder.
+#include "flowrun_host.h"
 
 /// What `flowrun_spawn` starts.
 typedef struct {
