@@ -23,8 +23,10 @@ struct Flowrun: ParsableCommand {
         discussion: """
             With no FILE, flowrun uses ./flowrun.yaml or ./flowrun.yml, else the nearest parent \
             folder's, and runs as if started in that folder (relative cwd: and the .flowrun/ record \
-            are taken from there). The first argument is FILE when it is an existing file or ends in \
-            .yaml/.yml; the rest are targets: the tasks, groups, joins or fan-out members to run, with \
+            are taken from there). The first argument is FILE when it ends in .yaml/.yml or holds a / and names a file \
+            (a bare word naming a file is FILE only when there is no flowrun.yaml to look up, and \
+            only if no other user could have written it: ./build names the file build); the rest \
+            are targets: the tasks, groups, joins or fan-out members to run, with \
             what they need (none: the file's default:, else everything). `flowrun run` takes the same \
             arguments, for a target named like a subcommand.
 

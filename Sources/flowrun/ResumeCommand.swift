@@ -22,8 +22,9 @@ struct ResumeCommand: ParsableCommand {
             run) when it succeeded and everything it needs is restored; its identity (a hash of \
             its resolved definition) must be unchanged, or resume refuses (exit 2) and names it. \
             finally tasks always run. Pass the same --var values as the run had. Only a run of your \
-            own is resumed, and only when its workflow file is yours (or root's) in a folder no other \
-            user may write (SECURITY.md).
+            own is resumed, and only when the workflow lookup would trust its workflow file: yours \
+            (or root's), writable by no one else, in a folder no other user may write, or one listed \
+            in FLOWRUN_TRUSTED_DIRS (SECURITY.md).
             """
     )
 

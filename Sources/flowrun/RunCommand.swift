@@ -19,7 +19,7 @@ struct RunCommand: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "The workflow file (when the first argument is an existing file or ends in .yaml/.yml; else ./flowrun.yaml or ./flowrun.yml, or the nearest parent folder's), then the targets: tasks, groups, joins or fan-out members to run with what they need (default: the file's default:, else everything).",
+            "The workflow file (when the first argument ends in .yaml/.yml or holds a / and names a file, or, with no flowrun.yaml to look up, names a file that passes the lookup's trust check; else ./flowrun.yaml or ./flowrun.yml, or the nearest parent folder's), then the targets: tasks, groups, joins or fan-out members to run with what they need (default: the file's default:, else everything).",
             valueName: "file-or-target"),
         completion: .file(extensions: ["yaml", "yml"]))
     var arguments: [String] = []
@@ -35,7 +35,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         var options = settings.planOptions
-        let (file, targets) = RunArguments.split(arguments)
+        let (file, targets) = try RunArguments.split(arguments)
         // Targets and --only are the same thing (SPEC §10).
         options.only = targets + only
         options.runsDefaultTargets = true
