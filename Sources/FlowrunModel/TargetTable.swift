@@ -63,6 +63,14 @@ package struct TargetTable {
         return nil
     }
 
+    /// Member `item` of fan-out node `fanOut` (a `.member` target): the
+    /// name it runs under, whichever name found it (`test[0]` is
+    /// `test[os=linux,py=3.11]`), and its item.
+    package func member(_ item: Int, ofFanOut fanOut: Int) -> (name: String, item: FanOutItem)? {
+        guard let found = fanOuts.first(where: { $0.fanOutNode == fanOut }) else { return nil }
+        return MemberNaming.staticMember(item, group: found.group, source: found.source, template: found.template, axes: found.axes, vars: vars)
+    }
+
     /// Task, group, join and member names, for did-you-mean: members of
     /// fan-outs up to `NumericBounds.namesCheckedAtLoad` items (a bigger
     /// one's names are not listed for a hint).

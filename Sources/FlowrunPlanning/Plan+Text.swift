@@ -81,7 +81,7 @@ extension Plan {
             }
             if let source = step.fanOutSource { row("foreach", describe(source, axes: step.fanOutAxes)) }
             if let split = step.fanOutSplit { row("split", split.text) }
-            if let items = step.fanOutItems { row("targets", "item" + (items.count == 1 ? " " : "s ") + items.map(String.init).joined(separator: ", ") + " only (named as targets)") }
+            if let items = step.fanOutItems { row("targets", describeTargets(items, of: step, template: task.nameTemplate, vars: vars)) }
             if let name = task.nameTemplate { row("names", name.source) }
             if let source = step.fanOutSource, case .records(let items) = source, let group = step.group,
                let names = MemberNaming.staticNames(group: group, source: source, template: task.nameTemplate, axes: step.fanOutAxes, vars: vars) {
@@ -131,6 +131,20 @@ extension Plan {
         }
         if !step.joins.isEmpty { row("joins", step.joins.joined(separator: ", ")) }
         return lines
+    }
+
+    /// "members g[3] (item 103), g[5] (item 105) only": each member named
+    /// as a target by the name it runs under and its item, as the run shows
+    /// it (issue 31: this said "item 3", the index, for item 103).
+    private static func describeTargets(_ items: [Int], of step: PlanStep, template: Template?, vars: [Variable]) -> String {
+        let group = step.group ?? step.name
+        let members = items.map { index in
+            guard let source = step.fanOutSource,
+                  let member = MemberNaming.staticMember(index, group: group, source: source, template: template, axes: step.fanOutAxes, vars: vars)
+            else { return "\(group)[\(index)]" }
+            return "\(member.name) (item \(member.item.displayText))"
+        }
+        return "member" + (items.count == 1 ? " " : "s ") + members.joined(separator: ", ") + " only (named as targets)"
     }
 
     private static func describeGroupSize(_ step: PlanStep) -> String {
