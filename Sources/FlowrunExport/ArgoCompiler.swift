@@ -103,6 +103,11 @@ struct ArgoCompiler {
                     + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE)",
                 at: operand.location)
             return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
+        case .arguments:
+            problems.refuse(
+                "'\(operand.text)' is the words after -- on a flowrun command line, which an Argo submit does not have: read a vars entry instead (a workflow parameter)",
+                at: operand.location)
+            return nil
         case .item:
             return ArgoValue(path: ArgoPath("item", "item"))
         case .itemField(let path):

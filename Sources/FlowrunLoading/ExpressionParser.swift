@@ -136,6 +136,7 @@ package struct ExpressionParser {
     private func resolve(_ path: String, at offset: Int) throws(ExpressionError) -> OperandPath {
         if path == "item" { return .item }
         if path == "index" { return .index }
+        if path == "args" { return .arguments }
         if path.hasPrefix("item.") {
             let keys = path.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             guard !keys.contains(where: \.isEmpty) else {

@@ -48,19 +48,22 @@ public enum OperandPath: Sendable, Hashable {
     /// `item.KEY` (`item.a.b` reads into a nested record).
     case itemField([String])
     case index
+    /// `args`: the words after `--` on the command line (SPEC §15), filled
+    /// in by the planner before a run (`Planner.fillArguments`).
+    case arguments
 
     /// The task, group or join the operand reads from, if any.
     public var referencedName: String? {
         switch self {
         case .task(let name, _), .group(let name, _), .join(let name, _): return name
-        case .variable, .environment, .item, .itemField, .index: return nil
+        case .variable, .environment, .item, .itemField, .index, .arguments: return nil
         }
     }
 
     /// True when the value exists only at run time (not in a dry run).
     public var needsRunTimeValue: Bool {
         switch self {
-        case .variable: return false
+        case .variable, .arguments: return false
         default: return true
         }
     }

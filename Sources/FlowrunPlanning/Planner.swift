@@ -19,6 +19,10 @@ package struct PlanOptions: Sendable {
     /// `export` keeps the expression: Argo takes `vars` as parameters a
     /// submit may change, so the items are read there.
     package var sizesFanOutsOverVars = true
+    /// The words after `--` (SPEC §15); nil when the command line has no `--`.
+    package var arguments: [String]?
+    /// Fill `${{ args }}` in (`export` leaves it for the compiler to refuse).
+    package var fillsArguments = true
 
     package init() {}
 }
@@ -49,6 +53,7 @@ package enum Planner {
         let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)
         let selection = try TargetSelection(options.only, usingDefault: options.runsDefaultTargets, workflow: workflow, graph: graph)
+        if options.fillsArguments { try fillArguments(&workflow, arguments: options.arguments, selection: selection, graph: graph) }
         let selected = selection.nodes
         var steps = mainSteps(workflow, graph: graph, maxParallel: maxParallel, selected: selected)
         for index in steps.indices where steps[index].kind == .fanOut {

@@ -39,6 +39,7 @@ struct RunCommand: ParsableCommand {
         // Targets and --only are the same thing (SPEC §10).
         options.only = targets + only
         options.runsDefaultTargets = true
+        options.arguments = PassedArguments.split.passed
         // Before lookup moves into the found file's folder: a relative
         // --log-dir is relative to where the user typed it.
         let logDir = file == nil ? settings.logDir.map(WorkflowFileLookup.absolute) : settings.logDir
