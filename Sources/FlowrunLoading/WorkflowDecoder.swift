@@ -35,7 +35,7 @@ struct WorkflowDecoder {
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
         "default",
-        "templates",
+        "templates", "dotenv",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
@@ -62,6 +62,7 @@ struct WorkflowDecoder {
             workflow.shellCommand = words
         }
         if let node = fields["env"]?.value { workflow.env = environment(node, context: .workflow) }
+        if let node = fields["dotenv"]?.value { workflow.dotenv = dotenvFiles(node) }
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
         if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
         if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }

@@ -67,7 +67,7 @@ struct ResumeCommand: ParsableCommand {
         }
         var options = settings.planOptions
         options.only = old.only
-        let plan = try PlanLoader.load(workflowFile, options: options).plan
+        let plan = try PlanLoader.load(workflowFile, options: options, startsRun: true).plan
 
         let identities = TaskIdentities.compute(for: plan)
         let selection: ResumeSelection

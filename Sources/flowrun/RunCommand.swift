@@ -43,7 +43,7 @@ struct RunCommand: ParsableCommand {
         // Before lookup moves into the found file's folder: a relative
         // --log-dir is relative to where the user typed it.
         let logDir = file == nil ? settings.logDir.map(WorkflowFileLookup.absolute) : settings.logDir
-        let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options).plan
+        let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options, startsRun: true).plan
 
         guard !dryRun else {
             Terminal.standardOutput.write(settings.output == .json ? plan.json : plan.text)
