@@ -96,6 +96,7 @@ struct ResumeCommand: ParsableCommand {
         reuse.restored = selection.restored
         reuse.resumedFrom = old.runID
         reuse.store = IncrementalSetup.store(for: plan, force: settings.force)
+        try TaskPrompts.ask(plan, yes: settings.yes)
         try RunLauncher.run(
             consume plan, logDirectory: base, keep: settings.keep, output: settings.output, stream: settings.stream, reuse: reuse,
             identities: identities)

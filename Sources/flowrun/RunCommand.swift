@@ -50,6 +50,7 @@ struct RunCommand: ParsableCommand {
             if settings.output != .json { Terminal.standardOutput.write(IncrementalSetup.dryRunText(plan, force: settings.force)) }
             return
         }
+        try TaskPrompts.ask(plan, yes: settings.yes)
         var reuse = TaskReuse()
         reuse.store = IncrementalSetup.store(for: plan, force: settings.force)
         try RunLauncher.run(
