@@ -24,6 +24,10 @@ struct WorkflowDecoder {
     /// Text made by filling in template calls so far, against `maxExpandedBytes`.
     var expandedBytes = 0
     var reportedExpansionLimit = false
+    /// `includes:`, merged after decoding by `WorkflowIncludes`.
+    var includes: [IncludeEntry] = []
+    /// Decoding a file another one includes: the run's own keys are refused.
+    var isIncluded = false
 
     init(file: String, source: SourceText, names: NameTable) {
         self.file = file
@@ -35,13 +39,15 @@ struct WorkflowDecoder {
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
         "default",
-        "templates", "dotenv",
+        "templates", "dotenv", "includes",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
         var workflow = Workflow(file: file, name: defaultName)
         guard let fields = fields(of: root, what: "the workflow", allowed: Self.topLevelKeys) else { return workflow }
 
+        if isIncluded { refuseKeysOfTheRun(in: fields) }
+        if let node = fields["includes"]?.value { includes = includeEntries(node) }
         if let node = fields["name"]?.value, let name = string(node, what: "name") { workflow.name = name }
         if let node = fields["description"]?.value { workflow.description = string(node, what: "description") }
         if let node = fields["max_parallel"]?.value {

@@ -11,7 +11,7 @@ enum PlanLoader {
     /// file's `dotenv:` into the environment first and asks its prompts.
     static func load(_ file: String, options: PlanOptions = PlanOptions(), startsRun: Bool = false) throws -> (plan: Plan, source: SourceText) {
         MallocTuning.keepLargeBlocksMapped()
-        let result = WorkflowValidator.validate(path: file)
+        let result = WorkflowValidator.validate(path: file, includes: WorkflowTrust.includeSettings)
         let hasErrors = Terminal.report(result.diagnostics, source: result.source)
         guard let workflow = result.workflow, !hasErrors else { throw ExitCode(2) }
         if startsRun, !workflow.dotenv.isEmpty { try DotenvSetup.apply(workflow) }
