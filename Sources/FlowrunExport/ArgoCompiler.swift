@@ -104,10 +104,16 @@ struct ArgoCompiler {
                 at: operand.location)
             return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
         case .arguments:
-            problems.refuse(
-                "'\(operand.text)' is the words after -- on a flowrun command line, which an Argo submit does not have: read a vars entry instead (a workflow parameter)",
+            // Like flowrun's environment: a workflow parameter, empty unless the submit gives one.
+            let parameter = parameterNames.name(for: "args", base: "args")
+            if !environmentParameters.contains(where: { $0.name == parameter }) {
+                environmentParameters.append((parameter, ""))
+            }
+            problems.emulate(
+                "'\(operand.text)' is the words after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow "
+                    + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE), one word however many it holds",
                 at: operand.location)
-            return nil
+            return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
         case .item:
             return ArgoValue(path: ArgoPath("item", "item"))
         case .itemField(let path):

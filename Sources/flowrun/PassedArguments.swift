@@ -13,6 +13,8 @@ enum PassedArguments {
     static func split(_ arguments: [String]) -> (arguments: [String], passed: [String]?) {
         let others = Set(Flowrun.configuration.subcommands.map { $0._commandName }).subtracting([RunCommand._commandName])
         if arguments.count > 1, others.contains(arguments[1]) { return (arguments, nil) }
+        // The shell's completion calls (`---completion run -- WORDS…`) use `--` for the words typed so far.
+        if arguments.dropFirst().first?.hasPrefix("---completion") == true { return (arguments, nil) }
         guard let dashes = arguments.dropFirst().firstIndex(of: "--") else { return (arguments, nil) }
         return (Array(arguments[..<dashes]), Array(arguments[(dashes + 1)...]))
     }
