@@ -74,6 +74,8 @@ public struct Variable: Sendable {
     public var name: String
     public var value: String
     public var location: SourceLocation
+    /// `NAME: { required: true }`: a run needs `--var NAME=…` or `NAME` in the environment (SPEC §15).
+    package var required = false
 
     package init(name: String, value: String, location: SourceLocation) {
         self.name = name

@@ -21,8 +21,10 @@ package struct PlanOptions: Sendable {
     package var sizesFanOutsOverVars = true
     /// The words after `--` (SPEC §15); nil when the command line has no `--`.
     package var arguments: [String]?
-    /// Fill `${{ args }}` in (`export` leaves it for the compiler to refuse).
+    /// Fill `${{ args }}` in (`export` leaves it to the compiler).
     package var fillsArguments = true
+    /// A run: variables declared `required: true` must be given (`list`, `graph`, `export` show them unset).
+    package var requiresVariables = false
 
     package init() {}
 }
@@ -49,6 +51,7 @@ package enum Planner {
     package static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
         var workflow = workflow
         try apply(options, to: &workflow)
+        if options.requiresVariables { try checkRequiredVariables(&workflow, given: options.variables) }
         if options.sizesFanOutsOverVars { sizeFanOutsKnownAtPlanning(&workflow) }
         let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)

@@ -40,6 +40,7 @@ struct RunCommand: ParsableCommand {
         options.only = targets + only
         options.runsDefaultTargets = true
         options.arguments = PassedArguments.split.passed
+        options.requiresVariables = true
         // Before lookup moves into the found file's folder: a relative
         // --log-dir is relative to where the user typed it.
         let logDir = file == nil ? settings.logDir.map(WorkflowFileLookup.absolute) : settings.logDir
