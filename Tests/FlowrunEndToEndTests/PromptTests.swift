@@ -23,6 +23,10 @@ extension RunEndToEnd {
             #expect(refused.exitStatus == 1, "\(String(describing: sandbox.read("stderr")))")
             #expect(sandbox.read("stderr")?.contains(#"'deploy' asks "Deploy to prod?" and there is no terminal to answer on; nothing ran (run with --yes to answer y)"#) == true)
             #expect(!sandbox.exists("ran"))
+            // A dry run asks nothing: it shows the question.
+            let plan = try sandbox.run(Self.workflow, ["--dry-run"])
+            #expect(plan.exitStatus == 0, "\(plan)")
+            #expect(plan.stdout.contains("      prompt:    Deploy to prod? (asked before the run; --yes answers y)\n"), "\(plan)")
             let yes = try sandbox.run(Self.workflow, ["--yes"])
             #expect(yes.exitStatus == 0, "\(yes)")
             #expect(sandbox.lines("ran") == ["built", "deployed"])
