@@ -69,7 +69,8 @@ package enum DotenvLoader {
     /// The `KEY=VALUE` pairs of one file, in order, and its problems at their line and column.
     package static func parse(_ text: String, file: String) -> Loaded {
         var loaded = Loaded()
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
+        // "\r\n" is one Character in Swift: a split at "\n" alone would keep Windows line ends.
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
         var index = 0
         while index < lines.count {
             let lineNumber = index + 1
