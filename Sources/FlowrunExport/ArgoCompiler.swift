@@ -108,6 +108,17 @@ struct ArgoCompiler {
                     + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE)",
                 at: operand.location)
             return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
+        case .arguments:
+            // Like flowrun's environment: a workflow parameter, empty unless the submit gives one.
+            let parameter = parameterNames.name(for: "args", base: "args")
+            if !environmentParameters.contains(where: { $0.name == parameter }) {
+                environmentParameters.append((parameter, ""))
+            }
+            problems.emulate(
+                "'\(operand.text)' is the words after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow "
+                    + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE), one word however many it holds",
+                at: operand.location)
+            return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
         case .item:
             return ArgoValue(path: ArgoPath("item", "item"))
         case .itemField(let path):

@@ -168,6 +168,7 @@ package struct ExpressionParser {
             }
             return .host(fact)
         }
+        if path == "args" { return .arguments }
         if path.hasPrefix("item.") {
             let keys = path.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             guard !keys.contains(where: \.isEmpty) else {

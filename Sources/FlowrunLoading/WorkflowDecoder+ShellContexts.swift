@@ -34,6 +34,11 @@ extension WorkflowDecoder {
                 error(
                     "${{ \(expression) }} is inside \(construct), where bash evaluates the text as code, so a value could run commands; "
                         + "pass it through env: (env: {\(name): \"${{ \(expression) }}\"}) and write $\(name) there", at: location)
+            case _ where Template.isWholeArguments(.expression(expression, location)) && (point.insertion != .word || point.backticks > 0):
+                // The planner fills it in as several single-quoted words: only a
+                // plain word keeps them words (in quotes or a heredoc they would
+                // be text the shell reads again).
+                error("${{ args }} is the words after -- as separate shell words: write it as a plain word (not inside quotes, a heredoc, backticks or ${…})", at: location)
             case .unsupported(let reason):
                 error("${{ \(expression) }} is inside \(reason), where flowrun cannot quote it; pass it through env: and use the variable", at: location)
             default:

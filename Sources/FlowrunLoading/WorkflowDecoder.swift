@@ -27,6 +27,10 @@ struct WorkflowDecoder {
     /// Text made by filling in template calls so far, against `maxExpandedBytes`.
     var expandedBytes = 0
     var reportedExpansionLimit = false
+    /// `includes:`, merged after decoding by `WorkflowIncludes`.
+    var includes: [IncludeEntry] = []
+    /// Decoding a file another one includes: the run's own keys are refused.
+    var isIncluded = false
 
     init(file: String, source: SourceText, names: NameTable) {
         self.file = file
@@ -38,13 +42,15 @@ struct WorkflowDecoder {
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
         "default",
-        "templates",
+        "templates", "dotenv", "includes",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
         var workflow = Workflow(file: file, name: defaultName)
         guard let fields = fields(of: root, what: "the workflow", allowed: Self.topLevelKeys) else { return workflow }
 
+        if isIncluded { refuseKeysOfTheRun(in: fields) }
+        if let node = fields["includes"]?.value { includes = includeEntries(node) }
         if let node = fields["name"]?.value, let name = string(node, what: "name") { workflow.name = name }
         if let node = fields["description"]?.value { workflow.description = string(node, what: "description") }
         if let node = fields["max_parallel"]?.value {
@@ -65,6 +71,7 @@ struct WorkflowDecoder {
             workflow.shellCommand = words
         }
         if let node = fields["env"]?.value { workflow.env = environment(node, context: .workflow) }
+        if let node = fields["dotenv"]?.value { workflow.dotenv = dotenvFiles(node) }
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
         if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
         if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }
@@ -136,6 +143,7 @@ struct WorkflowDecoder {
         guard let pairs = mapping(node, what: "vars") else { return [] }
         return pairs.compactMap { pair in
             guard let name = pair.key.scalar?.text else { return nil }
+            if pair.value.mapping != nil { return requiredVariable(name, pair) }
             guard let scalar = pair.value.scalar else {
                 error("the value of vars.\(name) must be a string or a number, found \(pair.value.kindDescription)", at: pair.value)
                 return nil

@@ -75,19 +75,22 @@ public enum OperandPath: Sendable, Hashable {
     case index
     /// `host.os`, `host.arch`, `host.cpus`: facts of the machine flowrun runs on.
     case host(HostFact)
+    /// `args`: the words after `--` on the command line (SPEC §15), filled
+    /// in by the planner before a run (`Planner.fillArguments`).
+    case arguments
 
     /// The task, group or join the operand reads from, if any.
     public var referencedName: String? {
         switch self {
         case .task(let name, _), .group(let name, _), .join(let name, _): return name
-        case .variable, .environment, .item, .itemField, .index, .host: return nil
+        case .variable, .environment, .item, .itemField, .index, .host, .arguments: return nil
         }
     }
 
     /// True when the value exists only at run time (not in a dry run).
     public var needsRunTimeValue: Bool {
         switch self {
-        case .variable, .host: return false
+        case .variable, .host, .arguments: return false
         default: return true
         }
     }

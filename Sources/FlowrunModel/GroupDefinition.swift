@@ -15,6 +15,8 @@ public struct GroupDefinition: Sendable {
     /// `sequential: true`: members run one at a time in written order (static
     /// members, then fan-out members in item order); a failure skips the rest.
     package var sequential = false
+    /// `aliases: [b]` — other names the group can be run by (SPEC §15).
+    package var aliases: [Reference] = []
 
     public init(name: String, location: SourceLocation) {
         self.name = name

@@ -38,6 +38,14 @@ package struct TargetTable {
             nodeNames.append(node.name)
         }
         vars = workflow.vars
+        // An alias is one more name for its node; the checker made sure none clashes.
+        for (name, aliases) in Self.aliases(of: workflow) {
+            guard let index = graph.indexByName[name] else { continue }
+            for alias in aliases where nodes[alias.value] == nil {
+                nodes[alias.value] = index
+                nodeNames.append(alias.value)
+            }
+        }
         for group in workflow.groups {
             guard let fanOut = group.fanOut, let count = fanOut.source.staticCount, let fanOutNode = graph.indexByName[fanOut.template.name],
                   let groupNode = graph.indexByName[group.name],
@@ -50,6 +58,17 @@ package struct TargetTable {
                 group: group.name, fanOutNode: fanOutNode, groupNode: groupNode, source: fanOut.source,
                 template: fanOut.template.nameTemplate, axes: fanOut.matrixAxes, count: count))
         }
+    }
+
+    /// Each task's and group's aliases, by its name, in file order.
+    package static func aliases(of workflow: Workflow) -> [(name: String, aliases: [Reference])] {
+        var found: [(name: String, aliases: [Reference])] = []
+        for task in workflow.tasks where !task.aliases.isEmpty { found.append((task.name, task.aliases)) }
+        for group in workflow.groups {
+            if !group.aliases.isEmpty { found.append((group.name, group.aliases)) }
+            for member in group.members where !member.aliases.isEmpty { found.append((member.name, member.aliases)) }
+        }
+        return found
     }
 
     package func target(named name: String) -> Target? {

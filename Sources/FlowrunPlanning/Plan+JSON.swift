@@ -101,6 +101,8 @@ private struct PlanDocument: Encodable {
         var runs_after: String?
         /// A call of a template: which one, with every parameter's value.
         var uses: TemplateUse?
+        /// More names it runs by (tasks and groups), and a task's `prompt:`.
+        var aliases: [String]?, prompt: String?
         // Groups.
         var members: [String]?, concurrency: Int?, sequential: Bool?
         // Joins.
@@ -127,7 +129,12 @@ private struct PlanDocument: Encodable {
         semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }
-        steps = plan.steps.map { Self.step($0, vars: workflow.vars) }
+        let aliases = Dictionary(TargetTable.aliases(of: workflow).map { ($0.name, $0.aliases.map(\.value)) }, uniquingKeysWith: { first, _ in first })
+        steps = plan.steps.map { step in
+            var shown = Self.step(step, vars: workflow.vars)
+            if step.kind != .fanOut { shown.aliases = aliases[step.name] }
+            return shown
+        }
         finally = plan.finallySteps.map { Self.step($0, vars: workflow.vars) }
     }
 
@@ -150,6 +157,7 @@ private struct PlanDocument: Encodable {
                 TemplateUse(template: call.template, with: Dictionary(call.arguments.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }))
             }
             result.when = task.when.rawValue
+            result.prompt = task.prompt?.value
             result.if = task.condition?.value.description
             result.timeout_seconds = step.timers.timeout?.seconds
             result.group_timeout_seconds = step.timers.groupTimeout?.seconds

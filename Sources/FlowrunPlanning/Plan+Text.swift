@@ -70,6 +70,8 @@ extension Plan {
             lines.append("  \(step.name)  [\(heading)]")
             guard let task = step.task else { break }
             if let description = task.description { row("about", description) }
+            if !task.aliases.isEmpty { row("aliases", task.aliases.map(\.value).joined(separator: ", ")) }
+            if let prompt = task.prompt { row("prompt", prompt.value + " (asked before the run; --yes answers y)") }
             if let call = task.templateCall { row("uses", call.template + " " + call.arguments.map { "\($0.name)=\(quoted($0.value))" }.joined(separator: ", ")) }
             switch task.action {
             case .run(let script):

@@ -19,6 +19,12 @@ package struct PlanOptions: Sendable {
     /// `export` keeps the expression: Argo takes `vars` as parameters a
     /// submit may change, so the items are read there.
     package var sizesFanOutsOverVars = true
+    /// The words after `--` (SPEC §15); nil when the command line has no `--`.
+    package var arguments: [String]?
+    /// Fill `${{ args }}` in (`export` leaves it to the compiler).
+    package var fillsArguments = true
+    /// A run: variables declared `required: true` must be given (`list`, `graph`, `export` show them unset).
+    package var requiresVariables = false
 
     package init() {}
 }
@@ -45,10 +51,12 @@ package enum Planner {
     package static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
         var workflow = workflow
         try apply(options, to: &workflow)
+        if options.requiresVariables { try checkRequiredVariables(&workflow, given: options.variables) }
         if options.sizesFanOutsOverVars { sizeFanOutsKnownAtPlanning(&workflow) }
         let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)
         let selection = try TargetSelection(options.only, usingDefault: options.runsDefaultTargets, workflow: workflow, graph: graph)
+        if options.fillsArguments { try fillArguments(&workflow, arguments: options.arguments, selection: selection, graph: graph) }
         let selected = selection.nodes
         var steps = mainSteps(workflow, graph: graph, maxParallel: maxParallel, selected: selected)
         for index in steps.indices where steps[index].kind == .fanOut {

@@ -10,6 +10,7 @@ struct Flowrun: ParsableCommand {
         usage: """
             flowrun [FILE] [TARGET...] [--dry-run] [--var <name=value>]... [--max-parallel <n>]
                          [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>] [--keep <n>] [--stream] [--force]
+                         [--yes] [-- WORD...]
             flowrun run [FILE] [TARGET...] [options]
             flowrun validate [--quiet] [FILE...]
             flowrun graph [FILE] [--format dot|mermaid]
@@ -42,6 +43,8 @@ struct Flowrun: ParsableCommand {
               --stream              print what tasks print as they print it: `task | line`
                                     for stdout, `task ! line` for stderr (json: task_output events)
               --force               run tasks with sources: even when they are up to date
+              --yes                 answer y to every prompt: of the tasks that run
+              -- WORD...            the words the named targets read as ${{ args }}
 
             Exit codes: 0 nothing failed, 1 something failed or timed out, 2 invalid \
             workflow or command line, 124 the run's timeout fired, 128+N a signal N \
@@ -63,16 +66,17 @@ struct Flowrun: ParsableCommand {
         // supervisor, and everything below runs in its child, the engine.
         Supervisor.split()
         do {
-            if let script = CompletionScript.requested(by: CommandLine.arguments) {
+            let arguments = PassedArguments.split.arguments
+            if let script = CompletionScript.requested(by: arguments) {
                 Terminal.standardOutput.write(script)
                 Terminal.exitIfOutputFailed()
                 Terminal.exit(0)
             }
-            if let message = CommandSuggestion.message(for: CommandLine.arguments), !RunArguments.isTargetOfFoundWorkflow(CommandLine.arguments[1]) {
+            if let message = CommandSuggestion.message(for: arguments), !RunArguments.isTargetOfFoundWorkflow(arguments[1]) {
                 Terminal.standardError.write(message + "\n")
                 Terminal.exit(2)
             }
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(Array(arguments.dropFirst()))
             try command.run()
             Terminal.exitIfOutputFailed()
         } catch {

@@ -68,7 +68,7 @@ struct ResumeCommand: ParsableCommand {
         }
         var options = settings.planOptions
         options.only = old.only
-        let plan = try PlanLoader.load(workflowFile, options: options).plan
+        let plan = try PlanLoader.load(workflowFile, options: options, startsRun: true).plan
 
         let identities = TaskIdentities.compute(for: plan)
         let selection: ResumeSelection
@@ -97,6 +97,7 @@ struct ResumeCommand: ParsableCommand {
         reuse.restored = selection.restored
         reuse.resumedFrom = old.runID
         reuse.store = IncrementalSetup.store(for: plan, force: settings.force)
+        try TaskPrompts.ask(plan, yes: settings.yes)
         try RunLauncher.run(
             consume plan, logDirectory: base, keep: settings.keep, output: settings.output, stream: settings.stream, reuse: reuse,
             identities: identities)

@@ -76,7 +76,7 @@ enum RunArguments {
     static func isTargetOfFoundWorkflow(_ word: String) -> Bool {
         guard let found = WorkflowFileLookup.lookUp() else { return false }
         guard found.isTrusted else { return true }
-        guard var workflow = WorkflowValidator.validate(path: found.path).workflow else { return false }
+        guard var workflow = WorkflowValidator.validate(path: found.path, includes: WorkflowTrust.includeSettings).workflow else { return false }
         // A member of a fan-out over `vars` is a target too, as the run will find it.
         Planner.sizeFanOutsKnownAtPlanning(&workflow)
         return TargetTable(workflow, graph: DependencyGraph(mainPhaseOf: workflow)).target(named: word) != nil

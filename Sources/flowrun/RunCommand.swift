@@ -39,16 +39,19 @@ struct RunCommand: ParsableCommand {
         // Targets and --only are the same thing (SPEC §10).
         options.only = targets + only
         options.runsDefaultTargets = true
+        options.arguments = PassedArguments.split.passed
+        options.requiresVariables = true
         // Before lookup moves into the found file's folder: a relative
         // --log-dir is relative to where the user typed it.
         let logDir = file == nil ? settings.logDir.map(WorkflowFileLookup.absolute) : settings.logDir
-        let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options).plan
+        let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options, startsRun: true).plan
 
         guard !dryRun else {
             Terminal.standardOutput.write(settings.output == .json ? plan.json : plan.text)
             if settings.output != .json { Terminal.standardOutput.write(IncrementalSetup.dryRunText(plan, force: settings.force)) }
             return
         }
+        try TaskPrompts.ask(plan, yes: settings.yes)
         var reuse = TaskReuse()
         reuse.store = IncrementalSetup.store(for: plan, force: settings.force)
         try RunLauncher.run(

@@ -43,7 +43,7 @@ enum TaskNameCompletion {
     /// Names a user can ask for: tasks, groups, joins and finally tasks
     /// (not a fan-out's template `G[*]`, which is no target).
     static func names(in file: String) -> [String] {
-        let result = WorkflowValidator.validate(path: file)
+        let result = WorkflowValidator.validate(path: file, includes: WorkflowTrust.includeSettings)
         guard let workflow = result.workflow, !result.diagnostics.hasErrors,
               let plan = try? Planner.plan(workflow) else { return [] }
         return plan.listEntries.filter { $0.kind != "fan-out" }.map(\.name)

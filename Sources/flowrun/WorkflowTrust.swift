@@ -1,4 +1,5 @@
 import FlowrunRecord
+import FlowrunLoading
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -120,5 +121,22 @@ struct WorkflowTrust {
         guard let pointer = realpath(path, nil) else { return path }
         defer { free(pointer) }
         return String(cString: pointer)
+    }
+}
+
+extension WorkflowTrust {
+    /// The rule for a file an `includes:` names (SPEC §15): the same as for
+    /// a file the lookup finds, since it runs as much as the including one.
+    static let includeSettings = IncludeSettings { path in
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        switch WorkflowTrust.fromEnvironment().open(folder: folder, name: name) {
+        case .success(let descriptor):
+            close(descriptor)
+            return nil
+        case .failure(let refusal):
+            return refusal.description
+        }
     }
 }
