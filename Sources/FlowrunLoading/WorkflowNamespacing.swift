@@ -96,11 +96,12 @@ struct WorkflowNamespacing {
             case .task(let name, let field): operand.path = .task(prefix + name, field)
             case .group(let name, let field): operand.path = .group(prefix + name, field)
             case .join(let name, let field): operand.path = .join(prefix + name, field)
-            case .environment, .item, .itemField, .index, .arguments: break
+            case .environment, .item, .itemField, .index, .arguments, .host: break
             }
             return .operand(operand)
         case .not(let inner): return .not(self.expression(inner))
         case .binary(let op, let left, let right): return .binary(op, self.expression(left), self.expression(right))
+        case .call(let function, let arguments): return .call(function, arguments.map(self.expression))
         }
     }
 }

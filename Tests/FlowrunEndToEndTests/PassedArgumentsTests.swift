@@ -49,5 +49,25 @@ extension RunEndToEnd {
             #expect(run.stderr.contains("\(file):2:23: error: 'args' is the words after --"), "\(run)")
             #expect(run.stderr.contains("\(file):2:55: error: 'args' is the words after --"), "\(run)")
         }
+
+        /// The words are filled in as single-quoted shell words: in quotes or
+        /// a heredoc the shell would read them again (a `$( )` in a word would
+        /// run in an unquoted heredoc), so `${{ args }}` is only a plain word.
+        @Test func argsOnlyAsAPlainWord() throws {
+            let sandbox = try RunSandbox()
+            let refused = try sandbox.write(workflow: """
+                tasks:
+                  a:
+                    run: |
+                      echo "${{ args }}"
+                      cat <<EOF
+                      ${{ args }}
+                      EOF
+                """, to: "refused.yaml")
+            let check = try FlowrunBinary.run(["validate", refused])
+            #expect(check.exitStatus == 2, "\(check)")
+            #expect(check.stderr.contains("\(refused):4:13: error: ${{ args }} is the words after -- as separate shell words: write it as a plain word"), "\(check)")
+            #expect(check.stderr.contains("\(refused):6:7: error: ${{ args }} is the words after -- as separate shell words"), "\(check)")
+        }
     }
 }
