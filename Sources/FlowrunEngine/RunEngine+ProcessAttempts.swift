@@ -163,8 +163,6 @@ extension RunEngine {
 
     func progressed(_ index: Int, _ percent: Int) {
         guard nodes.contains(index), nodes[index].status == .running else { return }
-        var progress = event(.taskProgress, index)
-        progress.progress = percent
-        emit(progress)
+        emit(event(.taskProgress(.init(task: nodes[index].name, percent: percent))))
     }
 }
