@@ -72,7 +72,7 @@ let package = Package(
             dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunEvents", "FlowrunRecord"],
             swiftSettings: strictSettings),
         // Plan → an Argo Workflows manifest.
-        .target(name: "FlowrunExport", dependencies: ["FlowrunModel", "FlowrunPlanning"], swiftSettings: strictSettings),
+        .target(name: "FlowrunExport", dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning"], swiftSettings: strictSettings),
         // Argument parsing and wiring only.
         .executableTarget(
             name: "flowrun",

@@ -26,6 +26,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     // touches until both pipes have ended (handed back on `queue`).
     struct Setup {
         var shell: String
+        /// The workflow's `shell:` arguments, before `-c` (`bash -euo pipefail`).
+        var shellArguments: [String] = []
         var script: String
         /// `SHELL -c`, a task's `shell:`, or the script's own `#!` line.
         var launch: ScriptLaunch = .shellCommand
@@ -172,7 +174,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             }))
         openOutputs = [stdoutRegistration, stderrRegistration]
         var request = LaunchRequest(
-            shell: setup.shell, script: setup.script, environment: setup.environment, inherited: setup.inherited,
+            shell: setup.shell, script: setup.script, shellArguments: setup.shellArguments, environment: setup.environment, inherited: setup.inherited,
             workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
         let throughShell = request
         if let words = setup.directCommand {

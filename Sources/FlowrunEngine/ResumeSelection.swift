@@ -26,11 +26,16 @@ package struct ResumeSelection: Sendable {
     package static func select(plan: Plan, identities: [String: TaskIdentity], old: ResumeSource, from: [String]) throws(Problem) -> ResumeSelection {
         var selector = Selector(plan: plan, identities: identities, old: old)
         for name in from {
-            guard let index = selector.stepByName[name] else {
-                let names = plan.steps.filter { $0.kind != .fanOut }.map(\.name)
-                throw Problem(description: "--from \(name): no task, group or join has that name\(Suggestion.hint(for: name, in: names))")
+            if let index = selector.stepByName[name] {
+                selector.markDownstream(of: index)
+            } else if selector.oldMembers.values.contains(where: { $0.contains { $0.name == name } }) {
+                // A fan-out member (`test[os=linux]`): it runs again, its
+                // group is then not the old run's, so what follows it runs too.
+                selector.rerunMembers.insert(name)
+            } else {
+                let names = plan.steps.filter { $0.kind != .fanOut }.map(\.name) + selector.oldMembers.values.flatMap { $0.map(\.name) }
+                throw Problem(description: "--from \(name): no task, group, join or fan-out member of the run has that name\(Suggestion.hint(for: name, in: names))")
             }
-            selector.markDownstream(of: index)
         }
         for index in plan.steps.indices { _ = selector.isComplete(index) }
         var selection = ResumeSelection()
@@ -48,6 +53,8 @@ package struct ResumeSelection: Sendable {
         let old: ResumeSource
         /// Steps `--from` runs again.
         var rerun = Set<Int>()
+        /// Fan-out members `--from` names (its group then runs its other members restored).
+        var rerunMembers = Set<String>()
         var complete: [Int: Bool] = [:]
         var restored: [String: RestoredTask] = [:]
         var changed: [(name: String, changes: [String])] = []
@@ -103,7 +110,11 @@ package struct ResumeSelection: Sendable {
                     let members = oldMembers[group] ?? []
                     var all = old.groupStatus[group] == "succeeded"
                     for member in members {
-                        if member.status == "succeeded" { all = restore(member: member, template: step.name) && all } else { all = false }
+                        if member.status == "succeeded", !rerunMembers.contains(member.name) {
+                            all = restore(member: member, template: step.name) && all
+                        } else {
+                            all = false
+                        }
                     }
                     result = all
                 } else {

@@ -31,7 +31,8 @@ extension RunEngine {
             let environment = childEnvironment(overrides, ownKeysFrom: plan.workflow.env.count + (task?.value.env.count ?? 0))
             let launch = ScriptLaunch.of(shell: task?.value.shell, script: rendered)
             var setup = ProcessAttempt.Setup(
-                shell: launch.program(shell: plan.workflow.shell), script: rendered, launch: launch, environment: environment.entries, inherited: environment.inherited,
+                shell: launch.program(shell: plan.workflow.shellCommand[0]), shellArguments: launch == .shellCommand ? Array(plan.workflow.shellCommand.dropFirst()) : [],
+                script: rendered, launch: launch, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
                 log: record.log(index: index, name: name, exists: nodes[index].hasLog),
                 logPathForFiles: record.logPathForFiles(index: index, name: name),
@@ -41,7 +42,7 @@ extension RunEngine {
                 secretMasker: secretMasker)
             // What `sh -c` would do with one simple command, done without it,
             // with the environment sh would pass on (no `cwd:`: PWD is flowrun's).
-            if launch == .shellCommand, plan.workflow.shell == "/bin/sh", task?.value.cwd == nil, !ScriptFile.isNeeded(for: rendered),
+            if launch == .shellCommand, plan.workflow.shellCommand == ["/bin/sh"], task?.value.cwd == nil, !ScriptFile.isNeeded(for: rendered),
                let inherited = environment.inherited, !environment.entries.contains(where: { $0.hasPrefix("PWD=") }),
                let searchPath = environment.entries.last(where: { $0.hasPrefix("PATH=") }).map({ String($0.dropFirst(5)) }) ?? baseEnvironment["PATH"],
                let words = DirectCommand.words(of: rendered) {

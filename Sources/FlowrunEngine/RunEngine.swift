@@ -371,7 +371,7 @@ package final class RunEngine: @unchecked Sendable {
         if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
         for reporter in reporters { reporter.finish() }
         if let failure = record.failure {
-            writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")
+            _ = writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")  // stderr: nowhere else to say it
         }
         done.signal()
     }
@@ -442,7 +442,7 @@ package final class RunEngine: @unchecked Sendable {
             }
         } catch {
             // sigaction fails only for an invalid signal; say so rather than crash.
-            writeAll(STDERR_FILENO, "flowrun: cannot handle signals: \(error)\n")
+            _ = writeAll(STDERR_FILENO, "flowrun: cannot handle signals: \(error)\n")  // stderr: nowhere else to say it
         }
     }
 

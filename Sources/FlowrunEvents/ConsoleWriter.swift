@@ -161,8 +161,10 @@ package final class ConsoleWriter: Sendable {
         standardOutput.drain(stall: stall, limit: limit)
         let dropped = droppedLines
         if dropped > 0 {
+            // EPIPE: the reader left (`| head`); anything else is the output itself failing (`> /dev/full`).
             let why = standardOutput.failure.flatMap { $0 == EAGAIN ? nil : $0 }
-                .map { "the reader went away (\(String(cString: strerror($0))))" } ?? "the reader was not reading"
+                .map { ($0 == EPIPE ? "the reader went away" : "standard output failed") + " (\(String(cString: strerror($0))))" }
+                ?? "the reader was not reading"
             standardError.write("flowrun: \(dropped) console line\(dropped == 1 ? "" : "s") dropped: \(why)\n")
         }
         standardError.drain(stall: stall, limit: limit)

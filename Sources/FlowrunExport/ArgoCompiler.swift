@@ -36,10 +36,15 @@ struct ArgoCompiler {
     var groupExtraNeeds: [String: [Reference]] = [:]
     /// `env.NAME` reads, as workflow parameters: (parameter, NAME).
     var environmentParameters: [(name: String, variable: String)] = []
+    /// `secrets:` names, and those flowrun takes from its caller (`ArgoCompiler+Secrets`).
+    let secretNames: Set<String>
+    let callerSecrets: [String]
 
     init(plan: Plan, options: ArgoExportOptions) {
         self.plan = plan
         self.options = options
+        secretNames = Self.secretNames(of: plan.workflow)
+        callerSecrets = Self.callerSecrets(of: plan.workflow)
         var problems = ArgoExportProblems(strict: options.strict)
         semaphores = ArgoSemaphores(workflow: plan.workflow, configMapName: ArgoNames.objectName(plan.workflow.name) + "-semaphores", problems: &problems)
         self.problems = problems
@@ -106,7 +111,9 @@ struct ArgoCompiler {
         case .item:
             return ArgoValue(path: ArgoPath("item", "item"))
         case .itemField(let path):
-            return ArgoValue(path: ArgoPath("item", path[0]))
+            // Each field read is its own key of the item (`outputs.num`): a tag
+            // `{{item.outputs.num}}`, and nested `item['outputs']['num']` in an expression.
+            return ArgoValue(path: ArgoPath("item", keys: path))
         case .index:
             return ArgoValue(path: ArgoPath("item", "index"))
         case .task(let name, let field):

@@ -142,7 +142,7 @@ struct WorkflowChecker {
                 members.append(member.value)
             }
             if case .count(let count) = join.need.value, count > join.wait.count {
-                error("join '\(join.name)' needs \(count) members to succeed but waits for only \(join.wait.count)", at: join.need.location)
+                error("join '\(join.name)' needs \(count) member\(count == 1 ? "" : "s") to succeed but waits for only \(join.wait.count)", at: join.need.location)
             }
             for item in join.report ?? [] { checkReportItem(item, members: members) }
         }

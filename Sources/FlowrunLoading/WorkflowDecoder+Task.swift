@@ -56,6 +56,9 @@ extension WorkflowDecoder {
         if let node = fields["sources"]?.value { task.sources = globs(node, what: "sources") }
         if let node = fields["generates"]?.value { task.generates = globs(node, what: "generates") }
         if let node = fields["shell"]?.value { task.shell = shellCommand(node, script: task.action) }
+        if case .run(let script) = task.action {
+            if ScriptLaunch.of(shell: task.shell, script: script.source).readsAsShell { checkShellContexts(script) } else { warnOfQuotedValues(script) }
+        }
         if let node = fields["name"]?.value, let text = string(node, what: "name") {
             task.nameTemplate = template(text, node: node)
             if task.nameTemplate?.isLiteral == true {

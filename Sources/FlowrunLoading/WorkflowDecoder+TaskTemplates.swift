@@ -142,6 +142,13 @@ extension WorkflowDecoder {
                     error("template '\(template.name)' has no parameter '\(parameter)'\(Suggestion.hint(for: parameter, in: declared)); \(list)", at: pair.key)
                     continue
                 }
+                // `os: ~`, `os: null`, `os:` give no value: a required parameter exists to catch exactly that.
+                if template.parameter(named: parameter)?.isRequired == true, pair.value.scalar?.isNull == true, pair.value.tag == nil {
+                    error("parameter '\(parameter)' of template '\(template.name)' is required but given null (\(Self.nullSpelling(pair.value, key: parameter))): give it a value (\"\" for an empty one)", at: pair.value)
+                    invalid = true
+                    values[parameter] = TemplateParameterScope.Value(text: "", isPlaceholder: true)
+                    continue
+                }
                 guard pair.value.scalar != nil else {
                     error("the value of parameter '\(parameter)' must be a string or a number, found \(pair.value.kindDescription)", at: pair.value)
                     invalid = true
@@ -185,6 +192,12 @@ extension WorkflowDecoder {
         }
         task?.templateCall = TemplateCall(template: template.name, arguments: arguments)
         return task
+    }
+
+    /// How a null was written, for messages: `~`, `null`, or nothing after the key.
+    static func nullSpelling(_ node: YAMLNode, key: String) -> String {
+        let text = node.scalar?.text ?? ""
+        return text.isEmpty ? "nothing after '\(key):'" : text
     }
 
     private func unknownTemplate(_ name: String) -> String {
@@ -277,6 +290,8 @@ extension WorkflowDecoder {
         var text = ""
         var rest = Substring(scalar.text)
         var onlyValue: TemplateParameterScope.Value?
+        /// The first value put in that has a place of its own (a call's `with:` entry or a default).
+        var firstPlaced: TemplateParameterScope.Value?
         var replaced = 0
         while let open = Self.firstRange(of: "${{", in: rest) {
             guard let close = Self.firstRange(of: "}}", in: rest[open.upperBound...]) else { break }
@@ -291,6 +306,7 @@ extension WorkflowDecoder {
                 text += value.text
                 replaced += 1
                 onlyValue = value
+                if firstPlaced == nil, value.node != nil { firstPlaced = value }
             } else {
                 if reportsUnknown, Self.firstRange(of: "params.", in: inner) != nil {
                     error("in this key ${{ params.NAME }} can only stand alone, as text; it is not an expression here", at: node)
@@ -302,9 +318,11 @@ extension WorkflowDecoder {
         text += rest
         guard replaced > 0 else { return node }
         expandedBytes += text.utf8.count
-        // A value that is the whole scalar keeps its own place: errors about it point at the call.
+        // The text now holds the call's values: errors about it (an unknown
+        // semaphore, `${{ }}` where none is read) point at the value that
+        // made it, in the call, not at the template every call shares.
         let whole = replaced == 1 && onlyValue.map { text == $0.text } == true
-        let mark = whole ? (onlyValue?.node?.mark ?? node.mark) : node.mark
+        let mark = (whole ? onlyValue?.node?.mark : firstPlaced?.node?.mark) ?? node.mark
         // The template's quoting decides the type: `retries: ${{ params.n }}` is a number for `n: 3` and `n: "3"`.
         return YAMLNode(.scalar(YAMLScalar(text, style: scalar.style)), at: mark, tag: node.tag)
     }

@@ -19,14 +19,15 @@ extension WorkflowDecoder {
         let nodeLocation = location(node)
         guard let scope = parameterScope else { return Template(source: text, segments: [.text(text)], location: nodeLocation) }
         let pieces: [TemplatePiece]
-        if let known = templatePieces[nodeLocation] {
-            pieces = known
+        // The same place holds the same text in every call unless a parameter was filled in as text before.
+        if let known = templatePieces[nodeLocation], known.text == text {
+            pieces = known.pieces
         } else {
             guard let found = splitAtExpressions(text, at: nodeLocation, insideShell: insideShell) else {
                 return Template(source: text, segments: [], location: nodeLocation)
             }
             pieces = found
-            templatePieces[nodeLocation] = found
+            templatePieces[nodeLocation] = (text, found)
         }
         var segments: [Template.Segment] = []
         segments.reserveCapacity(pieces.count)
@@ -45,7 +46,7 @@ extension WorkflowDecoder {
                 segments.append(.text(text))
                 if fills { filled += text }
             case .parameter(let name, let start, let written):
-                if let value = scope.values[name], let values = scope.segments(for: name, insideShell: insideShell) {
+                if let value = scope.values[name], let values = scope.segments(for: name, insideShell: insideShell, at: start) {
                     segments += values
                     filled += value.template == nil && insideShell ? ShellText.word(value.text) : value.text
                 } else {

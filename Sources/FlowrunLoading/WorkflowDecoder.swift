@@ -16,8 +16,14 @@ struct WorkflowDecoder {
     /// Where checking the templates on their own found problems: a call
     /// does not report them again.
     var templateProblemLocations: Set<SourceLocation> = []
-    /// A template's keys split at their `${{ }}` once, by the key's place, for every call.
-    var templatePieces: [SourceLocation: [TemplatePiece]] = [:]
+    /// A template's keys split at their `${{ }}` once, by the key's place,
+    /// for every call: with the text they were split from, since a key whose
+    /// parameters were filled in as text (`sources: ["src/${{ params.name }}.c"]`)
+    /// has a different text at the same place in each call.
+    var templatePieces: [SourceLocation: (text: String, pieces: [TemplatePiece])] = [:]
+    /// The shell contexts of a `run:` script's values, by where the script is
+    /// and the order of its text and values: a template's calls share them.
+    var shellContexts: [ShellContextKey: (texts: [String], points: [ShellInsertionPoint])] = [:]
     /// Text made by filling in template calls so far, against `maxExpandedBytes`.
     var expandedBytes = 0
     var reportedExpansionLimit = false
@@ -55,8 +61,8 @@ struct WorkflowDecoder {
         if let node = fields["timeout"]?.value { workflow.timeout = positiveDuration(node, what: "timeout") }
         if let node = fields["fail_fast"]?.value, let value = bool(node, what: "fail_fast") { workflow.failFast = value }
         if let node = fields["kill_grace"]?.value, let value = duration(node, what: "kill_grace") { workflow.killGrace = value.value }
-        if let node = fields["shell"]?.value, let shell = string(node, what: "shell") {
-            if shell.isEmpty { error("shell must not be empty", at: node) } else { workflow.shell = shell }
+        if let node = fields["shell"]?.value, let words = workflowShell(node) {
+            workflow.shellCommand = words
         }
         if let node = fields["env"]?.value { workflow.env = environment(node, context: .workflow) }
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }

@@ -16,7 +16,12 @@ public struct Workflow: Sendable {
     public var timeout: Located<Duration>?
     public var failFast: Bool = false
     public var killGrace: Duration = .seconds(5)
-    public var shell: String = "/bin/sh"
+    /// The top-level `shell:`: the program and its arguments (`bash -euo
+    /// pipefail` or a list); scripts run as `PROGRAM ARGUMENTS… -c SCRIPT`.
+    public var shellCommand: [String] = ["/bin/sh"]
+    /// The shell as text, its words joined by spaces: shown by the plan and
+    /// hashed into identities (`/bin/sh` for the default, as before lists).
+    public var shell: String { shellCommand.joined(separator: " ") }
     public var env: [EnvironmentEntry] = []
     public var vars: [Variable] = []
     /// `secrets: [NAME, ...]`: vars and environment variables whose values

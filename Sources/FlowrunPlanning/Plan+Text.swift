@@ -19,7 +19,7 @@ extension Plan {
             lines.append("  vars: " + workflow.vars.map { "\($0.name)=\(Self.quoted($0.value))" }.joined(separator: ", "))
         }
         if !workflow.env.isEmpty {
-            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" }.joined(separator: ", "))
+            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, vars: workflow.vars) }.joined(separator: ", "))
         }
         for semaphore in semaphores {
             let users = semaphore.users.isEmpty ? "unused" : "used by " + semaphore.users.joined(separator: ", ")
@@ -43,7 +43,8 @@ extension Plan {
         let fanOuts = steps.filter { $0.kind == .fanOut }
         let fanOutMembers = fanOuts.compactMap(\.fanOutCount).reduce(0, +)
         let unknown = fanOuts.filter { $0.fanOutCount == nil }.count
-        var total = "\(taskCount + fanOutMembers) tasks"
+        let tasks = taskCount + fanOutMembers
+        var total = "\(tasks) task\(tasks == 1 ? "" : "s")"
         if unknown > 0 { total += " + \(unknown) fan-out\(unknown == 1 ? "" : "s") sized at run time" }
         let groupCount = steps.filter { $0.kind == .group }.count
         let joinCount = steps.filter { $0.kind == .join }.count
@@ -104,12 +105,12 @@ extension Plan {
             }
             if task.continueOnError { policy.append("continue_on_error") }
             if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
-            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" }.joined(separator: ", ")) }
-            if let cwd = task.cwd { row("cwd", cwd.source) }
+            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, vars: vars) }.joined(separator: ", ")) }
+            if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, vars: vars)) }
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
-            let count = step.fanOutSource == nil ? "\(step.members.count) members" : describeGroupSize(step)
+            let count = step.fanOutSource == nil ? "\(step.members.count) member\(step.members.count == 1 ? "" : "s")" : describeGroupSize(step)
             lines.append("  \(step.name)  [group, \(count)\(step.sequential ? ", sequential" : "")]")
             row("members", step.members.joined(separator: ", "))
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ")) }
@@ -133,7 +134,7 @@ extension Plan {
     private static func describeGroupSize(_ step: PlanStep) -> String {
         let statics = step.members.count - 1
         let fanOut = step.fanOutCount.map(String.init) ?? "*"
-        return statics > 0 ? "\(statics) + \(fanOut) members" : "\(fanOut) members"
+        return statics > 0 ? "\(statics) + \(fanOut) members" : "\(fanOut) member\(step.fanOutCount == 1 ? "" : "s")"
     }
 
     private static func describe(_ limits: TaskLimits) -> String {
@@ -157,6 +158,11 @@ extension Plan {
         case .range(let low, let high): return "range \(low)…\(high)"
         case .expression(let template): return template.source + " (read at run time)"
         }
+    }
+
+    /// ` → VALUE` for a template whose value the plan knows (vars, flowrun's environment), else "".
+    private static func filledIn(_ template: Template, vars: [Variable]) -> String {
+        PlanTimeValue.of(template, vars: vars).map { " → " + quoted($0) } ?? ""
     }
 
     private static func oneLine(_ text: String) -> String {

@@ -38,8 +38,11 @@ package struct TargetSelection {
                 members[fanOut, default: (group, [])].items.insert(item)
                 // The fan-out's own needs and its group's.
                 queue.append(contentsOf: graph.dependencies[fanOut])
+            case nil where workflow.finally.contains { $0.name == name }:
+                // Not a target: finally tasks run at the end of every run, whichever targets it has.
+                throw PlanningError(message: "'\(name)' is a finally task, which runs after every run anyway, whatever its targets; name the tasks, groups, joins or fan-out members to run (all of them: no target)")
             case nil:
-                throw PlanningError(message: "no task, group, join or fan-out member is named '\(name)'\(Suggestion.hint(for: name, in: table.names))")
+                throw PlanningError(message: "no task, group, join or fan-out member is named '\(name)'\(TargetSuggestion.hint(for: name, in: table.names))")
             }
         }
         while let next = queue.popLast() {

@@ -97,7 +97,8 @@ final class EventsFile: @unchecked Sendable {
         failed = true
         let whole = bytes[..<written].lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
         length += off_t(whole)
-        _ = ftruncate(descriptor, length)
-        folder.noteFailure("cannot write \(directory)/events.jsonl: \(String(cString: strerror(reason)))")
+        // The cut can fail too (an I/O error): then the file may end mid-line, and the message says so.
+        let cut = ftruncate(descriptor, length) == 0 ? "" : "; cutting it back to its last whole line failed too: \(String(cString: strerror(errno)))"
+        folder.noteFailure("cannot write \(directory)/events.jsonl: \(String(cString: strerror(reason)))" + cut)
     }
 }

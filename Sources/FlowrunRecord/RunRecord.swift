@@ -260,21 +260,26 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
     }
 }
 
-/// Writes every byte, retrying short writes and EINTR.
-package func writeAll(_ descriptor: Int32, _ text: String) {
+/// Writes every byte, retrying short writes and EINTR. False (with errno
+/// set) if a write failed: each caller says what that means for it.
+package func writeAll(_ descriptor: Int32, _ text: String) -> Bool {
     var text = text
-    text.withUTF8 { _ = writeAll(descriptor, UnsafeRawBufferPointer($0)) }
+    return text.withUTF8 { writeAll(descriptor, UnsafeRawBufferPointer($0)) }
 }
 
 /// Writes every byte of a buffer, retrying short writes and EINTR. False
 /// (with errno set) if a write failed.
-@discardableResult
 package func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
     var offset = 0
     while offset < bytes.count {
         let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
         if written < 0 {
             if errno == EINTR { continue }
+            return false
+        }
+        // Nothing taken and no error: retrying would spin for ever.
+        if written == 0 {
+            errno = EIO
             return false
         }
         offset += written

@@ -327,7 +327,7 @@ enum CursorGuard {
             let descriptor = CursorGuard.hiddenOn.exchange(-1, ordering: .relaxed)
             // Not on a console that failed or was given up on: this write would block.
             if descriptor >= 0, ConsoleWriter.shared(for: descriptor).failure == nil {
-                writeAll(descriptor, LiveScreen.showCursor)
+                _ = writeAll(descriptor, LiveScreen.showCursor)  // at exit: nothing left to tell
             }
         }
     }()

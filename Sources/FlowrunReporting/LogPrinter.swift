@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FlowrunRecord
 import FlowrunValues
 /// Where `flowrun logs` puts a log's bytes: as they are into a pipe or a
@@ -11,6 +14,9 @@ package final class LogPrinter {
     private let descriptor: Int32
     /// Bytes after the last line break, held until the line is whole (escaping only).
     private var partial: [UInt8] = []
+    /// The errno of the first write that failed (`logs > /dev/full`): the
+    /// command fails with it; nothing more is written.
+    package private(set) var failure: Int32?
 
     package init(escapes: Bool, descriptor: Int32 = 1) {
         self.escapes = escapes
@@ -18,8 +24,9 @@ package final class LogPrinter {
     }
 
     package func print(_ bytes: [UInt8]) {
+        guard failure == nil else { return }
         guard escapes else {
-            bytes.withUnsafeBytes { _ = writeAll(descriptor, $0) }
+            if !bytes.withUnsafeBytes({ writeAll(descriptor, $0) }) { failure = errno }
             return
         }
         partial += bytes
@@ -30,13 +37,13 @@ package final class LogPrinter {
             text += "\n"
         }
         partial.removeFirst(last + 1)
-        writeAll(descriptor, text)
+        if !writeAll(descriptor, text) { failure = errno }
     }
 
     /// Writes a last line that has no line break.
     package func finish() {
-        if escapes, !partial.isEmpty {
-            writeAll(descriptor, TerminalText.escaped(String(decoding: partial, as: UTF8.self)) + "\n")
+        if escapes, !partial.isEmpty, failure == nil {
+            if !writeAll(descriptor, TerminalText.escaped(String(decoding: partial, as: UTF8.self)) + "\n") { failure = errno }
             partial.removeAll()
         }
     }

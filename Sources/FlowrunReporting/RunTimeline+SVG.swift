@@ -59,7 +59,7 @@ extension RunTimeline {
 
         let title = (workflow.isEmpty ? "run" : workflow) + (runID.isEmpty ? "" : " · " + runID)
             + " · " + Self.durationText(end) + (isFinished ? "" : " (live)")
-            + " · \(Set(attempts.map(\.task)).count + instants.filter { $0.kind == .notRun }.count) tasks"
+            + " · " + Self.taskCount(Set(attempts.map(\.task)).count + instants.filter { $0.kind == .notRun }.count)
         out += "<text x=\"\(Self.number(Layout.left))\" y=\"18\" font-size=\"13\" font-weight=\"bold\">\(Self.escaped(title))</text>\n"
         appendAxis(layout, to: &out)
 
@@ -205,6 +205,9 @@ extension RunTimeline {
     }
 
     /// `350ms`, `2.5s`, `1m30s`, `1h05m`.
+    /// `1 task`, `2 tasks`: the title's count.
+    static func taskCount(_ count: Int) -> String { "\(count) task\(count == 1 ? "" : "s")" }
+
     static func durationText(_ seconds: Double) -> String {
         if seconds <= 0 { return "0s" }
         if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }

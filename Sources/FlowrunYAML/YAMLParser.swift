@@ -94,7 +94,30 @@ final class YAMLParser {
         if index < inputCount, input[index] == 0x09 {
             return YAMLProblem("a tab cannot indent YAML; indent with spaces (\(message))", at: Self.mark(parser.pointee.problem_mark))
         }
+        if let hint = flowPunctuationHint(problem: problem) {
+            return YAMLProblem(hint + " (\(message))", at: Self.mark(parser.pointee.problem_mark))
+        }
         return YAMLProblem(message, at: Self.mark(parser.pointee.problem_mark))
+    }
+
+    /// libyaml's "did not find expected ',' or '}'" where the flow
+    /// collection holds an unquoted `${{`: its braces are flow punctuation
+    /// there. Says what to quote, as FORMAT.md's "Writing scripts and
+    /// expressions in YAML" does.
+    private func flowPunctuationHint(problem: String) -> String? {
+        let closer: String
+        let example: String
+        switch problem {
+        case "did not find expected ',' or '}'": (closer, example) = ("{ … }", "env: { TAG: \"${{ vars.tag }}\" }")
+        case "did not find expected ',' or ']'": (closer, example) = ("[ … ]", "sources: [\"src/${{ item }}.c\"]")
+        default: return nil
+        }
+        // libyaml stops at the first `{` of an unquoted `${{`: the plain value ended at `$`.
+        let index = Int(parser.pointee.problem_mark.index)
+        guard index > 0, index + 1 < inputCount, input[index - 1] == UInt8(ascii: "$"),
+              input[index] == UInt8(ascii: "{"), input[index + 1] == UInt8(ascii: "{") else { return nil }
+        return "a ${{ }} inside \(closer) must be quoted, because { and } are flow punctuation there: "
+            + "put the whole value in quotes, as in \(example), or write it in block style"
     }
 
     /// The one place where libyaml's 0-based marks become 1-based (byte

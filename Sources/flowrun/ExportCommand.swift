@@ -59,13 +59,12 @@ struct ExportCommand: ParsableCommand {
         Terminal.report(export.diagnostics, source: source)
         guard let manifest = export.manifest else { throw ExitCode(2) }
         if let output {
-            let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard descriptor >= 0 else {
-                Terminal.standardError.write("flowrun: cannot write \(output): \(String(cString: strerror(errno)))\n")
-                throw ExitCode(2)
+            do {
+                try SafeFileWriter.write(manifest, to: output)
+            } catch {
+                Terminal.standardError.write("flowrun: \(error)\n")
+                throw ExitCode(1)
             }
-            writeAll(descriptor, manifest)
-            close(descriptor)
         } else {
             Terminal.standardOutput.write(manifest)
         }

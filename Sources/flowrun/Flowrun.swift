@@ -63,6 +63,7 @@ struct Flowrun: ParsableCommand {
         do {
             if let script = CompletionScript.requested(by: CommandLine.arguments) {
                 Terminal.standardOutput.write(script)
+                Terminal.exitIfOutputFailed()
                 Terminal.exit(0)
             }
             if let message = CommandSuggestion.message(for: CommandLine.arguments), !RunArguments.isTargetOfFoundWorkflow(CommandLine.arguments[1]) {
@@ -71,8 +72,16 @@ struct Flowrun: ParsableCommand {
             }
             var command = try parseAsRoot()
             try command.run()
+            Terminal.exitIfOutputFailed()
         } catch {
             let code = exitCode(for: error)
+            if code == .success {
+                // Help, --version, completion candidates: through Terminal, so a failed write fails.
+                let text = fullMessage(for: error)
+                if !text.isEmpty { Terminal.standardOutput.write(text + "\n") }
+                Terminal.exitIfOutputFailed()
+                Terminal.exit(0)
+            }
             if code == .validationFailure {
                 Terminal.standardError.write(fullMessage(for: error) + "\n")
                 Terminal.exit(2)

@@ -51,6 +51,8 @@ struct LogsCommand: ParsableCommand {
             Terminal.standardError.write("flowrun: '\(shown)' has not started yet in run \(recorded.id); waiting for it (Ctrl-C to stop)\(hint)\n")
         }
         let printer = LogPrinter(escapes: Terminal.standardOutput.isTerminal)
+        // `logs TASK > /dev/full` fails as every command that prints does.
+        defer { if let failure = printer.failure { Terminal.noteOutputFailure(failure) } }
         let reader = TaskLogReader(history: history, runID: recorded.id, task: task, logFile: known?.logFile) { printer.print($0) }
         if follow && recorded.state == .running {
             reader.follow()

@@ -30,7 +30,7 @@ struct ResumeCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The run to resume: an id, a unique prefix of one, or nothing for the latest.", valueName: "run"))
     var runName: String?
 
-    @Option(name: .customLong("from"), help: ArgumentHelp("Run this task, group or join and everything downstream of it again (repeatable).", valueName: "name"))
+    @Option(name: .customLong("from"), help: ArgumentHelp("Run this task, group, join or fan-out member and everything downstream of it again (repeatable).", valueName: "name"))
     var from: [String] = []
 
     @Flag(help: "Print what would be restored and what would run; run nothing.")

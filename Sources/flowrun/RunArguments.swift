@@ -25,9 +25,12 @@ enum RunArguments {
 
     /// Whether `word` runs something in the workflow lookup finds from here:
     /// then `flowrun lint` runs the target `lint`, not a misspelt `list`.
+    /// A file the lookup does not trust is not read, and taken as holding
+    /// the target: the refusal, not a "did you mean", is what the user needs.
     static func isTargetOfFoundWorkflow(_ word: String) -> Bool {
-        guard let found = WorkflowFileLookup.find(from: WorkflowFileLookup.currentDirectory()),
-              var workflow = WorkflowValidator.validate(path: found.path).workflow else { return false }
+        guard let found = WorkflowFileLookup.lookUp() else { return false }
+        guard found.isTrusted else { return true }
+        guard var workflow = WorkflowValidator.validate(path: found.path).workflow else { return false }
         // A member of a fan-out over `vars` is a target too, as the run will find it.
         Planner.sizeFanOutsKnownAtPlanning(&workflow)
         return TargetTable(workflow, graph: DependencyGraph(mainPhaseOf: workflow)).target(named: word) != nil

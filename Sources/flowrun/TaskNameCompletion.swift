@@ -12,7 +12,8 @@ import FlowrunReporting
 /// `candidates` in flowrun itself with the words typed so far.
 ///
 /// The workflow is the first word that names a `.yaml`/`.yml` file (or any
-/// existing file), else the one `flowrun` would find by lookup. A file that
+/// existing file), else the one `flowrun` would find by lookup if it
+/// trusts it (`WorkflowTrust`: another user's file is never read). A file that
 /// does not validate completes nothing; nothing is printed but the names.
 enum TaskNameCompletion {
     /// The argument-parser closure: `.custom(TaskNameCompletion.candidates)`.
@@ -52,7 +53,7 @@ enum TaskNameCompletion {
             let path = unquoted(word)
             if path.hasSuffix(".yaml") || path.hasSuffix(".yml") || isRegularFile(path) { return path }
         }
-        return WorkflowFileLookup.find(from: WorkflowFileLookup.currentDirectory())?.path
+        return WorkflowFileLookup.trustedPath()
     }
 
     /// The shells pass words as typed: `'my flow.yaml'` or `my\ flow.yaml`.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 import FlowrunModel
 import FlowrunRecord
 
@@ -16,9 +17,31 @@ enum Terminal {
             isTerminal && getenv("TERM").map { String(cString: $0) != "dumb" } ?? true
         }
 
+        /// A failed write to stdout is noted (`exitIfOutputFailed`); one to
+        /// stderr has nowhere left to be told.
         func write(_ text: String) {
-            writeAll(descriptor, text)
+            if !writeAll(descriptor, text), descriptor == STDOUT_FILENO { Terminal.noteOutputFailure(errno) }
         }
+    }
+
+    /// The errno of the first write to stdout that failed. A Mutex: `logs -f`
+    /// and the completion closures may write from other threads.
+    private static let outputFailure = Mutex<Int32?>(nil)
+
+    static func noteOutputFailure(_ code: Int32) {
+        outputFailure.withLock { $0 = $0 ?? code }
+    }
+
+    /// What a command printed must have reached stdout (`flowrun list >
+    /// /dev/full`): if a write failed, says so and exits 1. A reader that
+    /// left (`flowrun list | head -1`, EPIPE) ends it quietly with 141, as
+    /// SIGPIPE (ignored by flowrun) would have. A run does not come here:
+    /// its console may go away without failing it (SPEC §7).
+    static func exitIfOutputFailed() {
+        guard let failure = outputFailure.withLock({ $0 }) else { return }
+        if failure == EPIPE { exit(128 + SIGPIPE) }
+        standardError.write("flowrun: cannot write standard output: \(String(cString: strerror(failure)))\n")
+        exit(1)
     }
 
     static let standardOutput = Stream(descriptor: 1)

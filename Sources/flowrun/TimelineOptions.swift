@@ -43,24 +43,12 @@ struct TimelineOptions: ParsableArguments {
         if let timeline { try Self.save(run.svg, to: timeline) }
     }
 
-    /// Whole or not at all: a temporary file beside `path`, renamed over it.
+    /// Whole or not at all, never through a planted link (`SafeFileWriter`).
     private static func save(_ text: String, to path: String) throws {
-        let temporary = path + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        var failure = descriptor < 0 ? errno : 0
-        if descriptor >= 0 {
-            var bytes = Array(text.utf8)
-            var offset = 0
-            while offset < bytes.count, failure == 0 {
-                let written = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-                if written < 0, errno != EINTR { failure = errno } else if written > 0 { offset += written }
-            }
-            if close(descriptor) != 0, failure == 0 { failure = errno }
-            if failure == 0, rename(temporary, path) != 0 { failure = errno }
-            if failure != 0 { unlink(temporary) }
-        }
-        guard failure == 0 else {
-            Terminal.standardError.write("flowrun: cannot write \(path): \(String(cString: strerror(failure)))\n")
+        do {
+            try SafeFileWriter.write(text, to: path)
+        } catch {
+            Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(1)
         }
     }

@@ -109,6 +109,54 @@ import Darwin
         #expect(Array(lines.dropFirst(heading + 1).prefix(2)) == [sourceLine, caret], "no source line and caret under the diagnostic (\(name))\n\(run)")
     }
 
+    /// An unquoted `${{ }}` in a flow mapping or list: libyaml's "did not
+    /// find expected ',' or '}'" gets what to quote, as FORMAT.md says.
+    /// Before, only libyaml's words. A quoted `${{` elsewhere gets no hint.
+    @Test(arguments: [
+        ("tasks:\n  a: { run: echo $‸{{ vars.x }} }\nvars: { x: 1 }\n",
+         "a ${{ }} inside { … } must be quoted, because { and } are flow punctuation there: put the whole value in quotes, as in env: { TAG: \"${{ vars.tag }}\" }, or write it in block style (did not find expected ',' or '}' (while parsing a flow mapping))"),
+        ("groups:\n  g: { foreach: [a], task: { run: echo, sources: [src/$‸{{ item }}.c] } }\n",
+         "a ${{ }} inside [ … ] must be quoted, because { and } are flow punctuation there: put the whole value in quotes, as in sources: [\"src/${{ item }}.c\"], or write it in block style (did not find expected ',' or ']' (while parsing a flow sequence))"),
+        ("tasks:\n  a: { run: \"echo ${{ vars.x }}\", needs: [b c ‸}\nvars: { x: 1 }\n",
+         "did not find expected ',' or ']' (while parsing a flow sequence)"),
+    ])
+    func anUnquotedExpressionInAFlowCollectionSaysWhatToQuote(_ marked: String, _ message: String) throws {
+        let directory = try TemporaryDirectory()
+        let text = MarkedText(marked)
+        let file = try directory.write(text.text, to: "flow.yaml")
+        let run = try FlowrunBinary.run(["validate", file])
+        #expect(run.exitStatus == 2, "\(run)")
+        #expect(run.diagnostics == ["\(file):\(text.position): error: \(message)"], "\(run)")
+    }
+
+    /// `--dry-run` fills in what it already knows — `vars` and flowrun's
+    /// own environment — in the workflow's `env:` and a task's `env:` and
+    /// `cwd:`, after the template as written; a value only a run has stays
+    /// as written, and a secret shows as `***`. Before, `${{ env.X }}` was
+    /// shown unresolved everywhere.
+    @Test func theDryRunFillsInTheValuesItKnows() throws {
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("""
+            vars: { mode: fast }
+            secrets: [FLOWRUN_TEST_TOKEN]
+            env: { WHERE: "${{ env.FLOWRUN_TEST_DIR }}/out", T: "${{ env.FLOWRUN_TEST_TOKEN }}" }
+            tasks:
+              version: { run: "echo 1" }
+              build:
+                needs: [version]
+                run: make
+                env: { MODE: "${{ vars.mode }}-${{ env.FLOWRUN_TEST_DIR }}", V: "${{ tasks.version.stdout }}" }
+                cwd: ${{ env.FLOWRUN_TEST_DIR }}
+            """, to: "known.yaml")
+        let run = try FlowrunBinary.run(
+            [file, "--dry-run"], environment: ["FLOWRUN_TEST_DIR": "/srv/app", "FLOWRUN_TEST_TOKEN": "not-for-your-eyes"])
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(run.stdout.contains("  env: WHERE=\"${{ env.FLOWRUN_TEST_DIR }}/out\" → /srv/app/out, T=\"${{ env.FLOWRUN_TEST_TOKEN }}\" → ***\n"), "\(run)")
+        #expect(run.stdout.contains("      env:       MODE=\"${{ vars.mode }}-${{ env.FLOWRUN_TEST_DIR }}\" → fast-/srv/app, V=\"${{ tasks.version.stdout }}\"\n"), "\(run)")
+        #expect(run.stdout.contains("      cwd:       ${{ env.FLOWRUN_TEST_DIR }} → /srv/app\n"), "\(run)")
+        #expect(!run.stdout.contains("not-for-your-eyes"), "\(run)")
+    }
+
     // MARK: options
 
     @Test func anUndeclaredVarIsAnErrorNamingIt() throws {

@@ -229,6 +229,50 @@ extension RunEndToEnd {
             #expect(sandbox.lines("deep.count").count == 2 && sandbox.lines("listing.count").count == 2)
         }
 
+        /// Two static calls of one template, whose `sources:`/`generates:`
+        /// hold `${{ params.name }}` inside other text: each call checks its
+        /// own files. Before, the second call reused the first call's split
+        /// of the key (same place in the file): `cc-b` hashed `src/a.c`.
+        /// (`dir` comes from the default, so both calls' texts also share
+        /// the default's place.)
+        @Test func staticTemplateCallsEachCheckTheirOwnSources() throws {
+            let sandbox = try RunSandbox()
+            try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: sandbox.file("build"), withIntermediateDirectories: true)
+            for name in ["a", "b"] { try "\(name) 1".write(toFile: sandbox.file("src/\(name).c"), atomically: true, encoding: .utf8) }
+            let workflow = """
+                templates:
+                  cc:
+                    params: { dir: src, name: ~ }
+                    sources: ["${{ params.dir }}/${{ params.name }}.c"]
+                    generates: ["build/${{ params.name }}.o"]
+                    run: |
+                      echo ran >> "$SANDBOX/${{ params.name }}.count"
+                      cp src/${{ params.name }}.c build/${{ params.name }}.o
+                tasks:
+                  cc-a: { uses: cc, with: { name: a } }
+                  cc-b: { uses: cc, with: { name: b } }
+
+                """
+            #expect(try sandbox.run(workflow).exitStatus == 0)
+            #expect(sandbox.lines("a.count").count == 1 && sandbox.lines("b.count").count == 1)
+
+            try "b 2".write(toFile: sandbox.file("src/b.c"), atomically: true, encoding: .utf8)
+            let dry = try FlowrunBinary.run([sandbox.file("workflow.yaml"), "--dry-run"], in: sandbox.path, environment: sandbox.environment)
+            #expect(dry.stdout.contains("  cc-a: up to date"), "\(dry)")
+            #expect(dry.stdout.contains("  cc-b: would run (sources changed)"), "\(dry)")
+            #expect(try sandbox.run(workflow).exitStatus == 0)
+            #expect(sandbox.lines("a.count").count == 1, "cc-a ran after src/b.c changed")
+            #expect(sandbox.lines("b.count").count == 2, "cc-b stayed up to date after src/b.c changed")
+            #expect(sandbox.read("build/b.o") == "b 2")
+
+            try "a 2".write(toFile: sandbox.file("src/a.c"), atomically: true, encoding: .utf8)
+            #expect(try sandbox.run(workflow).exitStatus == 0)
+            #expect(sandbox.lines("a.count").count == 2, "cc-a stayed up to date after src/a.c changed")
+            #expect(sandbox.lines("b.count").count == 2, "cc-b ran after src/a.c changed")
+            #expect(sandbox.read("build/a.o") == "a 2")
+        }
+
         @Test func aBadGlobIsAnErrorAtItsColumn() throws {
             let sandbox = try RunSandbox()
             let file = try sandbox.write(workflow: """

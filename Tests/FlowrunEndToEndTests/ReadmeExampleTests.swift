@@ -23,6 +23,14 @@ import Testing
         #expect(validated.exitStatus == 0, "\(validated)")
         #expect(validated.stdout == "hello.yaml: valid (1 task + 1 fan-out sized at run time, 1 group, 1 join)\n", "\(validated)")
 
+        // The dry run's footer counts as `validate` does: one task, not "1 tasks".
+        let dryRun = try FlowrunBinary.run(["hello.yaml", "--dry-run"], in: folder.path)
+        #expect(dryRun.stdout.hasSuffix("\n1 task + 1 fan-out sized at run time, 1 group, 1 join\n"), "\(dryRun)")
+        // A group of one member is "1 member".
+        let one = try folder.write("groups:\n  solo:\n    tasks: { only: { run: \"true\" } }\n  pair:\n    foreach: [x]\n    task: { run: \"true\" }\n", to: "one.yaml")
+        let onePlan = try FlowrunBinary.run([one, "--dry-run"], in: folder.path)
+        #expect(onePlan.stdout.contains("  solo  [group, 1 member]\n") && onePlan.stdout.contains("  pair  [group, 1 member]\n"), "\(onePlan)")
+        #expect(onePlan.stdout.hasSuffix("\n2 tasks, 2 groups, 0 joins\n"), "\(onePlan)")
         for plan in [["--dry-run"], ["--dry-run", "--output", "json"]] {
             let planned = try FlowrunBinary.run(["hello.yaml"] + plan, in: folder.path)
             #expect(planned.exitStatus == 0, "\(plan): \(planned)")

@@ -120,7 +120,32 @@ extension RunEndToEnd {
 
             let unknown = try resume(sandbox, ["--from", "secnd"])
             #expect(unknown.exitStatus == 2, "\(unknown)")
-            #expect(unknown.stderr.contains("--from secnd: no task, group or join has that name (did you mean 'second'?)"), "\(unknown)")
+            #expect(unknown.stderr.contains("--from secnd: no task, group, join or fan-out member of the run has that name (did you mean 'second'?)"), "\(unknown)")
+        }
+
+        /// `--from` a matrix member: that member runs again, its group's
+        /// other members are restored, and what follows the group runs
+        /// again. Before, `--from` named only tasks, groups and joins.
+        @Test func fromAMatrixMemberRunsThatMemberAndWhatFollowsTheGroup() throws {
+            let sandbox = try RunSandbox()
+            let workflow = """
+                groups:
+                  test:
+                    matrix: { os: [linux, mac] }
+                    task:
+                      run: echo ran >> "$SANDBOX"/${{ item.os }}.count
+                tasks:
+                  after: { needs: [test], run: 'echo ran >> "$SANDBOX/after.count"' }
+
+                """
+            #expect(try sandbox.run(workflow).exitStatus == 0)
+            let from = try resume(sandbox, ["--from", "test[os=linux]"])
+            #expect(from.exitStatus == 0, "\(from)")
+            let new = try #require(try Self.records(sandbox).last)
+            #expect(new.names("task_started").sorted() == ["after", "test[os=linux]"], "\(new.overview)")
+            #expect(new.finished("test[os=mac]")?["reused"] as? String == "restored", "\(new.overview)")
+            #expect(sandbox.lines("linux.count").count == 2 && sandbox.lines("mac.count").count == 1)
+            #expect(sandbox.lines("after.count").count == 2)
         }
 
         /// SIGINT while a fan-out over a run-time list runs: members that

@@ -135,6 +135,77 @@ extension RunEndToEnd {
             ], "\(run)")
         }
 
+        /// The top-level `shell:` takes arguments, as a string or a list,
+        /// like a task's (SPEC §15): every script runs as `PROGRAM ARGS… -c
+        /// SCRIPT`, a long one (through a file) with the same arguments.
+        /// Before, `shell: bash -uc` was one program name and a list was refused.
+        @Test(arguments: ["bash -u -o pipefail", "[bash, -u, -o, pipefail]"])
+        func theWorkflowShellTakesArguments(shell: String) throws {
+            _ = try RunSandbox.tool("bash")
+            let sandbox = try RunSandbox()
+            let long = String(repeating: "# padding to pass one argument's limit\n", count: 4000)
+            let run = try sandbox.run("""
+                shell: \(shell)
+                tasks:
+                  flags: { run: 'echo "$0 $-" > "$SANDBOX/flags"; set -o | grep pipefail >> "$SANDBOX/flags"' }
+                  unset: { run: 'echo "$NOT_SET_ANYWHERE"' }
+                  piped: { run: 'false | cat' }
+                  long:
+                    run: |
+                \(long.split(separator: "\n").map { "      " + $0 }.joined(separator: "\n"))
+                      echo "$-" > "$SANDBOX/long-flags"
+
+                """)
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.status("flags") == "succeeded" && record.status("long") == "succeeded", "\(record.overview)")
+            // -u: an unset variable fails the script; pipefail: a failing pipe fails it.
+            #expect(record.status("unset") == "failed" && record.status("piped") == "failed", "\(record.overview)")
+            let flags = sandbox.lines("flags")
+            #expect(flags.first?.hasPrefix("bash ") == true && flags.first?.contains("u") == true, "\(flags)")
+            #expect(flags.last?.contains("on") == true, "\(flags)")
+            #expect(sandbox.read("long-flags")?.contains("u") == true, "\(sandbox.read("long-flags") ?? "")")
+        }
+
+        /// The Argo export runs each script with the workflow shell's words,
+        /// each quoted on its own (before: `'bash -eu'`, one word).
+        @Test func theWorkflowShellsArgumentsExportToArgo() throws {
+            let directory = try TemporaryDirectory()
+            let file = try directory.write("shell: bash -eu\ntasks:\n  a: { run: echo hi }\n", to: "shell-export.yaml")
+            let run = try FlowrunBinary.run(["export", file, "--to", "argo", "--image", "debian"])
+            #expect(run.exitStatus == 0, "\(run)")
+            let documents = try ArgoManifest.documents(run.stdout)
+            let workflows = documents.filter { $0["kind"] as? String == "Workflow" }
+            let templates = try #require((workflows.first?["spec"] as? [String: Any])?["templates"] as? [[String: Any]])
+            let source = ((templates.first { $0["name"] as? String == "a" }?["script"] as? [String: Any])?["source"] as? String) ?? ""
+            #expect(source.contains(#"{ 'bash' '-eu' "$flowrun_dir/script" < /dev/null;"#), "\(source)")
+        }
+
+        /// A top-level `shell:` that cannot start is a validation error at
+        /// its line, not a `cannot start` failure of every task; so are
+        /// `${{ }}` (shell is read as written) and a `c` among its options
+        /// (flowrun adds `-c SCRIPT` itself).
+        @Test(arguments: [
+            ("no-such-shell-anywhere -e", "shell 'no-such-shell-anywhere' is not found on PATH: install it, or give its full path"),
+            ("/no/such/bash", "shell '/no/such/bash' does not exist: give the path of an installed shell, like /bin/bash"),
+            ("/etc", "shell '/etc' is not an executable file: give the path of a shell, like /bin/bash"),
+            ("bash -uc", "shell 'bash -uc' has -c in '-uc': flowrun adds -c SCRIPT itself; write shell: bash -u"),
+            ("[bash, -c]", "shell 'bash -c' has -c in '-c': flowrun adds -c SCRIPT itself; write shell: bash"),
+            ("\"${{ vars.sh }}\"", "shell is read as written and does not evaluate ${{ }}: name the program (like bash -eu); to choose it per run, use a script that starts with #! or pass the choice through env:"),
+        ])
+        func aWorkflowShellThatCannotStartIsAValidationError(shell: String, message: String) throws {
+            let directory = try TemporaryDirectory()
+            let file = try directory.write("""
+                vars: { sh: bash }
+                shell: \(shell)
+                tasks:
+                  a: { run: echo }
+                """, to: "shell.yaml")
+            let run = try FlowrunBinary.run(["validate", file])
+            #expect(run.exitStatus == 2, "\(run)")
+            #expect(run.diagnostics == ["\(file):2:8: error: \(message)"], "\(run)")
+        }
+
         @Test func anInterpreterExportsToArgo() throws {
             let directory = try TemporaryDirectory()
             let file = try directory.write("""

@@ -155,6 +155,65 @@ extension RunEndToEnd {
             ], "\(run)")
         }
 
+        /// A required parameter given null (`~`, `null`, nothing) has no
+        /// value: an error at the value, not a task run with an empty one.
+        /// `""` stays the way to give an empty value.
+        @Test func aRequiredParameterGivenNullIsAnError() throws {
+            let directory = try TemporaryDirectory()
+            let source = MarkedText("""
+                templates:
+                  build:
+                    params: { os: ~ }
+                    run: echo ${{ params.os }}
+                tasks:
+                  a: { uses: build, with: { os: ¹~ } }
+                  b: { uses: build, with: { os: ²null } }
+                  c:
+                    uses: build
+                    with:
+                      os:³
+                  d: { uses: build, with: { os: "" } }
+                """)
+            let file = try directory.write(source.text, to: "null.yaml")
+            let run = try FlowrunBinary.run(["validate", file])
+            #expect(run.exitStatus == 2, "\(run)")
+            #expect(run.diagnostics == [
+                "\(file):\(source[1]): error: parameter 'os' of template 'build' is required but given null (~): give it a value (\"\" for an empty one)",
+                "\(file):\(source[2]): error: parameter 'os' of template 'build' is required but given null (null): give it a value (\"\" for an empty one)",
+                "\(file):\(source[3]): error: parameter 'os' of template 'build' is required but given null (nothing after 'os:'): give it a value (\"\" for an empty one)",
+            ], "\(run)")
+        }
+
+        /// A value that makes a key wrong once filled in is reported at the
+        /// call that gave it (its `with:` entry), not at the template's line
+        /// every call shares: a static call's unknown semaphore, and a
+        /// fan-out call's `${{ item }}` in a key that reads no expressions.
+        @Test func aWrongValueFromACallIsReportedAtTheCall() throws {
+            let directory = try TemporaryDirectory()
+            let source = MarkedText("""
+                semaphores: { pool-a: 1 }
+                templates:
+                  work:
+                    params: { pid: ~ }
+                    semaphores: ["pool-${{ params.pid }}"]
+                    run: echo ${{ params.pid }}
+                tasks:
+                  one: { uses: work, with: { pid: a } }
+                  two: { uses: work, with: { pid: ¹b } }
+                groups:
+                  many:
+                    foreach: [a, b]
+                    task: { uses: work, with: { pid: ²"${{ item }}" } }
+                """)
+            let file = try directory.write(source.text, to: "values.yaml")
+            let run = try FlowrunBinary.run(["validate", file])
+            #expect(run.exitStatus == 2, "\(run)")
+            #expect(run.diagnostics == [
+                "\(file):\(source[1]): error: unknown semaphore 'pool-b' (did you mean 'pool-a'?); declare it under the top-level 'semaphores:'",
+                "\(file):\(source[2]): error: semaphores is read as written and does not evaluate ${{ }}; expressions work in run, env, cwd, http, if, foreach and a fan-out's name",
+            ], "\(run)")
+        }
+
         @Test func aTemplateProblemIsReportedOnceHoweverManyCallsItHas() throws {
             let directory = try TemporaryDirectory()
             let calls = (0..<50).map { "  t\($0): { uses: slow, with: { n: \($0) } }" }.joined(separator: "\n")

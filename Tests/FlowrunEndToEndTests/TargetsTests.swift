@@ -153,6 +153,65 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/.flowrun"), "no record for a bad command line")
     }
 
+    /// What go-task and just users type: `release:patch` (a namespace or a
+    /// recipe argument) and `release` for a family of `release-…` tasks.
+    /// Before, none of these had a did-you-mean (too far apart to spell).
+    @Test(arguments: [
+        ("release:patch", "'release:patch' (did you mean 'release'? a target is a name alone: give it values with --var NAME=VALUE)"),
+        ("deploy", "'deploy' (did you mean one of 'deploy-prod', 'deploy-staging'?)"),
+        ("ship:it", "'ship:it' (did you mean 'ship.it'?)"),
+    ])
+    func aTargetWrittenAsOtherToolsWriteItGetsADidYouMean(typed: String, message: String) throws {
+        let folder = try TemporaryDirectory()
+        try folder.write("""
+            tasks:
+              release: {run: "true"}
+              deploy-staging: {run: "true"}
+              deploy-prod: {run: "true"}
+              ship.it: {run: "true"}
+            """, to: "flowrun.yaml")
+        let run = try FlowrunBinary.run([typed], in: folder.path)
+        #expect(run.exitStatus == 2, "\(run)")
+        #expect(run.stderr == "flowrun: no task, group, join or fan-out member is named \(message)\n", "\(run)")
+    }
+
+    /// A `finally` task is not a target (it runs after every run anyway):
+    /// naming one says so. Before: "no task … is named 'cleanup'".
+    @Test func aFinallyTaskNamedAsATargetSaysWhyItIsNotOne() throws {
+        let folder = try TemporaryDirectory()
+        try folder.write("""
+            tasks:
+              build: {run: "echo build >> ran"}
+            finally:
+              cleanup: {run: "echo cleanup >> ran"}
+            """, to: "flowrun.yaml")
+        let run = try FlowrunBinary.run(["cleanup"], in: folder.path)
+        #expect(run.exitStatus == 2, "\(run)")
+        #expect(run.stderr == "flowrun: 'cleanup' is a finally task, which runs after every run anyway, whatever its targets; name the tasks, groups, joins or fan-out members to run (all of them: no target)\n", "\(run)")
+        #expect(folder.read("ran") == nil, "something ran")
+    }
+
+    /// A member's name is made from its item, so it may hold spaces and
+    /// `/` (docs/FORMAT.md "Names"): it is a target like any other, shown
+    /// as it is, with its own log.
+    @Test func aMemberNamedWithSpacesAndSlashesIsATargetWithItsOwnLog() throws {
+        let folder = try TemporaryDirectory()
+        try folder.write("""
+            groups:
+              fetch:
+                foreach: [x/y, "a b", x_y]
+                task: {name: "get ${{ item }}", run: "echo $FLOWRUN_INDEX >> ran; echo item-$FLOWRUN_INDEX"}
+            """, to: "flowrun.yaml")
+        let run = try FlowrunBinary.run(["get x/y", "--output", "plain"], in: folder.path)
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(folder.read("ran") == "0\n", "\(run)")
+        #expect(run.stdout.contains("ok       get x/y"), "\(run)")
+        let all = try FlowrunBinary.run(["--output", "plain"], in: folder.path)
+        #expect(all.exitStatus == 0, "\(all)")
+        let log = try FlowrunBinary.run(["logs", "get a b"], in: folder.path)
+        #expect(log.exitStatus == 0 && log.stdout == "item-1\n", "\(log)")
+    }
+
     @Test func anUnknownDefaultIsAValidationErrorAtItsLine() throws {
         let folder = try TemporaryDirectory()
         let file = try folder.write("""

@@ -385,14 +385,19 @@ import Testing
         ])
     }
 
-    @Test func quotingAnExpressionInsideRunIsAWarning() {
+    /// A shell reads a quoted value as its text: no warning. Another
+    /// interpreter gets one single-quoted shell word, so a quote before
+    /// `${{` there still ends up in the text.
+    @Test func quotingAnExpressionIsAWarningOnlyWhereNoShellReadsTheScript() {
         let source = MarkedText("""
             tasks:
               a: { run: "echo hi" }
-              b: { run: "echo '¹${{ tasks.a.stdout }}'", needs: a }
+              b: { run: "echo '${{ tasks.a.stdout }}' \\"${{ tasks.a.stdout }}\\"", needs: a }
+              c: { run: "print('¹${{ tasks.a.stdout }}')", shell: [python3], needs: a }
+              d: { run: "#!/bin/bash\\necho \\"${{ tasks.a.stdout }}\\"", needs: a }
             """)
         #expect(diagnostics(source.text) == [
-            "\(source[1]): warning: a value in run: is already inserted as one shell-quoted word; the quote before ${{ becomes part of the text",
+            "\(source[1]): warning: this script is not read by a shell, and a value in it is inserted as one single-quoted shell word; the quote before ${{ becomes part of the text: read the value from env: instead",
         ])
     }
 
@@ -405,6 +410,38 @@ import Testing
             """)
         #expect(workflow.tasks.map(\.retries) == [2, 0, 2])
         #expect(workflow.tasks.map { $0.timeout?.value } == [.seconds(30), .seconds(30), .seconds(30)])
+    }
+
+    /// Each static call of a template gets its own globs, whichever text
+    /// its parameters made at the template's place: what a call's task
+    /// holds is what its source says (before, the first call's split was
+    /// reused for every call at that place).
+    @Test func eachTemplateCallHasItsOwnFilledInGlobs() throws {
+        let workflow = try workflow("""
+            templates:
+              cc:
+                params: { dir: src, name: ~ }
+                sources: ["${{ params.dir }}/${{ params.name }}.c", "include/*.h"]
+                generates: ["build/${{ params.name }}.o"]
+                run: cc -c ${{ params.dir }}/${{ params.name }}.c
+            tasks:
+              cc-a: { uses: cc, with: { name: a } }
+              cc-b: { uses: cc, with: { name: b } }
+            """)
+        func texts(_ templates: [Template]) -> [String] {
+            templates.map { template in
+                template.segments.map { segment -> String in
+                    if case .text(let text) = segment { return text }
+                    return "${{ }}"
+                }.joined()
+            }
+        }
+        for task in workflow.tasks {
+            let name = task.name.dropFirst(3)
+            #expect(texts(task.sources) == ["src/\(name).c", "include/*.h"], "\(task.name)")
+            #expect(task.sources.map(\.source) == ["src/\(name).c", "include/*.h"], "\(task.name)")
+            #expect(texts(task.generates) == ["build/\(name).o"], "\(task.name)")
+        }
     }
 }
 
