@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -163,6 +164,7 @@ extension RunEngine {
     }
 
     func progressed(_ index: Int, _ percent: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard nodes.contains(index), nodes[index].status == .running else { return }
         emit(event(.taskProgress(.init(task: nodes[index].name, percent: percent))))
     }

@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -168,6 +169,8 @@ extension RunEngine {
     }
 
     private func attemptFinished(_ index: Int, attempt number: Int, _ result: AttemptResult) {
+        // The executors' way back in: every attempt reports on the engine's queue.
+        dispatchPrecondition(condition: .onQueue(queue))
         guard nodes.contains(index), nodes[index].attempt == number, nodes[index].status == .running else { return }
         attempts[index] = nil
         retryDescriptorWaiters()

@@ -20,7 +20,11 @@ package import FlowrunRecord
 /// task inline (`queue.sync`), spawning the next one without waking another
 /// thread.
 package final class RunEngine: @unchecked Sendable {
-    // @unchecked: all mutable state is confined to `queue`.
+    // @unchecked: all mutable state is confined to `queue` once `init`
+    // returns: timers, `ImmediateWork` and the event loop's batches run
+    // there by construction; the ways back in from elsewhere (`emit`, an
+    // attempt's end in `attemptFinished`, `progressed`, and each attempt's
+    // own entries) check it with `dispatchPrecondition` (ThreadRuleTests).
     let queue = DispatchQueue(label: "flowrun.engine")
     /// Attempts that end as they start complete through this, many per turn of `queue`.
     private(set) lazy var immediateWork = ImmediateWork(queue: queue)
@@ -289,6 +293,7 @@ package final class RunEngine: @unchecked Sendable {
     /// one's start) the reporters get the batch's events at its end, in
     /// order: the next task is spawned before they are formatted.
     func emit(_ event: RunEvent) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let event = shown(event)  // secrets masked once, for every reporter
         if defersEvents {
             deferredEvents.append(event)

@@ -8,7 +8,10 @@ package import FlowrunEvents
 /// `--output plain`: one line per event with a timestamp, stable and easy to
 /// grep; a join's block when it completes; the summary at the end.
 package final class PlainReporter: RunReporter, @unchecked Sendable {
-    // @unchecked: called only on the engine's serial queue.
+    // @unchecked: `report` and `finish` come on the engine's serial queue,
+    // one at a time, and only they touch the tallies below. `output` comes
+    // on the output thread (with `--stream`) and touches nothing but
+    // `output`, a `LineWriter`, whose state is behind its own mutex.
     private let output: LineWriter
     /// Values longer than this are shortened on screen (whole in the run record).
     private let valueWidth = 200
@@ -243,8 +246,7 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
 }
 
 /// `--output json`: every event as one JSON object per line (the same lines as `events.jsonl`).
-package final class JSONLinesReporter: RunReporter, @unchecked Sendable {
-    // @unchecked: called only on the engine's serial queue.
+package final class JSONLinesReporter: RunReporter, Sendable {
     private let output: LineWriter
     /// When the run started (epoch seconds), for `task_output`'s `elapsed`: it comes from the output thread.
     private let runStart = Mutex<Double?>(nil)
