@@ -24,6 +24,11 @@ package struct ResumeSelection: Sendable {
     }
 
     package static func select(plan: Plan, identities: [String: TaskIdentity], old: ResumeSource, from: [String]) throws(Problem) -> ResumeSelection {
+        // A killed engine's record has one hash for every identity: any change refuses.
+        if let planIdentity = old.planIdentity,
+           planIdentity != TaskIdentities.planIdentity(identities, steps: (plan.steps + plan.finallySteps).map(\.name)) {
+            throw Problem(description: "cannot resume \(old.runID): the workflow changed since that run (a task's script, env, cwd, needs, or a --var or environment value one reads), and its engine was killed before it wrote summary.json, so the record cannot say which task changed; start a fresh run")
+        }
         var selector = Selector(plan: plan, identities: identities, old: old)
         for name in from {
             if let index = selector.stepByName[name] {
@@ -38,6 +43,7 @@ package struct ResumeSelection: Sendable {
             }
         }
         for index in plan.steps.indices { _ = selector.isComplete(index) }
+        if old.planIdentity != nil { selector.keepOnlyWhatNothingRunningReads() }
         var selection = ResumeSelection()
         selection.restored = selector.restored
         selection.changed = selector.changed
@@ -106,7 +112,8 @@ package struct ResumeSelection: Sendable {
                 result = result && (step.task?.sources.isEmpty ?? true) && restore(task: step.name)
             case .fanOut:
                 let group = step.group ?? ""
-                if result && (step.task?.sources.isEmpty ?? true) {
+                // A killed engine's events name members, not their items: they run again.
+                if result && (step.task?.sources.isEmpty ?? true) && old.planIdentity == nil {
                     let members = oldMembers[group] ?? []
                     var all = old.groupStatus[group] == "succeeded"
                     for member in members {
@@ -130,10 +137,39 @@ package struct ResumeSelection: Sendable {
             return result
         }
 
+        /// A killed engine's record has no stashes: a task is restored only
+        /// if everything downstream of it is too (nothing that runs again
+        /// could read its stash), until no more change.
+        mutating func keepOnlyWhatNothingRunningReads() {
+            // `finally` always runs: what it needs is not restored either.
+            for step in plan.finallySteps {
+                for need in step.needs {
+                    guard let index = stepByName[need], complete[index] == true else { continue }
+                    complete[index] = false
+                    restored[need] = nil
+                }
+            }
+            var changedAny = true
+            while changedAny {
+                changedAny = false
+                for index in plan.steps.indices where complete[index] == true {
+                    guard dependents[index].contains(where: { complete[$0] != true }) else { continue }
+                    complete[index] = false
+                    restored[plan.steps[index].name] = nil
+                    changedAny = true
+                }
+            }
+        }
+
         /// Restores a task that succeeded, if its identity is unchanged.
         private mutating func restore(task name: String) -> Bool {
             guard let task = oldTasks[name], task.status == "succeeded", task.item == nil else { return false }
             guard let identity = identities[name] else { return false }
+            if old.planIdentity != nil {
+                // Checked as a whole already; no stash to restore (see `keepOnlyWhatNothingRunningReads`).
+                restored[name] = RestoredTask(item: nil, stdout: "", exitCode: 0, outputs: [], duration: task.duration, wholeStdout: nil)
+                return true
+            }
             guard task.identity == identity.hash else {
                 changed.append((name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
                 return false

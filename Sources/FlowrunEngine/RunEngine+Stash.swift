@@ -40,6 +40,8 @@ extension RunEngine {
             return .string(item?.field(at: path)?.text ?? "")
         case .index:
             return index.map { .number(Double($0)) } ?? .string("")
+        case .host(let fact):
+            return HostFacts.value(of: fact)
         case .task(let name, let field):
             guard let target = indexByName[name] else { return .string("") }
             switch field {

@@ -187,6 +187,10 @@ extension ArgoCompiler {
             guard let value = resolve(operand, in: scope) else { return nil }
             return (value.path.tag, value.kind == .phase)
         }
+        if let problem = ArgoExpression.unsupported(expression) {
+            problems.refuse(problem, at: location)
+            return nil
+        }
         guard let text = ArgoExpression.value(expression, { resolve($0, in: scope) }) else { return nil }
         return ("{{=" + text + "}}", false)
     }
@@ -210,6 +214,10 @@ extension ArgoCompiler {
                 "'if:' in a fan-out template reads '\(first.text)' and '\(other.text)'; Argo evaluates an item's values apart from the others: "
                     + "split the test (read '\(other.text)' in the group's 'if:', or test it in the script)",
                 at: first.location)
+            return nil
+        }
+        if let problem = ArgoExpression.unsupported(condition.value) {
+            problems.refuse(problem, at: condition.location)
             return nil
         }
         guard let text = ArgoExpression.condition(condition.value, { resolve($0, in: scope) }) else { return nil }

@@ -116,6 +116,10 @@ struct ArgoCompiler {
             return ArgoValue(path: ArgoPath("item", keys: path))
         case .index:
             return ArgoValue(path: ArgoPath("item", "index"))
+        case .host:
+            // The machine that exports is not the pod that runs, and a pod's facts are not in Argo's expressions.
+            problems.refuse("'\(operand.text)' is a fact of the machine flowrun runs on; an Argo pod cannot read it (pick the value with a var instead)", at: operand.location)
+            return nil
         case .task(let name, let field):
             return resolveTask(name, field, operand: operand, in: scope)
         case .group(let name, let field):

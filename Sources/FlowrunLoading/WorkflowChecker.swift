@@ -309,7 +309,7 @@ struct WorkflowChecker {
         case .variable:
             checkVariables(in: [operand])
             return
-        case .environment:
+        case .environment, .host:
             return
         case .item, .itemField, .index:
             if !allowsItem {

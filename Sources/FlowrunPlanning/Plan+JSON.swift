@@ -13,7 +13,7 @@ extension Plan {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(PlanDocument(self))) ?? Data("{}".utf8)
-        return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
+        return shownJSON(JSONText.escapingControls(String(decoding: data, as: UTF8.self))) + "\n"
     }
 }
 
@@ -82,6 +82,10 @@ private struct PlanDocument: Encodable {
         }
     }
 
+    struct Value: Encodable {
+        var expression: String, value: String
+    }
+
     struct Step: Encodable {
         var name: String, kind: String, stage: Int, line: Int, column: Int
         var needs: [String], group: String?, joins: [String]
@@ -91,6 +95,8 @@ private struct PlanDocument: Encodable {
         var retries: Int?, retry_delay_seconds: Double?, backoff: Double?, continue_on_error: Bool?
         var env: [String: String]?, cwd: String?, limits: Limits?, fan_out: FanOutInfo?
         var sources: [String]?, generates: [String]?
+        /// Expressions planning evaluated already (`PlanTimeValues`).
+        var values: [Value]?
         // A member of a sequential group: the member it runs after.
         var runs_after: String?
         /// A call of a template: which one, with every parameter's value.
@@ -122,7 +128,7 @@ private struct PlanDocument: Encodable {
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }
         steps = plan.steps.map { Self.step($0, vars: workflow.vars) }
-        finally = plan.finallySteps.map { Self.step($0) }
+        finally = plan.finallySteps.map { Self.step($0, vars: workflow.vars) }
     }
 
     private static func step(_ step: PlanStep, vars: [Variable] = []) -> Step {
@@ -153,6 +159,8 @@ private struct PlanDocument: Encodable {
             result.continue_on_error = task.continueOnError
             result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
             result.cwd = task.cwd?.source
+            let values = PlanTimeValues.entries(of: task, vars: vars)
+            if !values.isEmpty { result.values = values.map { Value(expression: $0.expression, value: $0.value) } }
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
             result.runs_after = step.runsAfter

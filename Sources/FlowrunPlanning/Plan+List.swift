@@ -97,7 +97,7 @@ extension Plan {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(listEntries)) ?? Data("[]".utf8)
-        return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
+        return shownJSON(JSONText.escapingControls(String(decoding: data, as: UTF8.self))) + "\n"
     }
 
     /// `default:` names that are fan-out members, by fan-out template name (`G[*]`).

@@ -107,6 +107,8 @@ extension Plan {
             if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
             if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, vars: vars) }.joined(separator: ", ")) }
             if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, vars: vars)) }
+            // What planning can evaluate already (vars, host facts, functions of them).
+            for entry in PlanTimeValues.entries(of: task, vars: vars) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:

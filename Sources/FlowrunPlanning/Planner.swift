@@ -142,6 +142,7 @@ package enum Planner {
                 let group = groups[node.group!]!
                 step = taskStep(group.fanOut!.template, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
                 step.fanOutCount = group.fanOut!.source.staticCount
+                    ?? PlanTimeValues.memberCount(of: group.fanOut!.source, split: group.fanOut!.split, vars: workflow.vars)
                 step.fanOutSource = group.fanOut!.source
                 step.fanOutSplit = group.fanOut!.split
                 step.fanOutAxes = group.fanOut!.matrixAxes
@@ -154,7 +155,7 @@ package enum Planner {
                     fanOutCount: nil, fanOutSource: group.fanOut?.source,
                     members: group.members.map(\.name) + (group.fanOut.map { [$0.template.name] } ?? []),
                     concurrency: group.concurrency, join: nil)
-                step.fanOutCount = group.fanOut?.source.staticCount
+                step.fanOutCount = group.fanOut.flatMap { $0.source.staticCount ?? PlanTimeValues.memberCount(of: $0.source, split: $0.split, vars: workflow.vars) }
                 step.fanOutAxes = group.fanOut?.matrixAxes
             case .join:
                 let join = joins[node.name]!

@@ -43,7 +43,7 @@ package enum TemplateRenderer {
                 result += text
             case .expression(let expression, let location):
                 try ValueLimit.check(expression, at: location, in: context)
-                let value = ExpressionEvaluator.evaluate(expression, in: context).text
+                let value = try ExpressionEvaluator.evaluate(expression, at: location, in: context).text
                 try ValueLimit.check(value: value, of: expression, at: location)
                 guard !value.utf8.contains(0) else {
                     throw TemplateRenderError(
