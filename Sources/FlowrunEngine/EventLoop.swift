@@ -55,6 +55,8 @@ final class EventLoop: @unchecked Sendable {
     private var inBatch = false
     private var batchEnd: [() -> Void] = []
     private var runningBatchEnd: [() -> Void] = []
+    /// The loop's thread once it runs (0 before): what `preconditionOnLoopThread` checks against.
+    private let loopThread = Atomic<UInt>(0)
 
     /// Starts the loop's thread: it inherits the calling thread's signal
     /// mask (SIGCHLD must be blocked before, see `RunEngine.init`).
@@ -139,7 +141,15 @@ final class EventLoop: @unchecked Sendable {
         _ = epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
     }
 
+    /// Traps unless called on the loop's thread: the entry of state that only
+    /// that thread may touch (the handlers' own, a pump reader's).
+    func preconditionOnLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(pthread_equal(pthread_self(), pthread_t(loopThread.load(ordering: .acquiring))) != 0,
+                     "called off the event loop's thread", file: file, line: line)
+    }
+
     private func run() {
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
         // No priority of its own: a thread of flowrun's that raised its nice
         // value or policy would pass it on to (or reset it in) the tasks it
         // spawns, and tasks run exactly as flowrun's caller set it (SPEC §2).

@@ -21,8 +21,10 @@ import FlowrunRecord
 /// the whole request's (`timeout:`, 5 minutes by default) is the engine's
 /// timer, which cancels the request.
 final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
-    // @unchecked: `done` and `requestID` are only touched on `queue`; the log
-    // descriptor, `tail` and `statusWritten` only on the HTTP thread between
+    // @unchecked: `done` and `requestID` are only touched on `queue`
+    // (`dispatchPrecondition` at `start`, `stop`, `kill`, `finished`,
+    // `complete`); the log descriptor, `tail`, `bodyByteCount`,
+    // `statusWritten` and `bodyMasking` only on the HTTP thread between
     // `start` and the end callback, which hands `tail` over to `queue`.
     private let queue: DispatchQueue
     private let method: String
@@ -61,6 +63,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     func start() {
+        dispatchPrecondition(condition: .onQueue(queue))
         writeLog("\(method) \(URLRedaction.redact(url))\n")
         // A line break in a header would start another header (or the body),
         // and a NUL would cut the URL or method short: values from upstream
@@ -159,6 +162,7 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func finished(status: Int?, body: ArraySlice<UInt8>, error: String?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         var result: AttemptResult
         if let status {
             result = AttemptResult(status: status == expect ? .succeeded : .failed, exitCode: status,
@@ -190,15 +194,18 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     func stop(as status: TaskStatus, reason: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         if requestID != 0 { flowrun_http_cancel(requestID) }
         complete(AttemptResult(status: status, reason: reason))
     }
 
     func kill() {
+        dispatchPrecondition(condition: .onQueue(queue))
         stop(as: .cancelled, reason: "killed")
     }
 
     private func complete(_ result: AttemptResult) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !done else { return }
         done = true
         var result = result

@@ -11,7 +11,7 @@ import Dispatch
 /// still gets its turn on the queue. Holds at most one piece per running
 /// attempt.
 final class ImmediateWork: @unchecked Sendable {
-    // @unchecked: used only on `queue`.
+    // @unchecked: used only on `queue` (checked at `add`; `runTurn` runs there).
     private let queue: DispatchQueue
     private var pieces: [() -> Void] = []
     private var scheduled = false
@@ -23,6 +23,7 @@ final class ImmediateWork: @unchecked Sendable {
 
     /// Runs `piece` on the queue after the current step.
     func add(_ piece: @escaping () -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
         pieces.append(piece)
         guard !scheduled else { return }
         scheduled = true

@@ -21,9 +21,15 @@ import FlowrunRecord
 /// tree is left: leftovers (a background job, a `setsid` daemon) are stopped
 /// like a timeout would stop them.
 final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
-    // @unchecked: state below is touched on `queue` (the engine's), except
-    // `capture`, `lastProgress`, `log` and the maskers, which only the pump's thread
-    // touches until both pipes have ended (handed back on `queue`).
+    // @unchecked: two owners, each checked where it comes in. The engine's
+    // `queue` owns the lifecycle, `pid`, `stoppedAs`, `openOutputs`,
+    // `finalCapture` and the descriptor retries: `dispatchPrecondition` at
+    // `start`, `stop`, `kill` and every callback the reaper, the killer and
+    // the pump deliver there. The pump's thread (the event loop's) owns
+    // `capture`, `lastProgress`, `log`, the maskers and `--stream`'s
+    // `partialLine` and `partialErrorLine` from the spawn until both pipes
+    // have ended (the capture is then handed to `queue`):
+    // `preconditionOnLoopThread` in each reader.
     struct Setup {
         var shell: String
         /// The workflow's `shell:` arguments, before `-c` (`bash -euo pipefail`).
@@ -125,6 +131,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
 
     func start() {
+        dispatchPrecondition(condition: .onQueue(queue))
         // Neither the log nor $FLOWRUN_OUTPUT is created here: a task that
         // prints nothing costs no log, one that writes no outputs no outputs
         // file (`>>` creates it; each attempt has its own name).
@@ -152,6 +159,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
         let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
             data: { [self] chunk in
+                pump.loop.preconditionOnLoopThread()
                 show(chunk, through: stdoutMasking) { shown in
                     log.write(shown)
                     if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
@@ -159,17 +167,20 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 if let progress = capture.append(chunk) { reportProgress(progress) }
             },
             end: { [self] in
+                pump.loop.preconditionOnLoopThread()
                 let capture = stdoutEnded()
                 pump.loop.deliver { self.outputEnded(stdoutRead, capture: capture) }
             }))
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
             data: { [self] chunk in
+                pump.loop.preconditionOnLoopThread()
                 show(chunk, through: stderrMasking) { shown in
                     log.write(shown)
                     if onLine != nil { streamLines(shown, into: &partialErrorLine, isError: true) }
                 }
             },
             end: { [self] in
+                pump.loop.preconditionOnLoopThread()
                 stderrEnded()
                 if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
                 pump.loop.deliver { self.outputEnded(stderrRead, capture: nil) }
@@ -287,12 +298,14 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// One pipe's output ended (the pump has closed it); stdout's brings the capture.
     private func outputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         openOutputs.removeAll { $0.descriptor == descriptor }
         if let capture { finalCapture = capture }
         finishIfOver()
     }
 
     private func exited(_ exit: ProcessExit) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard case .started(nil, let tree) = lifecycle else { return }
         lifecycle = .started(exit: exit, tree: tree)
         finishIfOver()
@@ -342,12 +355,14 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
 
     /// Nothing of the tree is left (the killer saw to it).
     private func treeStopped() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard case .started(let exit, _) = lifecycle else { return }
         lifecycle = .started(exit: exit, tree: .gone)
         finishIfOver()
     }
 
     func stop(as status: TaskStatus, reason: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !lifecycle.isDone, stoppedAs == nil else { return }
         stoppedAs = (status, reason)
         if case .notStarted(waitingForDescriptors: true) = lifecycle { return endWaitingForDescriptors(as: status, reason: reason) }
@@ -356,6 +371,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     func kill() {
+        dispatchPrecondition(condition: .onQueue(queue))
         switch lifecycle {
         case .notStarted(waitingForDescriptors: true):
             endWaitingForDescriptors(as: stoppedAs?.status ?? .cancelled, reason: stoppedAs?.reason ?? "killed")
@@ -439,6 +455,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func startAfterWaiting() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard case .notStarted(waitingForDescriptors: true) = lifecycle else { return }
         lifecycle = .notStarted(waitingForDescriptors: false)
         start()

@@ -36,7 +36,7 @@ extension RunEngine {
 /// An attempt that fails before it starts anything (a bad URL, a template
 /// that cannot be filled in): reports asynchronously like any other.
 final class FailedAttempt: TaskAttempt, @unchecked Sendable {
-    // @unchecked: used only on the engine queue it was given.
+    // @unchecked: used only on the engine queue it was given (checked at `start`).
     private let result: AttemptResult
     private let queue: DispatchQueue
     private var completion: ((AttemptResult) -> Void)?
@@ -48,6 +48,7 @@ final class FailedAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     func start() {
+        dispatchPrecondition(condition: .onQueue(queue))
         queue.async { [self] in
             completion?(result)
             completion = nil

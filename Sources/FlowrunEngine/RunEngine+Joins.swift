@@ -65,21 +65,17 @@ extension RunEngine {
 
     func emitJoinCompleted(_ index: Int, status: TaskStatus) {
         let node = nodes[index]
-        var completed = event(.joinCompleted, index)
-        completed.status = status
-        completed.members = node.members.count
-        completed.succeeded = node.members.filter { nodes[$0].status == .succeeded }.count
-        completed.required = node.required
-        completed.timedOut = node.joinTimedOut
-        completed.duration = node.startedAt.map { elapsed - $0 } ?? 0
-        completed.missing = node.members.filter { !nodes[$0].status.isFinal }.map { nodes[$0].name }
-        completed.report = joinReport(index)
-        var report = memberReport(index, status: status, duration: completed.duration ?? 0, missing: node.joinTimedOut ? completed.missing ?? [] : [])
+        var completed = RunEvent.JoinCompleted(
+            join: node.name, status: status, members: node.members.count,
+            succeeded: node.members.count { nodes[$0].status == .succeeded }, required: node.required,
+            timedOut: node.joinTimedOut, duration: node.startedAt.map { elapsed - $0 } ?? 0,
+            missing: node.members.filter { !nodes[$0].status.isFinal }.map { nodes[$0].name }, report: joinReport(index))
+        var report = memberReport(index, status: status, duration: completed.duration, missing: node.joinTimedOut ? completed.missing : [])
         // The whole report goes to the record first; the event carries it capped, pointing there.
         report.path = record.joinReportPath(for: node.name)
         if record.writeJoinReport(shown(json: report.json()), for: node.name) != nil { report.path = nil }
         completed.joinReport = report
-        emit(completed)
+        emit(event(.joinCompleted(completed)))
     }
 
     /// The join's members one by one (a group's members each), with their

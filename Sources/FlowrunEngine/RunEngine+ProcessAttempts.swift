@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -151,9 +152,8 @@ extension RunEngine {
     }
 
     func progressed(_ index: Int, _ percent: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard nodes.contains(index), nodes[index].status == .running else { return }
-        var progress = event(.taskProgress, index)
-        progress.progress = percent
-        emit(progress)
+        emit(event(.taskProgress(.init(task: nodes[index].name, percent: percent))))
     }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,11 +85,10 @@ extension RunEngine {
             if waitsOnlyForItsFanOutsSlots(index, demand.resources) { return }
             let shortage = pool.shortage(of: demand)
             if waitsOnlyForItsFanOutsSlots(index, shortage.map(\.resource)) { return }
-            var waiting = event(.taskWaiting, index)
-            waiting.waitingOn = shortage.map { short in
+            let waitingOn = shortage.map { short in
                 "\(short.name) \(short.inUse)/\(short.capacity)" + holders(of: short.resource)
             }
-            emit(waiting)
+            emit(event(.taskWaiting(.init(task: nodes[index].name, waitingOn: waitingOn))))
         }
     }
 
@@ -143,21 +143,17 @@ extension RunEngine {
         if let group = nodes[index].group {
             for join in nodes[group].joins { joinClockStarts(join) }
         }
-        var started = event(.taskStarted, index)
-        started.attempt = nodes[index].attempt
         // What the engine applies, for a reader to check against the plan.
-        started.timeoutSeconds = nodes[index].timeout?.seconds
-        started.groupTimeoutSeconds = nodes[index].group.flatMap { nodes[$0].timeout?.seconds }
-        // Left out when it is one of the run's slots and nothing else (run_started's `max_parallel`).
-        started.limits = nodes[index].demand.flatMap { $0 == Self.runSlotOnly ? nil : limitsJSON($0) }
+        var started = RunEvent.TaskStarted(
+            task: nodes[index].name, attempt: nodes[index].attempt, timeoutSeconds: nodes[index].timeout?.seconds,
+            groupTimeoutSeconds: nodes[index].group.flatMap { nodes[$0].timeout?.seconds },
+            // Left out when it is one of the run's slots and nothing else (run_started's `max_parallel`).
+            limits: nodes[index].demand.flatMap { $0 == Self.runSlotOnly ? nil : limitsJSON($0) })
         // Where its log goes (made at its first byte): `flowrun logs` of a live run reads it from here.
         // A `sleep:` runs nothing and writes no log (naming one was a tenth of a long fan-out's time).
-        if case .sleep = nodes[index].definition?.value.action {} else {
-            started.path = record.logPath(index: index, name: nodes[index].name)
-            started.pathInRecordOffset = record.directory.utf8.count + 1
-        }
+        if case .sleep = nodes[index].definition?.value.action {} else { started.log = logPath(index) }
         if nodes[index].attempt == 1 { started.needs = needNames(index) }
-        emit(started)
+        emit(event(.taskStarted(started)))
 
         let attemptNumber = nodes[index].attempt
         let attempt = makeAttempt(for: index) { [weak self] result in
@@ -175,6 +171,8 @@ extension RunEngine {
     }
 
     private func attemptFinished(_ index: Int, attempt number: Int, _ result: AttemptResult) {
+        // The executors' way back in: every attempt reports on the engine's queue.
+        dispatchPrecondition(condition: .onQueue(queue))
         guard nodes.contains(index), nodes[index].attempt == number, nodes[index].status == .running else { return }
         attempts[index] = nil
         retryDescriptorWaiters()
@@ -189,14 +187,10 @@ extension RunEngine {
             // Back off without holding any slot, then queue again.
             let delay = retryDelay(for: index, after: number)
             nodes[index].status = .waiting
-            var retrying = event(.taskRetrying, index)
-            retrying.attempt = number + 1
-            retrying.status = result.status
-            retrying.reason = result.reason
-            retrying.exitCode = result.exitCode
-            retrying.signal = result.signal
-            retrying.delay = delay.seconds
-            emit(retrying)
+            let retrying = RunEvent.TaskRetrying(
+                task: nodes[index].name, status: result.status, reason: result.reason, exitCode: result.exitCode,
+                signal: result.signal, attempt: number + 1, delay: delay.seconds)
+            emit(event(.taskRetrying(retrying)))
             startTimer(.retry(index), after: delay) { engine in
                 guard engine.nodes.contains(index), engine.nodes[index].status == .waiting else { return }
                 engine.nodes[index].status = .pending
@@ -228,6 +222,11 @@ extension RunEngine {
         return Duration.product(task.retryDelay, pow(task.backoff, Double(number - 1)), atMost: limit)
     }
 
+    /// A task's log in the run record, and where the part inside the record starts.
+    private func logPath(_ index: Int) -> RunEvent.LogPath {
+        RunEvent.LogPath(path: record.logPath(index: index, name: nodes[index].name), offsetInRecord: record.directory.utf8.count + 1)
+    }
+
     /// Records a task's final result and settles it.
     func finish(_ index: Int, with result: AttemptResult) {
         nodes[index].stash.stdout = result.stdout
@@ -257,40 +256,35 @@ extension RunEngine {
 
         switch nodes[index].kind {
         case .task:
-            var finished = event(.taskFinished, index)
-            finished.status = status
-            finished.attempt = nodes[index].attempt
-            finished.exitCode = exitCode
-            finished.signal = signal
-            finished.duration = nodes[index].stash.duration
-            finished.reason = why
-            if nodes[index].cancelReason == .joinSettled { finished.cancelledBy = cancellingJoin(of: index) }
-            finished.reused = nodes[index].reused?.rawValue
-            if status.isFailure && nodes[index].definition?.value.continueOnError == true { finished.allowed = true }
+            var finished = RunEvent.TaskFinished(
+                task: nodes[index].name, status: status, attempt: nodes[index].attempt, exitCode: exitCode, signal: signal,
+                duration: nodes[index].stash.duration, reason: why,
+                allowed: status.isFailure && nodes[index].definition?.value.continueOnError == true,
+                cancelledBy: nodes[index].cancelReason == .joinSettled ? cancellingJoin(of: index) : nil,
+                reused: nodes[index].reused)
             if nodes[index].hasLog {
-                finished.path = record.logPath(index: index, name: nodes[index].name)
-                finished.pathInRecordOffset = record.directory.utf8.count + 1
+                finished.log = logPath(index)
                 if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
             }
-            emit(finished)
+            emit(event(.taskFinished(finished)))
             if (status == .failed || status == .timedOut) && !(nodes[index].definition?.value.continueOnError ?? false)
                 && plan.workflow.failFast && !nodes[index].isFinally {
                 stop(because: .failFast)
             }
         case .group:
-            var finished = event(.groupFinished, index)
-            finished.status = status
+            let members: Int, succeeded: Int
             if let progress = fanOutProgress[index] {
                 // The static members listed beside `foreach` count too: `succeeded` counts them.
-                finished.members = progress.staticMembers + progress.created
-                finished.succeeded = progress.succeeded
+                members = progress.staticMembers + progress.created
+                succeeded = progress.succeeded
             } else {
-                finished.members = nodes[index].members.count
-                finished.succeeded = nodes[index].members.filter { nodes[$0].status == .succeeded }.count
+                members = nodes[index].members.count
+                succeeded = nodes[index].members.count { nodes[$0].status == .succeeded }
             }
-            finished.reason = why
-            finished.duration = nodes[index].startedAt.map { elapsed - $0 }
-            emit(finished)
+            let finished = RunEvent.GroupFinished(
+                group: nodes[index].name, status: status, members: members, succeeded: succeeded,
+                duration: nodes[index].startedAt.map { elapsed - $0 }, reason: why)
+            emit(event(.groupFinished(finished)))
         case .join:
             emitJoinCompleted(index, status: status)
         }

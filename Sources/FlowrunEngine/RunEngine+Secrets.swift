@@ -29,13 +29,38 @@ extension RunEvent {
     /// they come from the workflow file, and the reporters key on them.
     func masked(by masker: SecretMasker) -> RunEvent {
         var event = self
-        event.reason = reason.map(masker.mask)
-        event.logTail = logTail.map(masker.mask)
-        event.waitingOn = waitingOn.map(masker.mask)
-        event.report = report?.map { (key: $0.key, value: masker.mask($0.value)) }
-        event.workflow = workflow.map(masker.mask)
-        event.path = path.map(masker.mask)
-        event.joinReport = joinReport.map { $0.masked(by: masker) }
+        switch payload {
+        case .runStarted(var started):
+            started.workflow = masker.mask(started.workflow)
+            started.path = masker.mask(started.path)
+            event.payload = .runStarted(started)
+        case .taskWaiting(var waiting):
+            waiting.waitingOn = masker.mask(waiting.waitingOn)
+            event.payload = .taskWaiting(waiting)
+        case .taskStarted(var started):
+            if let log = started.log { started.log?.path = masker.mask(log.path) }
+            event.payload = .taskStarted(started)
+        case .taskRetrying(var retrying):
+            retrying.reason = retrying.reason.map(masker.mask)
+            event.payload = .taskRetrying(retrying)
+        case .taskFinished(var finished):
+            finished.reason = finished.reason.map(masker.mask)
+            finished.logTail = finished.logTail.map(masker.mask)
+            if let log = finished.log { finished.log?.path = masker.mask(log.path) }
+            event.payload = .taskFinished(finished)
+        case .groupFinished(var group):
+            group.reason = group.reason.map(masker.mask)
+            event.payload = .groupFinished(group)
+        case .joinCompleted(var join):
+            join.report = join.report.map { (key: $0.key, value: masker.mask($0.value)) }
+            join.joinReport = join.joinReport.map { $0.masked(by: masker) }
+            event.payload = .joinCompleted(join)
+        case .runFinished(var finished):
+            finished.path = masker.mask(finished.path)
+            event.payload = .runFinished(finished)
+        case .taskProgress, .taskOutput:
+            break  // a number; output is masked as it streams
+        }
         return event
     }
 }

@@ -20,7 +20,11 @@ package import FlowrunRecord
 /// task inline (`queue.sync`), spawning the next one without waking another
 /// thread.
 package final class RunEngine: @unchecked Sendable {
-    // @unchecked: all mutable state is confined to `queue`.
+    // @unchecked: all mutable state is confined to `queue` once `init`
+    // returns: timers, `ImmediateWork` and the event loop's batches run
+    // there by construction; the ways back in from elsewhere (`emit`, an
+    // attempt's end in `attemptFinished`, `progressed`, and each attempt's
+    // own entries) check it with `dispatchPrecondition` (ThreadRuleTests).
     let queue = DispatchQueue(label: "flowrun.engine")
     /// Attempts that end as they start complete through this, many per turn of `queue`.
     private(set) lazy var immediateWork = ImmediateWork(queue: queue)
@@ -299,6 +303,7 @@ package final class RunEngine: @unchecked Sendable {
     /// one's start) the reporters get the batch's events at its end, in
     /// order: the next task is spawned before they are formatted.
     func emit(_ event: RunEvent) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let event = shown(event)  // secrets masked once, for every reporter
         if defersEvents {
             deferredEvents.append(event)
@@ -320,23 +325,21 @@ package final class RunEngine: @unchecked Sendable {
         deferredEvents.removeAll(keepingCapacity: true)
     }
 
-    func event(_ kind: RunEvent.Kind, _ node: Int? = nil) -> RunEvent {
+    /// `payload` stamped now: the run's start plus `elapsed`, as a reader of `events.jsonl` computes it.
+    func event(_ payload: RunEvent.Payload) -> RunEvent {
         let now = elapsed
-        return RunEvent(kind, elapsed: now, timestamp: startWallSeconds + now, subject: node.map { nodes[$0].name })
+        return RunEvent(elapsed: now, timestamp: startWallSeconds + now, payload)
     }
 
     private func begin() {
-        var started = event(.runStarted)
-        started.runID = record.runID
-        started.workflow = plan.workflow.name
-        started.path = record.directory
-        started.timeoutSeconds = plan.runTimeout?.seconds
-        started.maxParallel = pool.capacity(of: Self.runSlots)
-        // Members of fan-outs whose items are known count too (the live view's total, the start line).
-        started.members = nodes.indices.count { nodes[$0].kind == .task } + knownFanOutMembers
-        if !groupsSizedAtRunTime.isEmpty { started.sizedAtRunTime = groupsSizedAtRunTime }
-        started.resumedFrom = reuse.resumedFrom
-        emit(started)
+        let started = RunEvent.RunStarted(
+            runID: record.runID, workflow: plan.workflow.name, path: record.directory,
+            maxParallel: pool.capacity(of: Self.runSlots),
+            // Members of fan-outs whose items are known count too (the live view's total, the start line).
+            members: nodes.indices.count { nodes[$0].kind == .task } + knownFanOutMembers,
+            timeoutSeconds: plan.runTimeout?.seconds, resumedFrom: reuse.resumedFrom,
+            sizedAtRunTime: groupsSizedAtRunTime.isEmpty ? nil : groupsSizedAtRunTime)
+        emit(event(.runStarted(started)))
         if let timeout = plan.runTimeout {
             startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }
         }
@@ -369,17 +372,13 @@ package final class RunEngine: @unchecked Sendable {
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
         timerDeadlines.removeAll()
-        var finishedEvent = event(.runFinished)
-        finishedEvent.runID = record.runID
-        finishedEvent.duration = elapsed
-        finishedEvent.counts = statusCounts()
         var code = exitCode()
         // A record that could not be written fails the run (unless a signal or timeout already did).
         if code == 0 && record.failure != nil { code = 1 }
         finalExitCode = code
-        finishedEvent.runExitCode = Int(code)
-        finishedEvent.path = record.directory
-        emit(finishedEvent)
+        let finishedEvent = RunEvent.RunFinished(
+            runID: record.runID, duration: elapsed, counts: statusCounts(), exitCode: Int(code), path: record.directory)
+        emit(event(.runFinished(finishedEvent)))
         deliverDeferredEvents()  // before the reporters finish
         record.writeEventsNow()  // so that the summary knows whether events.jsonl is whole
         if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }

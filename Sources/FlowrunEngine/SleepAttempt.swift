@@ -4,7 +4,7 @@ import FlowrunEvents
 
 /// `sleep: 2s` or `sleep: 1s..3s`: a timer, no process.
 final class SleepAttempt: TaskAttempt, @unchecked Sendable {
-    // @unchecked: used only on the engine queue it was given.
+    // @unchecked: used only on the engine queue it was given (checked at each entry).
     private let queue: DispatchQueue
     private let soon: ImmediateWork
     private let duration: Duration
@@ -26,6 +26,7 @@ final class SleepAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     func start() {
+        dispatchPrecondition(condition: .onQueue(queue))
         if duration <= .zero {
             // Never complete inside start(): the engine is still setting the attempt up.
             // Held strongly until then (a weak reference costs every attempt a side table).
@@ -48,6 +49,7 @@ final class SleepAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func complete(_ result: AttemptResult) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !done else { return }
         done = true
         timer?.cancel()

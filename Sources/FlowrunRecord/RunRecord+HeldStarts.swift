@@ -131,12 +131,10 @@ extension RunRecord {
 extension RunEvent {
     /// `finished` as the one line that stands for this start and that end.
     package func mergedInto(_ finished: RunEvent) -> RunEvent {
+        guard case .taskStarted(let start) = payload, case .taskFinished(var end) = finished.payload else { return finished }
+        end.start = RunEvent.MergedStart(elapsed: elapsed, start)
         var merged = finished
-        merged.started = elapsed
-        merged.timeoutSeconds = timeoutSeconds
-        merged.groupTimeoutSeconds = groupTimeoutSeconds
-        merged.limits = limits
-        merged.needs = needs
+        merged.payload = .taskFinished(end)
         return merged
     }
 }

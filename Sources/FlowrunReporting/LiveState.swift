@@ -105,57 +105,57 @@ struct LiveState {
     /// Updates the state; returns the lines to print above the live region.
     mutating func apply(_ event: RunEvent) -> [StyledLine] {
         let name = TerminalText.escapedName(event.subject ?? "")
-        switch event.kind {
-        case .runStarted:
+        switch event.payload {
+        case .runStarted(let run):
             started = true
-            workflow = TerminalText.escaped(event.workflow ?? "")
-            knownTasks = event.members ?? 0
-            groupsSizedAtRunTime = Set(event.sizedAtRunTime ?? [])
+            workflow = TerminalText.escaped(run.workflow)
+            knownTasks = run.members
+            groupsSizedAtRunTime = Set(run.sizedAtRunTime ?? [])
             return []
-        case .taskWaiting:
+        case .taskWaiting(let waitingEvent):
             leaveWaiting(name)
-            let entries = event.waitingOn ?? []
+            let entries = waitingEvent.waitingOn
             let key = entries.map(Self.resourceName).joined(separator: ", ")
             waiting[name] = Waiting(name: name, waitingOn: entries, key: key, serial: takeSerial())
             waitingLines[key, default: WaitingLine()].queue.append((name, nextSerial - 1))
             waitingLines[key]!.count += 1
             return []
-        case .taskStarted:
+        case .taskStarted(let startedEvent):
             leaveWaiting(name)
             retrying[name] = nil
-            running[name] = Running(name: name, started: event.elapsed, attempt: event.attempt ?? 1, progress: nil, serial: takeSerial())
+            running[name] = Running(name: name, started: event.elapsed, attempt: startedEvent.attempt, progress: nil, serial: takeSerial())
             return []
-        case .taskProgress:
-            running[name]?.progress = event.progress
+        case .taskProgress(let progress):
+            running[name]?.progress = progress.percent
             return []
         case .taskOutput:
             return []
-        case .taskRetrying:
+        case .taskRetrying(let retryingEvent):
             running[name] = nil
-            let attempt = event.attempt ?? 2
-            retrying[name] = Retrying(name: name, attempt: attempt, due: event.elapsed + (event.delay ?? 0), serial: takeSerial())
-            let why = event.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
+            let attempt = retryingEvent.attempt
+            retrying[name] = Retrying(name: name, attempt: attempt, due: event.elapsed + retryingEvent.delay, serial: takeSerial())
+            let why = retryingEvent.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             var line = StyledLine("↻ ", .warning)
             line.append(name, .bold)
-            line.append(" \(event.status?.rawValue ?? "failed")\(why), attempt \(attempt) in \(PlainReporter.seconds(event.delay ?? 0))", .dim)
+            line.append(" \(retryingEvent.status.rawValue)\(why), attempt \(attempt) in \(PlainReporter.seconds(retryingEvent.delay))", .dim)
             return [line]
-        case .taskFinished:
+        case .taskFinished(let finished):
             running[name] = nil
             latestOutput[name] = nil
             retrying[name] = nil
             leaveWaiting(name)
-            return taskFinished(event)
-        case .groupFinished:
+            return taskFinished(finished)
+        case .groupFinished(let group):
             // Its members are all seen now: counted among the finished.
-            groupsSizedAtRunTime.remove(event.subject ?? "")
-            var line = StyledLine("▣ ", Self.role(of: event.status))
+            groupsSizedAtRunTime.remove(group.group)
+            var line = StyledLine("▣ ", Self.role(of: group.status))
             line.append("group ", .dim)
             line.append(name, .bold)
-            line.append(" \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(PlainReporter.seconds(event.duration ?? 0)))")
+            line.append(" \(group.status.rawValue) (\(group.succeeded)/\(group.members) succeeded, \(PlainReporter.seconds(group.duration ?? 0)))")
             // A foreach that could not be read or named fails the group before any member: say why.
-            if let reason = event.reason, reason.hasPrefix("foreach: ") { line.append(": " + TerminalText.sanitized(reason)) }
+            if let reason = group.reason, reason.hasPrefix("foreach: ") { line.append(": " + TerminalText.sanitized(reason)) }
             return [line]
-        case .joinCompleted:
+        case .joinCompleted(let event):
             joinEnds[name] = ReasonText.JoinEnd(event)
             if let report = event.joinReport {
                 let block = JoinBlock.lines(report, columns: columns)
@@ -165,18 +165,18 @@ struct LiveState {
                 return JoinBlock.wrapped(head, width: max(20, columns - 1), indent: "    ") + block.details
             }
             let block = PlainReporter.joinBlock(event, valueWidth: Self.valueWidth)
-            var head = StyledLine("◆ ", event.timedOut == true ? .warning : Self.role(of: event.status))
+            var head = StyledLine("◆ ", event.timedOut ? .warning : Self.role(of: event.status))
             head.append("join ", .dim)
             head.append(block.head)
             return [head] + block.details.map { StyledLine(TerminalText.sanitized($0)) }
-        case .runFinished:
+        case .runFinished(let finishedEvent):
             let collapsed = collapsedLines()
             finished = true
             running.removeAll()
             waiting.removeAll()
             waitingLines.removeAll()
             retrying.removeAll()
-            return collapsed + summary(event)
+            return collapsed + summary(finishedEvent)
         }
     }
 
@@ -221,11 +221,11 @@ struct LiveState {
         return line
     }
 
-    private mutating func taskFinished(_ event: RunEvent) -> [StyledLine] {
-        let name = TerminalText.escapedName(event.subject ?? "")
-        let status = event.status ?? .failed
+    private mutating func taskFinished(_ event: RunEvent.TaskFinished) -> [StyledLine] {
+        let name = TerminalText.escapedName(event.task)
+        let status = event.status
         finishedTasks += 1
-        let ran = (event.attempt ?? 0) > 0
+        let ran = event.attempt > 0
         if !ran, ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
             // A quorum over 1,000 members is one line for those that never started.
             notNeeded.add(name)
@@ -244,7 +244,7 @@ struct LiveState {
             if let code = event.exitCode { details.append("exit \(code)") }
             if let signal = event.signal { details.append("signal \(signal)") }
         }
-        let allowed = event.allowed == true
+        let allowed = event.allowed
         let joinEnd = event.cancelledBy.flatMap { joinEnds[$0] }
         let notNeeded = ReasonText.isNotNeeded(event, joinEnd: joinEnd)
         if status != .succeeded {
@@ -256,9 +256,9 @@ struct LiveState {
             details.append(PlainReporter.seconds(duration))
             noteDuration(name, duration)
         }
-        if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
+        if event.attempt > 1 { details.append("\(event.attempt) attempts") }
         reused.note(event)
-        if let kind = event.reused { details.append(kind == ReuseKind.upToDate.rawValue ? "up to date" : kind) }
+        if let kind = event.reused { details.append(kind == .upToDate ? "up to date" : kind.rawValue) }
         var text = details.joined(separator: ", ")
         if status != .succeeded {
             if allowed { details.insert("allowed", at: 0) }
@@ -279,13 +279,13 @@ struct LiveState {
         if notNeeded { self.notNeeded.add(name) }
         if status == .failed || status == .timedOut {
             if !allowed { failedTasks += 1 }
-            failures.append(FailedTask(name: name, path: event.path, tail: event.logTail ?? [], allowed: allowed))
+            failures.append(FailedTask(name: name, path: event.log?.path, tail: event.logTail ?? [], allowed: allowed))
             for tail in event.logTail ?? [] {
                 var line = StyledLine("    │ ", .dim)
                 line.append(TerminalText.sanitized(tail))
                 lines += JoinBlock.wrapped(line, width: max(20, columns - 1), indent: "    │ ")
             }
-            if let path = event.path { lines.append(StyledLine("    log: \(PathText.shortened(TerminalText.escaped(path), to: columns - 10))", .dim)) }
+            if let path = event.log?.path { lines.append(StyledLine("    log: \(PathText.shortened(TerminalText.escaped(path), to: columns - 10))", .dim)) }
         }
         return lines
     }
@@ -299,15 +299,15 @@ struct LiveState {
 
     /// The final summary: outcome and wall time, counts per status, the
     /// slowest tasks, the failed ones with their logs, the run record.
-    private func summary(_ event: RunEvent) -> [StyledLine] {
-        let exitCode = event.runExitCode ?? 0
+    private func summary(_ event: RunEvent.RunFinished) -> [StyledLine] {
+        let exitCode = event.exitCode
         let succeeded = exitCode == 0
         var head = StyledLine(succeeded ? "✓ " : "✗ ", succeeded ? .success : .failure)
         head.append(workflow.isEmpty ? "run" : workflow, .bold)
-        head.append(" \(succeeded ? "succeeded" : "failed") in \(PlainReporter.seconds(event.duration ?? 0)) (exit \(exitCode))")
+        head.append(" \(succeeded ? "succeeded" : "failed") in \(PlainReporter.seconds(event.duration)) (exit \(exitCode))")
         var lines = [StyledLine(), head]
         var counts = StyledLine("  ")
-        let words = FailedTask.counts(event.counts ?? [], allowed: failures.allowedCount, notNeeded: notNeeded.count)
+        let words = FailedTask.counts(event.counts, allowed: failures.allowedCount, notNeeded: notNeeded.count)
         for (offset, entry) in words.enumerated() {
             if offset > 0 { counts.append(" · ", .dim) }
             counts.append("\(entry.count) \(entry.word)", entry.word == "failed (allowed)" ? .warning : Self.role(of: entry.status))
@@ -341,7 +341,7 @@ struct LiveState {
             line.append(notNeeded.listed(5))
             lines.append(line)
         }
-        if let path = event.path { lines.append(StyledLine("  record: \(PathText.shortened(TerminalText.escaped(path), to: columns - 11))", .dim)) }
+        lines.append(StyledLine("  record: \(PathText.shortened(TerminalText.escaped(event.path), to: columns - 11))", .dim))
         return lines
     }
 

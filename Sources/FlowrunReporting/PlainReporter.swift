@@ -8,7 +8,10 @@ package import FlowrunEvents
 /// `--output plain`: one line per event with a timestamp, stable and easy to
 /// grep; a join's block when it completes; the summary at the end.
 package final class PlainReporter: RunReporter, @unchecked Sendable {
-    // @unchecked: called only on the engine's serial queue.
+    // @unchecked: `report` and `finish` come on the engine's serial queue,
+    // one at a time, and only they touch the tallies below. `output` comes
+    // on the output thread (with `--stream`) and touches nothing but
+    // `output`, a `LineWriter`, whose state is behind its own mutex.
     private let output: LineWriter
     /// Values longer than this are shortened on screen (whole in the run record).
     private let valueWidth = 200
@@ -31,34 +34,34 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
 
     package func report(_ event: RunEvent) {
         if Self.commonWord(event) != nil {
-            if event.kind == .taskFinished, let duration = event.duration { noteDuration(event.subject ?? "", duration) }
+            if case .taskFinished(let finished) = event.payload, let duration = finished.duration { noteDuration(finished.task, duration) }
             output.write(event: event)
             return
         }
         var lines: [String] = []
         let stamp = Self.clock(event.timestamp)
         let name = TerminalText.escapedName(event.subject ?? "")
-        switch event.kind {
-        case .runStarted:
-            let tasks = event.members ?? 0
-            let unsized = event.sizedAtRunTime?.count ?? 0
+        switch event.payload {
+        case .runStarted(let started):
+            let tasks = started.members
+            let unsized = started.sizedAtRunTime?.count ?? 0
             // The words `validate` and `--dry-run` use for a fan-out whose items only a run has.
             let more = unsized > 0 ? " + \(unsized) fan-out\(unsized == 1 ? "" : "s") sized at run time" : ""
-            lines.append("\(stamp) run      \(TerminalText.escaped(event.workflow ?? "")) started (\(tasks) task\(tasks == 1 ? "" : "s")\(more), record \(TerminalText.escaped(event.path ?? "")))")
+            lines.append("\(stamp) run      \(TerminalText.escaped(started.workflow)) started (\(tasks) task\(tasks == 1 ? "" : "s")\(more), record \(TerminalText.escaped(started.path)))")
         case .taskWaiting, .taskStarted, .taskOutput:
             break  // always `commonLine`'s
-        case .taskProgress:
-            lines.append("\(stamp) progress \(name) \(event.progress ?? 0)%")
-        case .taskRetrying:
-            let why = event.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
-            lines.append("\(stamp) retry    \(name): \(event.status?.rawValue ?? "failed")\(why), attempt \(event.attempt ?? 2) in \(Self.seconds(event.delay ?? 0))")
-        case .taskFinished:
-            lines += taskFinished(event, stamp: stamp)
-        case .groupFinished:
+        case .taskProgress(let progress):
+            lines.append("\(stamp) progress \(name) \(progress.percent)%")
+        case .taskRetrying(let retrying):
+            let why = retrying.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
+            lines.append("\(stamp) retry    \(name): \(retrying.status.rawValue)\(why), attempt \(retrying.attempt) in \(Self.seconds(retrying.delay))")
+        case .taskFinished(let finished):
+            lines += taskFinished(finished, stamp: stamp)
+        case .groupFinished(let group):
             // A foreach that could not be read or named fails the group before any member: say why.
-            let why = event.reason.flatMap { $0.hasPrefix("foreach: ") ? ": " + TerminalText.escaped($0) : nil } ?? ""
-            lines.append("\(stamp) group    \(name) \(event.status?.rawValue ?? "") (\(event.succeeded ?? 0)/\(event.members ?? 0) succeeded, \(Self.seconds(event.duration ?? 0)))\(why)")
-        case .joinCompleted:
+            let why = group.reason.flatMap { $0.hasPrefix("foreach: ") ? ": " + TerminalText.escaped($0) : nil } ?? ""
+            lines.append("\(stamp) group    \(name) \(group.status.rawValue) (\(group.succeeded)/\(group.members) succeeded, \(Self.seconds(group.duration ?? 0)))\(why)")
+        case .joinCompleted(let event):
             joinEnds[name] = ReasonText.JoinEnd(event)
             if let report = event.joinReport {
                 let block = JoinBlock.lines(report, columns: columns)
@@ -67,8 +70,8 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
                 let block = Self.joinBlock(event, valueWidth: valueWidth)
                 lines += ["\(stamp) join     \(block.head)"] + block.details
             }
-        case .runFinished:
-            lines += summary(event, stamp: stamp)
+        case .runFinished(let finished):
+            lines += summary(finished, stamp: stamp)
         }
         output.write(lines.joined(separator: "\n") + "\n")
     }
@@ -89,10 +92,10 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     /// showed at 100,000 tasks. Nil for any other event.
     /// The word of an event that `commonLine` prints, nil for the others.
     private static func commonWord(_ event: RunEvent) -> String? {
-        switch event.kind {
+        switch event.payload {
         case .taskStarted: " start    "
         case .taskWaiting: " waiting  "
-        case .taskFinished where event.status == .succeeded && (event.attempt ?? 0) == 1: " ok       "
+        case .taskFinished(let finished) where finished.status == .succeeded && finished.attempt == 1: " ok       "
         default: nil
         }
     }
@@ -104,23 +107,23 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         ClockText.appendTime(event.timestamp, local: true, to: &line)
         line += word
         line += TerminalText.escapedName(event.subject ?? "")
-        switch event.kind {
-        case .taskWaiting:
+        switch event.payload {
+        case .taskWaiting(let waiting):
             line += ": "
-            for (position, what) in (event.waitingOn ?? []).enumerated() {
+            for (position, what) in waiting.waitingOn.enumerated() {
                 if position > 0 { line += ", " }
                 line += TerminalText.escaped(what)
             }
-        case .taskFinished:
-            if let duration = event.duration {
+        case .taskFinished(let finished):
+            if let duration = finished.duration {
                 line += " ("
                 line += seconds(duration)
                 line += ")"
             }
-        case .taskStarted:
-            if let attempt = event.attempt, attempt > 1 {
+        case .taskStarted(let started):
+            if started.attempt > 1 {
                 line += " (attempt "
-                line += String(attempt)
+                line += String(started.attempt)
                 line += ")"
             }
         default:
@@ -138,9 +141,9 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         if slowest.count > 3 { slowest.removeLast() }
     }
 
-    private func taskFinished(_ event: RunEvent, stamp: String) -> [String] {
-        let name = TerminalText.escapedName(event.subject ?? "")
-        let status = event.status ?? .failed
+    private func taskFinished(_ event: RunEvent.TaskFinished, stamp: String) -> [String] {
+        let name = TerminalText.escapedName(event.task)
+        let status = event.status
         var details: [String] = []
         // A cancelled task's exit code and signal are what stopping it did: the reason says it.
         if status != .cancelled {
@@ -150,14 +153,14 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         if let reason = event.reason, status != .succeeded, !details.contains(reason) {
             details.append(TerminalText.escaped(ReasonText.describe(reason, cancelledBy: event.cancelledBy, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] })))
         }
-        if let duration = event.duration, event.attempt ?? 0 > 0 { details.append(Self.seconds(duration)) }
-        if (event.attempt ?? 0) > 1 { details.append("\(event.attempt!) attempts") }
-        let allowed = event.allowed == true
+        if let duration = event.duration, event.attempt > 0 { details.append(Self.seconds(duration)) }
+        if event.attempt > 1 { details.append("\(event.attempt) attempts") }
+        let allowed = event.allowed
         if allowed { details.insert("allowed", at: 0) }
         // Every word 8 columns wide, so names line up whatever the status.
         let word: String
         switch status {
-        case .succeeded: word = event.reused == ReuseKind.upToDate.rawValue ? "uptodate" : event.reused == ReuseKind.restored.rawValue ? "restored" : "ok      "
+        case .succeeded: word = event.reused == .upToDate ? "uptodate" : event.reused == .restored ? "restored" : "ok      "
         case .failed: word = allowed ? "failed  " : "FAILED  "
         case .timedOut: word = "TIMEOUT "
         case .cancelled: word = "cancel  "
@@ -165,15 +168,15 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         }
         var lines = ["\(stamp) \(word) \(name)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")]
         reused.note(event)
-        if let duration = event.duration, event.attempt ?? 0 > 0 { noteDuration(event.subject ?? "", duration) }
+        if let duration = event.duration, event.attempt > 0 { noteDuration(event.task, duration) }
         if ReasonText.isNotNeeded(event, joinEnd: event.cancelledBy.flatMap { joinEnds[$0] }) {
             notNeeded.add(name)
         }
         if status == .failed || status == .timedOut {
             let tail = (event.logTail ?? []).map(TerminalText.escaped)
-            failures.append(FailedTask(name: name, path: event.path.map(TerminalText.escaped), tail: tail, allowed: allowed))
+            failures.append(FailedTask(name: name, path: event.log.map { TerminalText.escaped($0.path) }, tail: tail, allowed: allowed))
             for line in tail { lines.append("    | " + line) }
-            if let path = event.path { lines.append("    log: \(TerminalText.escaped(path))") }
+            if let path = event.log?.path { lines.append("    log: \(TerminalText.escaped(path))") }
         }
         return lines
     }
@@ -182,24 +185,24 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     /// (`page-ready timed out: 2/3 succeeded (3 needed) after 2.0s`), then
     /// indented lines for the missing members and each reported value,
     /// values longer than `valueWidth` shortened (whole in the run record).
-    static func joinBlock(_ event: RunEvent, valueWidth: Int) -> (head: String, details: [String]) {
-        let name = TerminalText.escapedName(event.subject ?? "")
-        let outcome = event.timedOut == true ? "timed out" : event.status?.rawValue ?? ""
-        let head = "\(name) \(outcome): \(event.succeeded ?? 0)/\(event.members ?? 0) succeeded (\(event.required ?? 0) needed) after \(Self.seconds(event.duration ?? 0))"
+    static func joinBlock(_ event: RunEvent.JoinCompleted, valueWidth: Int) -> (head: String, details: [String]) {
+        let name = TerminalText.escapedName(event.join)
+        let outcome = event.timedOut ? "timed out" : event.status.rawValue
+        let head = "\(name) \(outcome): \(event.succeeded)/\(event.members) succeeded (\(event.required) needed) after \(Self.seconds(event.duration))"
         var details: [String] = []
-        if event.timedOut == true, let missing = event.missing, !missing.isEmpty {
-            details.append("    missing: \(missing.map(TerminalText.escaped).joined(separator: ", "))")
+        if event.timedOut, !event.missing.isEmpty {
+            details.append("    missing: \(event.missing.map(TerminalText.escaped).joined(separator: ", "))")
         }
-        for (key, value) in event.report ?? [] {
+        for (key, value) in event.report {
             details.append("    \(TerminalText.escaped(key)) = \(shorten(value, to: valueWidth))")
         }
         return (head, details)
     }
 
-    private func summary(_ event: RunEvent, stamp: String) -> [String] {
-        let counts = FailedTask.counts(event.counts ?? [], allowed: failures.allowedCount, notNeeded: notNeeded.count)
+    private func summary(_ event: RunEvent.RunFinished, stamp: String) -> [String] {
+        let counts = FailedTask.counts(event.counts, allowed: failures.allowedCount, notNeeded: notNeeded.count)
             .map { "\($0.count) \($0.word)" }.joined(separator: ", ")
-        var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration ?? 0)): \(counts.isEmpty ? "nothing ran" : counts)\(reused.text) — exit \(event.runExitCode ?? 0)"]
+        var lines = ["\(stamp) run      finished in \(Self.seconds(event.duration)): \(counts.isEmpty ? "nothing ran" : counts)\(reused.text) — exit \(event.exitCode)"]
         if !slowest.isEmpty { lines.append("    slowest: " + slowest.map { "\($0.name) \(Self.seconds($0.duration))" }.joined(separator: ", ")) }
         for failure in failures.listed {
             lines.append("    \(failure.allowed ? "failed (allowed)" : "failed"): \(failure.name)" + (failure.path.map { " — \($0)" } ?? ""))
@@ -209,7 +212,7 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
         if notNeeded.count > 0 {
             lines.append("    not needed: " + notNeeded.listed(5))
         }
-        lines.append("    record: \(TerminalText.escaped(event.path ?? ""))")
+        lines.append("    record: \(TerminalText.escaped(event.path))")
         return lines
     }
 
@@ -243,8 +246,7 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
 }
 
 /// `--output json`: every event as one JSON object per line (the same lines as `events.jsonl`).
-package final class JSONLinesReporter: RunReporter, @unchecked Sendable {
-    // @unchecked: called only on the engine's serial queue.
+package final class JSONLinesReporter: RunReporter, Sendable {
     private let output: LineWriter
     /// When the run started (epoch seconds), for `task_output`'s `elapsed`: it comes from the output thread.
     private let runStart = Mutex<Double?>(nil)
@@ -260,10 +262,8 @@ package final class JSONLinesReporter: RunReporter, @unchecked Sendable {
 
     /// With `--stream`: a `task_output` event per line (`stream`: stdout or stderr).
     package func output(task: String, line: String, isError: Bool) {
-        var event = RunEvent(.taskOutput, elapsed: 0, subject: task)
+        var event = RunEvent(elapsed: 0, .taskOutput(.init(task: task, stream: isError ? .stderr : .stdout, line: line)))
         event.elapsed = max(0, event.timestamp - (runStart.withLock { $0 } ?? event.timestamp))
-        event.stream = isError ? "stderr" : "stdout"
-        event.line = line
         output.write(event.jsonLine + "\n")
     }
 

@@ -13,8 +13,8 @@ enum ReasonText {
         /// Its deadline passed.
         case deadline
 
-        init(_ event: RunEvent) {
-            self = event.timedOut == true ? .deadline : event.status?.isFailure == true ? .failed : .met
+        init(_ event: RunEvent.JoinCompleted) {
+            self = event.timedOut ? .deadline : event.status.isFailure ? .failed : .met
         }
     }
 
@@ -38,7 +38,7 @@ enum ReasonText {
     }
 
     /// Whether a finished task is a member a join cancelled because it had what it needed.
-    static func isNotNeeded(_ event: RunEvent, joinEnd: JoinEnd?) -> Bool {
+    static func isNotNeeded(_ event: RunEvent.TaskFinished, joinEnd: JoinEnd?) -> Bool {
         event.status == .cancelled && event.reason == CancelReason.joinSettled.rawValue && (joinEnd ?? .met) == .met
     }
 }

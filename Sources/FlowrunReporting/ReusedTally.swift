@@ -6,11 +6,11 @@ struct ReusedTally {
     private(set) var upToDate = 0
     private(set) var restored = 0
 
-    mutating func note(_ event: RunEvent) {
+    mutating func note(_ event: RunEvent.TaskFinished) {
         switch event.reused {
-        case ReuseKind.upToDate.rawValue?: upToDate += 1
-        case ReuseKind.restored.rawValue?: restored += 1
-        default: break
+        case .upToDate?: upToDate += 1
+        case .restored?: restored += 1
+        case nil: break
         }
     }
 

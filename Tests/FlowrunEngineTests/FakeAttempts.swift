@@ -141,6 +141,26 @@ final class EventLog: RunReporter, @unchecked Sendable {
         events.filter { $0.kind == kind && (subject == nil || $0.subject == subject) }
     }
 
+    func waiting(_ task: String) -> [RunEvent.TaskWaiting] {
+        events.compactMap { if case .taskWaiting(let event) = $0.payload, event.task == task { event } else { nil } }
+    }
+
+    func started(_ task: String) -> [RunEvent.TaskStarted] {
+        events.compactMap { if case .taskStarted(let event) = $0.payload, event.task == task { event } else { nil } }
+    }
+
+    func retrying(_ task: String) -> [RunEvent.TaskRetrying] {
+        events.compactMap { if case .taskRetrying(let event) = $0.payload, event.task == task { event } else { nil } }
+    }
+
+    func finished(_ task: String) -> [RunEvent.TaskFinished] {
+        events.compactMap { if case .taskFinished(let event) = $0.payload, event.task == task { event } else { nil } }
+    }
+
+    func groupFinished(_ group: String) -> [RunEvent.GroupFinished] {
+        events.compactMap { if case .groupFinished(let event) = $0.payload, event.group == group { event } else { nil } }
+    }
+
     /// Waits until an event of `kind` was reported (at most `seconds`); false if none was.
     func waitFor(_ kind: RunEvent.Kind, seconds: Double = 10) -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)

@@ -32,7 +32,7 @@ import Testing
         run.attempts.end("fetch-ap", .failed)
         #expect(run.exitCode() == 1)
         #expect(run.status("fetch") == .failed, "a member failed")
-        #expect(run.log.events(.groupFinished, "fetch").first?.members == 3)
+        #expect(run.log.groupFinished("fetch").first?.members == 3)
     }
 
     @Test func aJoinThatHasWhatItNeedsCancelsTheMembersStillRunning() throws {
@@ -55,7 +55,7 @@ import Testing
         #expect(run.status("fastest") == .succeeded)
         #expect(run.status("mirror-a") == .cancelled)
         #expect(run.status("mirror-c") == .cancelled)
-        #expect(run.log.events(.taskFinished, "mirror-a").first?.cancelledBy == "fastest")
+        #expect(run.log.finished("mirror-a").first?.cancelledBy == "fastest")
         run.attempts.end("use")
         #expect(run.exitCode() == 0, "members a join no longer needed do not fail the run")
     }

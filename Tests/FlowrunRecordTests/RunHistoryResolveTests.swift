@@ -66,15 +66,10 @@ import Glibc
         let folder = try Folder([])
         var record: RunRecord? = try RunRecord(baseDirectory: folder.path)
         let id = try #require(record?.runID)
-        var started = RunEvent(.runStarted, elapsed: 0, subject: nil)
-        started.runID = id
-        started.workflow = "w"
-        started.members = 2
-        record?.report(started)
-        var task = RunEvent(.taskStarted, elapsed: 0.1, subject: "build")
-        task.attempt = 1
-        task.path = folder.path + "/" + id + "/logs/000000-build.log"
-        record?.report(task)
+        let directory = try #require(record?.directory)
+        record?.report(RunEvent(elapsed: 0, .runStarted(.init(runID: id, workflow: "w", path: directory, maxParallel: 1, members: 2))))
+        let log = RunEvent.LogPath(path: folder.path + "/" + id + "/logs/000000-build.log", offsetInRecord: (folder.path + "/" + id + "/").utf8.count)
+        record?.report(RunEvent(elapsed: 0.1, .taskStarted(.init(task: "build", attempt: 1, log: log))))
         record?.finish()
         let history = try RunHistory(path: folder.path)
         #expect(history.isLive(id))

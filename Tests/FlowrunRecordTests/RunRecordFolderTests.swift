@@ -31,7 +31,7 @@ import Glibc
         let record = try RunRecord(baseDirectory: base.path, makeRunID: { ids.next()! })
         #expect(record.runID == "20261125-000000-fresh")
         #expect(record.directory == base.path + "/20261125-000000-fresh")
-        record.report(RunEvent(.runStarted, elapsed: 0, subject: nil))
+        record.report(RunEvent(elapsed: 0, .runStarted(.init(runID: record.runID, workflow: "w", path: record.directory, maxParallel: 1, members: 0))))
         record.finish()
         #expect(try FileManager.default.contentsOfDirectory(atPath: base.path + "/attacker").isEmpty)
         var info = stat()

@@ -13,29 +13,17 @@ import Testing
     /// The events of `count` tasks that each start and succeed, 8 at a time.
     static func events(tasks count: Int) -> [RunEvent] {
         var events: [RunEvent] = []
-        var started = RunEvent(.runStarted, elapsed: 0)
-        started.workflow = "flat"
-        started.members = count
-        started.runID = "20261122-140307-4f1c"
-        started.path = "/dev/null"
-        events.append(started)
+        events.append(RunEvent(elapsed: 0, .runStarted(.init(
+            runID: "20261122-140307-4f1c", workflow: "flat", path: "/dev/null", maxParallel: 8, members: count))))
         for index in 0..<count {
-            var start = RunEvent(.taskStarted, elapsed: Double(index) / 800, subject: "t\(index)")
-            start.attempt = 1
-            var finish = RunEvent(.taskFinished, elapsed: Double(index) / 800 + 0.01, subject: "t\(index)")
-            finish.status = .succeeded
-            finish.attempt = 1
-            finish.duration = 0.01
-            finish.exitCode = 0
-            finish.path = "/tmp/run/logs/t\(index).log"
+            let start = RunEvent(elapsed: Double(index) / 800, .taskStarted(.init(task: "t\(index)", attempt: 1)))
+            let log = RunEvent.LogPath(path: "/tmp/run/logs/t\(index).log", offsetInRecord: "/tmp/run/".utf8.count)
+            let finish = RunEvent(elapsed: Double(index) / 800 + 0.01, .taskFinished(.init(
+                task: "t\(index)", status: .succeeded, attempt: 1, exitCode: 0, duration: 0.01, log: log)))
             events += [start, finish]
         }
-        var finished = RunEvent(.runFinished, elapsed: Double(count) / 800)
-        finished.duration = Double(count) / 800
-        finished.counts = [(.succeeded, count)]
-        finished.runExitCode = 0
-        finished.path = "/dev/null"
-        events.append(finished)
+        events.append(RunEvent(elapsed: Double(count) / 800, .runFinished(.init(
+            runID: "20261122-140307-4f1c", duration: Double(count) / 800, counts: [(.succeeded, count)], exitCode: 0, path: "/dev/null"))))
         return events
     }
 

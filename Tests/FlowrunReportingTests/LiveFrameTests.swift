@@ -7,40 +7,38 @@ import Foundation
 import Testing
 
 /// Events as the engine emits them, for feeding the live view's state.
-private func event(_ kind: RunEvent.Kind, _ subject: String? = nil, at elapsed: Double = 0, _ configure: (inout RunEvent) -> Void = { _ in }) -> RunEvent {
-    var event = RunEvent(kind, elapsed: elapsed, subject: subject)
-    configure(&event)
-    return event
+private func event(at elapsed: Double = 0, _ payload: RunEvent.Payload) -> RunEvent {
+    RunEvent(elapsed: elapsed, payload)
 }
 
-private func started(_ workflow: String = "downloads", members: Int = 0) -> RunEvent {
-    event(.runStarted) {
-        $0.workflow = workflow
-        $0.members = members
-        $0.runID = "20261122-140307-4f1c"
-        $0.path = ".flowrun/runs/20261122-140307-4f1c"
-    }
+private func started(_ workflow: String = "downloads", members: Int = 0, sizedAtRunTime: [String]? = nil) -> RunEvent {
+    event(.runStarted(.init(
+        runID: "20261122-140307-4f1c", workflow: workflow, path: ".flowrun/runs/20261122-140307-4f1c", maxParallel: 4,
+        members: members, sizedAtRunTime: sizedAtRunTime)))
 }
 
 private func startedTask(_ name: String, at elapsed: Double, attempt: Int = 1) -> RunEvent {
-    event(.taskStarted, name, at: elapsed) { $0.attempt = attempt }
+    event(at: elapsed, .taskStarted(.init(task: name, attempt: attempt)))
 }
 
 private func progress(_ name: String, _ percent: Int) -> RunEvent {
-    event(.taskProgress, name) { $0.progress = percent }
+    event(.taskProgress(.init(task: name, percent: percent)))
 }
 
 private func waiting(_ name: String, on entries: [String]) -> RunEvent {
-    event(.taskWaiting, name) { $0.waitingOn = entries }
+    event(.taskWaiting(.init(task: name, waitingOn: entries)))
 }
 
-private func finished(_ name: String, _ status: TaskStatus, duration: Double = 1.5, attempt: Int = 1, _ configure: (inout RunEvent) -> Void = { _ in }) -> RunEvent {
-    event(.taskFinished, name) {
-        $0.status = status
-        $0.attempt = attempt
-        $0.duration = duration
-        configure(&$0)
-    }
+private func finished(
+    _ name: String, _ status: TaskStatus, duration: Double = 1.5, attempt: Int = 1, _ configure: (inout RunEvent.TaskFinished) -> Void = { _ in }
+) -> RunEvent {
+    var finished = RunEvent.TaskFinished(task: name, status: status, attempt: attempt, duration: duration)
+    configure(&finished)
+    return event(.taskFinished(finished))
+}
+
+private func runFinished(at elapsed: Double = 0, duration: Double = 0, exitCode: Int = 0, counts: [(status: TaskStatus, count: Int)] = [], path: String = "rec") -> RunEvent {
+    event(at: elapsed, .runFinished(.init(runID: "20261122-140307-4f1c", duration: duration, counts: counts, exitCode: exitCode, path: path)))
 }
 
 private let plain = TerminalStyle(usesColor: false)
@@ -82,18 +80,14 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
     /// Issue 31: while a fan-out read from a stdout is going, the total is not known, and the header says so.
     @Test func aFanOutSizedAtRunTimeShowsDoneAndMoreComingUntilItsGroupFinishes() {
         var (live, _) = state([
-            event(.runStarted) {
-                $0.workflow = "downloads"
-                $0.members = 3
-                $0.sizedAtRunTime = ["read"]
-            },
+            started("downloads", members: 3, sizedAtRunTime: ["read"]),
             startedTask("read[0]", at: 0.1),
             finished("list", .succeeded),
         ])
         #expect(LiveFrame.lines(live, now: 1, columns: 80, rows: 20, tick: 0).map(\.description).first
             == "⠋ downloads  1.0s · 1 running · 1 done, more coming")
         #expect(LiveFrame.lines(live, now: 1, columns: 40, rows: 20, tick: 0).map(\.description).first?.hasSuffix("1 done+") == true)
-        for next in [finished("read[0]", .succeeded), event(.groupFinished, "read") { $0.status = .succeeded; $0.members = 1; $0.succeeded = 1 }] {
+        for next in [finished("read[0]", .succeeded), event(.groupFinished(.init(group: "read", status: .succeeded, members: 1, succeeded: 1)))] {
             _ = live.apply(next)
         }
         #expect(LiveFrame.lines(live, now: 2, columns: 80, rows: 20, tick: 0).map(\.description).first
@@ -129,12 +123,7 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
         let (live, above) = state([
             started(),
             startedTask("flaky", at: 0),
-            event(.taskRetrying, "flaky", at: 1) {
-                $0.attempt = 2
-                $0.status = .failed
-                $0.reason = "exit 1"
-                $0.delay = 2
-            },
+            event(at: 1, .taskRetrying(.init(task: "flaky", status: .failed, reason: "exit 1", attempt: 2, delay: 2))),
         ])
         #expect(above == ["↻ flaky failed (exit 1), attempt 2 in 2.0s"])
         let lines = LiveFrame.lines(live, now: 1.5, columns: 60, rows: 10).map(\.description)
@@ -164,7 +153,7 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
     }
 
     @Test func theRegionEndsWhenTheRunFinishes() {
-        let (live, _) = state([started(), startedTask("a", at: 0), event(.runFinished) { $0.runExitCode = 0 }])
+        let (live, _) = state([started(), startedTask("a", at: 0), runFinished()])
         #expect(LiveFrame.lines(live, now: 1, columns: 60, rows: 10).isEmpty)
     }
 
@@ -182,7 +171,7 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
             finished("test", .failed, duration: 2.5) {
                 $0.exitCode = 1
                 $0.reason = "exit 1"
-                $0.path = "rec/logs/test.log"
+                $0.log = .init(path: "rec/logs/test.log", offsetInRecord: 0)
                 $0.logTail = ["FAIL: upload \u{1B}[31m500\u{1B}[0m", "progress 10%\r100%"]
             },
             finished("slow", .timedOut, duration: 5, attempt: 2) { $0.reason = "timed out after 5s" },
@@ -215,17 +204,10 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
     }
 
     @Test func joinBlocksAreThePlainReportersBlocks() {
-        let join = event(.joinCompleted, "page-ready", at: 2) {
-            $0.status = .succeeded
-            $0.members = 3
-            $0.succeeded = 2
-            $0.required = 3
-            $0.timedOut = true
-            $0.duration = 2
-            $0.missing = ["lead-track"]
-            $0.report = [(key: "original-track.outputs.path", value: "cache/original.mp3")]
-        }
-        let (_, above) = state([started(), join])
+        let join = RunEvent.JoinCompleted(
+            join: "page-ready", status: .succeeded, members: 3, succeeded: 2, required: 3, timedOut: true, duration: 2,
+            missing: ["lead-track"], report: [(key: "original-track.outputs.path", value: "cache/original.mp3")])
+        let (_, above) = state([started(), event(at: 2, .joinCompleted(join))])
         #expect(above == [
             "◆ join page-ready timed out: 2/3 succeeded (3 needed) after 2.0s",
             "    missing: lead-track",
@@ -240,15 +222,10 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
             started("nightly"),
             finished("a", .succeeded, duration: 1),
             finished("b", .succeeded, duration: 7),
-            finished("c", .failed, duration: 3) { $0.path = "rec/logs/c.log" },
+            finished("c", .failed, duration: 3) { $0.log = .init(path: "rec/logs/c.log", offsetInRecord: 0) },
             finished("d", .succeeded, duration: 4),
             finished("e", .skipped, attempt: 0),
-            event(.runFinished, at: 9.5) {
-                $0.duration = 9.5
-                $0.runExitCode = 1
-                $0.counts = [(.succeeded, 3), (.failed, 1), (.skipped, 1)]
-                $0.path = "rec"
-            },
+            runFinished(at: 9.5, duration: 9.5, exitCode: 1, counts: [(.succeeded, 3), (.failed, 1), (.skipped, 1)]),
         ])
         #expect(Array(above.suffix(6)) == [
             "",
@@ -306,7 +283,7 @@ private func state(_ events: [RunEvent]) -> (LiveState, [String]) {
         try #require(descriptor >= 0)
         let reporter = LiveTerminalReporter(descriptor: descriptor) { $0 == "TERM" ? "xterm-256color" : nil }
         for item in [started(members: 1), startedTask("a", at: 0), progress("a", 50), finished("a", .succeeded, duration: 0.5),
-                     event(.runFinished) { $0.duration = 0.6; $0.runExitCode = 0; $0.counts = [(.succeeded, 1)]; $0.path = "rec" }] {
+                     runFinished(duration: 0.6, counts: [(.succeeded, 1)])] {
             reporter.report(item)
         }
         reporter.finish()

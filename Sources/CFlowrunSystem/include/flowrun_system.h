@@ -32,13 +32,16 @@ typedef struct {
     const char *failed_operation;
 } flowrun_spawn_request;
 
-/// Starts a child in a session of its own (no controlling terminal; it leads
-/// its process group: pgid = pid) with an empty signal mask, every signal at
+/// Starts a child leading its own process group (pgid = pid) and, when
+/// flowrun has a controlling terminal (or cannot tell), a session of its own
+/// too (sid = pid: no terminal to read or take; without one it stays in
+/// flowrun's session and scheduler autogroup, `tasks_lead_sessions` in
+/// flowrun_system.c), with an empty signal mask, every signal at
 /// its default disposition except those flowrun's caller ignored (still
 /// ignored; see `flowrun_prepare_process`), the caller's soft descriptor
 /// limit, fds 0-2 as asked, every other descriptor closed, and `directory`,
-/// like posix_spawn with POSIX_SPAWN_SETSID | SETSIGMASK | SETSIGDEF and file
-/// actions, plus what posix_spawn cannot do: the caller's soft descriptor
+/// like posix_spawn with POSIX_SPAWN_SETSID (or SETPGROUP) | SETSIGMASK |
+/// SETSIGDEF and file actions, plus what posix_spawn cannot do: the caller's soft descriptor
 /// limit and nice value given back, and glibc's own signals (32, 33) reset
 /// too, which a posix_spawn'ing parent leaves ignored in flowrun. On a stack
 /// kept between calls: posix_spawn maps and unmaps one per call, and in a

@@ -1,0 +1,14 @@
+/// Where events go. Called on the engine's serial queue, one event at a time.
+package protocol RunReporter: Sendable {
+    func report(_ event: RunEvent)
+    /// Called once after `run_finished`, to flush.
+    func finish()
+    /// With `--stream` (and, for the live view's rows, on a terminal): one
+    /// whole line a task printed on stdout or (`isError`) stderr, as it
+    /// arrives. Called on the output thread, not the engine's queue.
+    func output(task: String, line: String, isError: Bool)
+}
+
+extension RunReporter {
+    package func output(task: String, line: String, isError: Bool) {}
+}
