@@ -33,7 +33,8 @@ extension WorkflowDecoder {
                 let name = Self.variableName(for: expression)
                 error(
                     "${{ \(expression) }} is inside \(construct), where bash evaluates the text as code, so a value could run commands; "
-                        + "pass it through env: (env: {\(name): \"${{ \(expression) }}\"}) and write $\(name) there", at: location)
+                        + "pass it through env: (env: {\(name): \"${{ \(expression) }}\"}), check it is a number or a name before the shell evaluates it "
+                        + "([[ $\(name) =~ ^-?[0-9]+$ ]] || exit 1; a variable's text is evaluated too) and write $\(name) there", at: location)
             case .unsupported(let reason):
                 error("${{ \(expression) }} is inside \(reason), where flowrun cannot quote it; pass it through env: and use the variable", at: location)
             default:
