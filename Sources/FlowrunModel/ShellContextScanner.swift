@@ -128,7 +128,7 @@ public struct ShellContextScanner {
         var evaluated: String?  // `let …`, `declare -i …`: the rest of the command is arithmetic
         var declaration = false
         var nestedBackticks = false
-        var arithmeticTest = false
+        var arithmeticTest: String?  // `[[ -eq ]]` or `[[ -v ]]`
         var typedDeclaration = false  // `declare -i|-n|-a|-A`: the names it declares are evaluated
         var commandName: [UInt8]?
         var nameOption = false  // after `printf -v`, `test -v`
@@ -139,7 +139,7 @@ public struct ShellContextScanner {
         func finishWord() {
             defer { word = []; wordIsCommand = atCommandStart }
             guard !word.isEmpty else { return }
-            if end == .doubleBracket, Self.arithmeticTests.contains(word) { arithmeticTest = true }
+            if end == .doubleBracket, Self.arithmeticTests.contains(word) { arithmeticTest = word.last == UInt8(ascii: "v") || word.last == UInt8(ascii: "R") ? "[[ -v ]]" : "[[ -eq ]]" }
             if nameOption {
                 nameOption = false
                 evaluate(from: wordFirstPoint, construct: "a variable name (after -v)")
@@ -152,7 +152,7 @@ public struct ShellContextScanner {
             if declaration, commandName != nil, word.first == UInt8(ascii: "-") || word.first == UInt8(ascii: "+") {
                 if word.contains(where: { "inaA".utf8.contains($0) }) {
                     typedDeclaration = true
-                    if word.contains(where: { "in".utf8.contains($0) }) { evaluated = "declare -i or -n" }
+                    if word.contains(UInt8(ascii: "i")) { evaluated = "declare -i" } else if word.contains(UInt8(ascii: "n")) { evaluated = "declare -n" }
                 }
             } else if declaration, commandName != nil {
                 // The word's name part is a variable name: a value there is taken as one.
@@ -312,7 +312,7 @@ public struct ShellContextScanner {
             case UInt8(ascii: "]") where end == .doubleBracket && word.isEmpty && peek(1) == UInt8(ascii: "]") && (peek(2).map(Self.isBoundary) ?? true):
                 index += 2
                 // Quoted or not, both sides of an arithmetic test (and `-v`'s name) are evaluated.
-                if arithmeticTest { evaluate(from: firstPoint, construct: "[[ -eq ]] or [[ -v ]]") }
+                if let arithmeticTest { evaluate(from: firstPoint, construct: arithmeticTest) }
                 return
             case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: ">"):
                 finishWord()
@@ -322,6 +322,7 @@ public struct ShellContextScanner {
                 index += 1
             }
         }
+        finishWord()  // the script's last word
     }
 
     /// At `$` (not `$'`): `$(( ))`, `$( )`, `${ }`, `$[ ]`, or a plain `$`.
