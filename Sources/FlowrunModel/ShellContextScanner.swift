@@ -160,7 +160,7 @@ public struct ShellContextScanner {
                     evaluate(from: wordFirstPoint, construct: "a variable name of \(String(decoding: commandName ?? [], as: UTF8.self))")
                 } else {
                     if typedDeclaration { evaluatedNames.insert(name) }
-                    if evaluatedNames.contains(name) { evaluate(from: wordFirstPoint, construct: "an assignment to \(String(decoding: name, as: UTF8.self)), which the script declares -i/-n or evaluates") }
+                    if evaluated == nil, evaluatedNames.contains(name) { evaluate(from: wordFirstPoint, construct: "an assignment to \(String(decoding: name, as: UTF8.self)), which the script declares -i/-n or evaluates") }
                 }
             } else if atCommandStart, equals != nil, plainName, evaluatedNames.contains(name) {
                 evaluate(from: wordFirstPoint, construct: "an assignment to \(String(decoding: name, as: UTF8.self)), which the script declares -i/-n or evaluates")

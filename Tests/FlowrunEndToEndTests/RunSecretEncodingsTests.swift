@@ -86,7 +86,7 @@ extension RunEndToEnd {
                   quoted:
                     run: |
                       bash -xc ': "$1"' _ "$API_SECRET" 2>&1 | sed 's/^/xtrace: /'
-                      printf 'q: %q\n' "$API_SECRET"
+                      bash -c 'printf "q: %q\n" "$1"' _ "$API_SECRET"
                       printf '%s' "$API_SECRET" | jq -Rr '"sh: " + @sh, "html: " + @html'
                       python3 -c 'import os; print("repr: " + repr(os.environ["API_SECRET"].encode()))'
                       python3 -c 'import os; print("points: " + os.environ["API_SECRET"].encode("unicode_escape").decode().replace("\\xe9", "\\xE9"))'

@@ -105,7 +105,7 @@ extension RunEndToEnd {
                         EOF
                 """#)
             #expect(run.exitStatus != 0, "\(run)")
-            #expect(run.stderr.contains("which would end its heredoc early"), "\(run.stderr)")
+            #expect((run.stdout + run.stderr).contains("which would end its heredoc early"), "\(run)")
             #expect(RunInjectionTests.filesNamed("pwned", under: sandbox.path).isEmpty, "a value ran as shell code")
             #expect(sandbox.read("out-3") == "EOFX\nok\n")
         }
