@@ -1,7 +1,11 @@
 /// Reads a `run:` script as a POSIX shell (and bash) would, far enough to
 /// tell the context of each `${{ }}` in it: a plain word, double or single
 /// quotes, a heredoc body, a comment, `${x:-…}`, or a place where bash
-/// evaluates text as arithmetic. The contexts depend only on the script's
+/// evaluates text as arithmetic or takes it as a variable name (`declare`,
+/// `read`, `printf -v`, `[[ -v ]]`, a name the script declares `-i` or
+/// reads as `${!x}`), quoted or not. Where sh and bash would read the rest
+/// differently (`$'…\'…'`, `<<$'EOF'`) every later value is refused: the
+/// scan fails safe rather than guess. The contexts depend only on the script's
 /// text, never on a value, so the loader checks them once (refusing the
 /// evaluated ones) and the renderer quotes each value for its context.
 ///
