@@ -33,7 +33,8 @@ extension WorkflowDecoder {
                 let name = Self.variableName(for: expression)
                 error(
                     "${{ \(expression) }} is inside \(construct), where bash evaluates the text as code, so a value could run commands; "
-                        + "pass it through env: (env: {\(name): \"${{ \(expression) }}\"}) and write $\(name) there", at: location)
+                        + "pass it through env: (env: {\(name): \"${{ \(expression) }}\"}), check it is a number or a name before the shell evaluates it "
+                        + "([[ $\(name) =~ ^-?[0-9]+$ ]] || exit 1; a variable's text is evaluated too) and write $\(name) there", at: location)
             case _ where Template.isWholeArguments(.expression(expression, location)) && (point.insertion != .word || point.backticks > 0):
                 // The planner fills it in as several single-quoted words: only a
                 // plain word keeps them words (in quotes or a heredoc they would

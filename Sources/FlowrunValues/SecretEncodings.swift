@@ -32,6 +32,7 @@ enum SecretEncodings {
         for alphabet in [base64Standard, base64URLSafe] {
             forms.formUnion(base64Fragments(of: bytes, alphabet: alphabet))
         }
+        forms.formUnion(quotedForms(of: value))
         forms.remove(bytes)
         return forms.filter { $0.count >= SecretMasker.minimumLength }
     }
@@ -75,6 +76,77 @@ enum SecretEncodings {
         }
         return out
     }
+
+    // MARK: - Shell, HTML and escaped bytes
+
+    /// `bash -x` and `jq @sh` (`'\''`), `printf %q` (`\ `, `\'`), `$'…'`,
+    /// HTML entities (`&amp;`, `&#39;`), Python's `repr` of bytes (`\xc3\xa9`)
+    /// and PyYAML's code points (`\xE9`).
+    static func quotedForms(of value: String) -> Set<[UInt8]> {
+        var forms = Set<[UInt8]>()
+        forms.insert(Array(value.replacingAll("'", with: "'\\''").utf8))
+        var backslashed: [UInt8] = []
+        for byte in value.utf8 {
+            if backslashQuoted.contains(byte) { backslashed.append(0x5C) }
+            backslashed.append(byte)
+        }
+        forms.insert(backslashed)
+        var ansiC: [UInt8] = []
+        for byte in value.utf8 {
+            switch byte {
+            case 0x5C, 0x27: ansiC += [0x5C, byte]
+            case 0x0A: ansiC += Array("\\n".utf8)
+            case 0x09: ansiC += Array("\\t".utf8)
+            case 0x0D: ansiC += Array("\\r".utf8)
+            default: ansiC.append(byte)
+            }
+        }
+        forms.insert(ansiC)
+        for apostrophe in ["&apos;", "&#39;", "&#x27;"] {
+            for quote in ["&quot;", "&#34;"] {
+                var html = ""
+                for character in value.unicodeScalars {
+                    switch character {
+                    case "&": html += "&amp;"
+                    case "<": html += "&lt;"
+                    case ">": html += "&gt;"
+                    case "'": html += apostrophe
+                    case "\"": html += quote
+                    default: html.unicodeScalars.append(character)
+                    }
+                }
+                forms.insert(Array(html.utf8))
+            }
+        }
+        for upper in [false, true] {
+            let digits = Array((upper ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+            func hex(_ code: UInt32, _ out: inout [UInt8]) {
+                out += [0x5C, UInt8(ascii: "x"), digits[Int(code >> 4 & 0xF)], digits[Int(code & 0xF)]]
+            }
+            var bytesEscaped: [UInt8] = []
+            for byte in value.utf8 {
+                if byte >= 0x80 { hex(UInt32(byte), &bytesEscaped) } else if byte == 0x5C { bytesEscaped += [0x5C, 0x5C] } else { bytesEscaped.append(byte) }
+            }
+            forms.insert(bytesEscaped)
+            var pointsEscaped: [UInt8] = []
+            for scalar in value.unicodeScalars {
+                let code = scalar.value
+                if code >= 0x80 && code < 0x100 {
+                    hex(code, &pointsEscaped)
+                } else if code >= 0x100 && code < 0x10000 {
+                    pointsEscaped += [0x5C, UInt8(ascii: "u")]
+                    for shift in stride(from: 12, through: 0, by: -4) { pointsEscaped.append(digits[Int((code >> UInt32(shift)) & 0xF)]) }
+                } else {
+                    pointsEscaped += Array(String(scalar).utf8)
+                }
+            }
+            forms.insert(pointsEscaped)
+        }
+        return forms
+    }
+
+    /// The bytes `printf %q` writes with a `\` before them.
+    static let backslashQuoted = Set(" \t'\"\\|&;()<>!{}*[?]^$`,#~".utf8)
 
     // MARK: - URL encoding
 

@@ -50,16 +50,36 @@ package enum ShellQuoting {
         return plain ? text : TemplateRenderer.shellWord(text)
     }
 
-    /// A line of the value that ends the heredoc early would leave the rest
-    /// of the value to run as commands; `<<-` would strip its leading tabs.
+    /// A line of the value that, with the text around it, could equal the
+    /// delimiter would end the heredoc early and leave the rest to run as
+    /// commands; `<<-` would strip its leading tabs. A one-line value could
+    /// be any part of its line, the first line of a longer one its end, the
+    /// last its start, and a middle line the whole line.
     static func checkHeredoc(_ value: String, delimiter: String, stripsTabs: Bool) throws(Refusal) {
-        guard value.utf8.contains(0x0A) else { return }
-        if value.contains(delimiter) {
-            throw Refusal(reason: "holds '\(delimiter)', which would end its heredoc early; choose another delimiter or pass it through env:")
+        let lines = value.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).map { line in
+            stripsTabs ? Array(line.drop { $0 == 0x09 }) : Array(line)
+        }
+        let target = Array(delimiter.utf8)
+        let ends: Bool
+        if lines.count == 1 {
+            ends = !lines[0].isEmpty && contains(target, lines[0])
+        } else {
+            ends = (!lines[0].isEmpty && target.reversed().starts(with: lines[0].reversed()))
+                || lines.dropFirst().dropLast().contains(target)
+                || (!lines[lines.count - 1].isEmpty && target.starts(with: lines[lines.count - 1]))
+        }
+        if ends {
+            throw Refusal(reason: "could form a line equal to '\(delimiter)', which would end its heredoc early; choose another delimiter or pass it through env:")
         }
         if stripsTabs, value.contains("\n\t") {
             throw Refusal(reason: "has lines starting with a tab, which <<- strips; use << or pass it through env:")
         }
+    }
+
+    /// Whether `part` occurs in `whole`.
+    static func contains(_ whole: [UInt8], _ part: [UInt8]) -> Bool {
+        guard part.count <= whole.count else { return false }
+        return (0...(whole.count - part.count)).contains { whole[$0..<($0 + part.count)].elementsEqual(part) }
     }
 
     /// `text` with a `\` before each byte in `special` (all ASCII).

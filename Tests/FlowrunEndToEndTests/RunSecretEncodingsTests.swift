@@ -75,5 +75,37 @@ extension RunEndToEnd {
                 }
             }
         }
+
+        /// Shell and HTML quoting, printed by the real tools (issue 32's tester): bash -x's
+        /// `'\''`, printf %q's backslashes, jq's @sh and @html, Python's repr of bytes, PyYAML's `\xE9`.
+        @Test func aSecretIsMaskedInItsShellHTMLAndEscapedByteForms() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run(#"""
+                secrets: [API_SECRET]
+                tasks:
+                  quoted:
+                    run: |
+                      bash -xc ': "$1"' _ "$API_SECRET" 2>&1 | sed 's/^/xtrace: /'
+                      bash -c 'printf "q: %q\n" "$1"' _ "$API_SECRET"
+                      printf '%s' "$API_SECRET" | jq -Rr '"sh: " + @sh, "html: " + @html'
+                      python3 -c 'import os; print("repr: " + repr(os.environ["API_SECRET"].encode()))'
+                      python3 -c 'import os; print("points: " + os.environ["API_SECRET"].encode("unicode_escape").decode().replace("\\xe9", "\\xE9"))'
+                """#, ["--stream"], environment: ["API_SECRET": "p@ss w/0rd'é+&=X"])
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.logText("quoted") == """
+                xtrace: + : '***'
+                q: ***
+                sh: '***'
+                html: ***
+                repr: b"***"
+                points: ***
+
+                """, "\(record.logText("quoted") ?? "")")
+            for (what, text) in RunSecretsTests.everythingWritten(by: run, record: record.directory) {
+                for form in ["w/0rd", "0rd"] { #expect(!text.contains(form), "\(what) holds \(form)") }
+            }
+        }
     }
 }

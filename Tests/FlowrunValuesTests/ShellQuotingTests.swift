@@ -46,6 +46,26 @@ import Testing
         }
         // Not arithmetic: a subscript-looking argument, a comparison of text, a case in a subshell.
         #expect(Self.contexts("echo a[⟨⟩] && [[ ⟨⟩ == 1 ]] && (case x in y) echo ⟨⟩;; esac)") == [.word, .word, .word])
+        // Quoted, a value is still evaluated where bash evaluates the whole word.
+        let quoted = [
+            ("[[ \"⟨⟩\" -eq 1 ]]", "[[ -eq ]]"), ("[[ 1 -eq '⟨⟩' ]]", "[[ -eq ]]"), ("let \"x=⟨⟩\"", "let"), ("declare -i x=\"⟨⟩\"", "declare -i"),
+            ("for (( i=⟨⟩; i<1; i++ )); do :; done", "(( ))"), ("a=([⟨⟩]=1)", "an array literal's subscript"), ("[[ -v ⟨⟩ ]]", "[[ -v ]]"),
+            ("read ⟨⟩ <<< x", "read's variable names"), ("eval \"echo ⟨⟩\"", "eval"), ("declare -n r=⟨⟩", "declare -n"),
+        ]
+        for (script, construct) in quoted {
+            #expect(Self.contexts(script) == [.evaluated(construct: construct)], "\(script)")
+        }
+        // A name in a declaration, after -v, or assigned where the script evaluates it elsewhere.
+        for script in ["declare ⟨⟩=1", "local ⟨⟩", "printf -v ⟨⟩ %s x", "test -v ⟨⟩", "declare -i n\nn=⟨⟩", "n=⟨⟩\ndeclare -i n",
+                       "x=⟨⟩; echo ${!x}", "x=⟨⟩; echo $(( x + 1 ))", "export x=⟨⟩; (( x ))", "unset -v ⟨⟩", "mapfile ⟨⟩"] {
+            #expect(Self.contexts(script).allSatisfy { if case .evaluated = $0 { true } else { false } }, "\(script): \(Self.contexts(script))")
+        }
+        // Still words: a value of a plain declaration, a printf argument, a for list.
+        #expect(Self.contexts("export X=⟨⟩; local y=\"⟨⟩\"; printf '%s' ⟨⟩; for f in ⟨⟩; do :; done") == [.word, .doubleQuoted, .word, .word])
+        // sh and bash read what follows `$'\''` or `<<$'EOF'` differently: refused.
+        for script in ["echo $'\\'⟨⟩' '", "echo $'\\'' x; echo ⟨⟩", "cat <<$'EOF'\nhi\nEOF\necho ⟨⟩"] {
+            #expect(Self.contexts(script).allSatisfy { if case .unsupported = $0 { true } else { false } }, "\(script): \(Self.contexts(script))")
+        }
     }
 
     /// Every hostile value, in every context a shell reads back, prints its
@@ -67,7 +87,13 @@ import Testing
                 let points = ShellContextScanner.insertionPoints(in: Self.segments(script))
                 let pieces = script.components(separatedBy: "⟨⟩")
                 var text = pieces[0]
-                for (position, piece) in pieces.dropFirst().enumerated() { text += try ShellQuoting.text(value, at: points[position]) + piece }
+                do {
+                    for (position, piece) in pieces.dropFirst().enumerated() { text += try ShellQuoting.text(value, at: points[position]) + piece }
+                } catch {
+                    // A one-line value that is part of its heredoc's delimiter could end it: refused.
+                    #expect(value == "EOF" && script.contains("<<"), "\(script.debugDescription) with \(value.debugDescription): \(error.reason)")
+                    continue
+                }
                 let printed = try Self.run(shell, text, in: folder)
                 let expected = script.contains("<⟨⟩>") ? "<\(value)>" : value
                 #expect(printed == "[\(expected)]", "\(shell): \(script.debugDescription) with \(value.debugDescription) → \(text.debugDescription)")
@@ -82,6 +108,13 @@ import Testing
         #expect(throws: ShellQuoting.Refusal.self) { try ShellQuoting.text("a\nEOF\ntouch pwned", at: heredoc) }
         #expect(throws: ShellQuoting.Refusal.self) { try ShellQuoting.text("a\n\tb", at: heredoc) }
         #expect((try? ShellQuoting.text("EOF and more", at: heredoc)) == "EOF and more")
+        // A value that, with the text around it, could form the delimiter's line.
+        for value in ["EOF", "E", "OF", "x\nEO", "F\ny", "a\nEOF\nb"] {
+            #expect(throws: ShellQuoting.Refusal.self, "\(value.debugDescription)") { try ShellQuoting.text(value, at: heredoc) }
+        }
+        for value in ["EOFX", "x\nOFX", "XE\ny", "a\nEOF \nb", ""] {
+            #expect((try? ShellQuoting.text(value, at: ShellInsertionPoint(.heredoc(delimiter: "EOF", quoted: false, stripsTabs: false)))) != nil, "\(value.debugDescription)")
+        }
         #expect((try? ShellQuoting.text("a\nb; $(x)", at: ShellInsertionPoint(.comment))) == "a b; $(x)")
     }
 
