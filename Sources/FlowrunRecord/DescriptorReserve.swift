@@ -13,7 +13,7 @@ import Synchronization
 package enum DescriptorReserve {
     /// Enough for the record's opens between two task ends: a log or two,
     /// the pack and its index, a shard.
-    static let size = 4
+    package static let size = 4
 
     private static let held = Mutex<[Int32]>([])
 
