@@ -106,7 +106,7 @@ struct ArgoCompiler {
             // A secret submitted as a parameter would be shown by the cluster: no `-p` for it,
             // the pods have it from the Kubernetes Secret (`checkSecrets`).
             let how = Self.secretNames(of: workflow).contains(name)
-                ? "left empty: '\(name)' is a secret, which must not be submitted as a parameter (the cluster shows them); "
+                ? "left empty: '\(name)' is a secret, never to be submitted as a parameter, which the cluster shows; "
                     + "read $\(name) in the script instead, which pods take from the Kubernetes Secret '\(secretObjectName)'"
                 : "empty unless submitted with -p \(parameter)=VALUE"
             problems.emulate(

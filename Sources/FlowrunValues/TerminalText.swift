@@ -65,7 +65,9 @@ package enum TerminalText {
     /// echo that would be a command to some CI runners (`::error::`).
     package static func escapedLines(_ text: String) -> String {
         guard needsEscaping(text) || text.hasPrefix("::") else { return text }
-        return text.split(separator: "\n", omittingEmptySubsequences: false).map { escapedName(String($0)) }.joined(separator: "\n")
+        // By byte: as Characters, "\r\n" is one, and no "\n" would be found in it.
+        return text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false)
+            .map { escapedName(String(Substring($0))) }.joined(separator: "\n")
     }
 
     /// A line of a task's log as a terminal shows it: `escaped`, and one
