@@ -21,12 +21,14 @@
 #include "flowrun_http.h"
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 // libcurl's entry points, typed by its header, resolved by `load`.
 static struct {
@@ -58,6 +60,7 @@ struct request {
     int cancelled;  // atomic: read by the write callback without the lock
     long connect_timeout_ms;
     char message[128];  // the error the end callback reports, when flowrun words it
+    int socket_errno;   // why libcurl got no socket (loop thread only); libcurl's OS errno stays 0 then
     struct request *next;
 };
 
@@ -79,9 +82,9 @@ static void unlink_request(struct request *request) {
     }
 }
 
-static void finish(struct request *request, long status, const char *error) {
+static void finish(struct request *request, long status, const char *error, int out_of_descriptors) {
     if (request->added) curl.multi_remove_handle(multi, request->easy);
-    request->on_done(request->context, status, error);
+    request->on_done(request->context, status, error, out_of_descriptors);
     curl.easy_cleanup(request->easy);
     curl.slist_free_all(request->headers);
     free(request);
@@ -94,6 +97,16 @@ static size_t write_body(char *bytes, size_t size, size_t count, void *userdata)
     curl.easy_getinfo(request->easy, CURLINFO_RESPONSE_CODE, &status);
     request->on_data(request->context, status, bytes, size * count);
     return size * count;
+}
+
+/// libcurl's socket, opened here to see why it could not be (EMFILE, ENFILE).
+static curl_socket_t open_socket(void *userdata, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)purpose;
+    struct request *request = userdata;
+    // Close-on-exec: a task spawned meanwhile must not hold the connection.
+    curl_socket_t opened = socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+    if (opened == CURL_SOCKET_BAD) request->socket_errno = errno;
+    return opened;
 }
 
 static void *run_loop(void *unused) {
@@ -116,7 +129,7 @@ static void *run_loop(void *unused) {
         pthread_mutex_unlock(&lock);
         for (struct request *request = stopped, *next; request; request = next) {
             next = request->next;
-            finish(request, 0, "cancelled");
+            finish(request, 0, "cancelled", 0);
         }
 
         int running = 0;
@@ -141,7 +154,13 @@ static void *run_loop(void *unused) {
                          "no connection within %.3gs (the connect limit of http tasks)", request->connect_timeout_ms / 1000.0);
                 error = request->message;
             }
-            finish(request, result == 0 ? status : 0, error);
+            // No socket (or no descriptor for libcurl's own) is "Couldn't connect to
+            // server" to libcurl: told apart by the errno, so the task waits instead.
+            long os_errno = 0;
+            if (result != 0) curl.easy_getinfo(message->easy_handle, CURLINFO_OS_ERRNO, &os_errno);
+            int short_of_descriptors = result != 0 && (request->socket_errno == EMFILE || request->socket_errno == ENFILE
+                                                       || os_errno == EMFILE || os_errno == ENFILE);
+            finish(request, result == 0 ? status : 0, error, short_of_descriptors);
         }
         curl.multi_poll(multi, NULL, 0, 1000, NULL);
     }
@@ -239,6 +258,8 @@ uint64_t flowrun_http_start(const char *method, const char *url, const char *con
     curl.easy_setopt(easy, CURLOPT_WRITEFUNCTION, write_body);
     curl.easy_setopt(easy, CURLOPT_WRITEDATA, request);
     curl.easy_setopt(easy, CURLOPT_PRIVATE, request);
+    curl.easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl.easy_setopt(easy, CURLOPT_OPENSOCKETDATA, request);
     if (request->headers) curl.easy_setopt(easy, CURLOPT_HTTPHEADER, request->headers);
     if (body) {
         curl.easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, body_length);

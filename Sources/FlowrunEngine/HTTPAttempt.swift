@@ -42,12 +42,29 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     /// The body's secrets, masked as it streams to the log (HTTP thread).
     private let bodyMasking: SecretMaskingStream?
 
+    /// Whether one more task's descriptors fit under flowrun's limit now.
+    private let descriptorsFit: () -> Bool
+    /// Descriptors ran short: hands the engine a retry to run when a task
+    /// ends; false when no task runs that would free any.
+    private let waitForDescriptors: (@escaping () -> Void) -> Bool
+    /// Waiting for descriptors (queue): not started, not failed.
+    private(set) var waitingForDescriptors = false
+    /// Tries while nothing ran that could free a descriptor (queue).
+    private var idleDescriptorRetries = 0
+    /// The request line is in the log: a try after a wait does not repeat it.
+    private var announced = false
+
+    /// Sent and not ended: its socket holds a descriptor (queue).
+    var holdsDescriptors: Bool { requestID != 0 && !waitingForDescriptors && !done }
+
     private static let stashLimit = 1 << 20
     /// The whole body's length: past 1 MiB the stash is only its end (`ValueLimit`).
     private var bodyByteCount = 0
 
     init?(method: String, url: String, headers: [(String, String)], body: String?, expect: Int, log: TaskLog,
-          secretMasker: SecretMasker? = nil, queue: DispatchQueue, completion: @escaping (AttemptResult) -> Void) {
+          secretMasker: SecretMasker? = nil, queue: DispatchQueue,
+          descriptorsFit: @escaping () -> Bool = { true }, waitForDescriptors: @escaping (@escaping () -> Void) -> Bool = { _ in false },
+          completion: @escaping (AttemptResult) -> Void) {
         let scheme = url.prefix(while: { $0 != ":" }).lowercased()
         guard (scheme == "http" || scheme == "https") && url.dropFirst(scheme.count).hasPrefix("://") else { return nil }
         self.method = method
@@ -58,13 +75,18 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         self.log = log
         self.queue = queue
         self.completion = completion
+        self.descriptorsFit = descriptorsFit
+        self.waitForDescriptors = waitForDescriptors
         self.secretMasker = secretMasker
         bodyMasking = secretMasker?.stream()
     }
 
     func start() {
         dispatchPrecondition(condition: .onQueue(queue))
-        writeLog("\(method) \(URLRedaction.redact(url))\n")
+        // Under a tight limit, wait before the socket (and the log it may need).
+        if !descriptorsFit(), waitsForDescriptors() { return }
+        if !announced { writeLog("\(method) \(URLRedaction.redact(url))\n") }
+        announced = true
         // A line break in a header would start another header (or the body),
         // and a NUL would cut the URL or method short: values from upstream
         // outputs may hold either, so such a request is refused, not sent.
@@ -93,9 +115,9 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
                     Unmanaged<HTTPAttempt>.fromOpaque(context!).takeUnretainedValue()
                         .received(status: status, UnsafeRawBufferPointer(start: bytes, count: count))
                 },
-                { context, status, error in
+                { context, status, error, outOfDescriptors in
                     Unmanaged<HTTPAttempt>.fromOpaque(context!).takeRetainedValue()
-                        .ended(status: status, error: error.map { String(cString: $0) })
+                        .ended(status: status, error: error.map { String(cString: $0) }, outOfDescriptors: outOfDescriptors != 0)
                 },
                 &problem)
         }
@@ -141,7 +163,12 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     /// On the HTTP thread: the request is over.
-    private func ended(status: Int, error: String?) {
+    private func ended(status: Int, error: String?, outOfDescriptors: Bool) {
+        if outOfDescriptors {
+            // Nothing was sent: not a failure of the request; the log stays open for the next try.
+            queue.async { self.shortOfDescriptors() }
+            return
+        }
         writeStatus(status)
         bodyMasking?.finish { log.write($0) }
         if let error { writeLog("error: \(error)\n") }
@@ -193,8 +220,44 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         queue.async { self.complete(result) }
     }
 
+    /// On `queue`: the socket (or a descriptor libcurl needed) could not be
+    /// had. The task waits for a task to end and tries again; with none
+    /// running, a few quick tries, then the run stops naming the limit.
+    private func shortOfDescriptors() {
+        guard !done else { return }
+        if waitsForDescriptors() { return }
+        log.close()
+        var result = AttemptResult(status: .failed, reason: "no file descriptor left (ulimit -n \(DescriptorLimit.current))")
+        result.outOfDescriptors = true
+        complete(result)
+    }
+
+    /// As `ProcessAttempt`'s: true when a retry is arranged.
+    private func waitsForDescriptors() -> Bool {
+        waitingForDescriptors = true
+        if waitForDescriptors({ [weak self] in self?.startAfterWaiting() }) { return true }
+        guard idleDescriptorRetries < 10 else {
+            waitingForDescriptors = false
+            return false
+        }
+        idleDescriptorRetries += 1
+        queue.asyncAfter(deadline: .now() + .milliseconds(20)) { [weak self] in self?.startAfterWaiting() }
+        return true
+    }
+
+    private func startAfterWaiting() {
+        guard waitingForDescriptors, !done else { return }
+        waitingForDescriptors = false
+        start()
+    }
+
     func stop(as status: TaskStatus, reason: String) {
         dispatchPrecondition(condition: .onQueue(queue))
+        if waitingForDescriptors {
+            // Never sent: no end callback will close the log.
+            waitingForDescriptors = false
+            log.close()
+        }
         if requestID != 0 { flowrun_http_cancel(requestID) }
         complete(AttemptResult(status: status, reason: reason))
     }

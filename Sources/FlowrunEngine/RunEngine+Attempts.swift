@@ -20,7 +20,7 @@ extension RunEngine {
                     method: request.method, url: url, headers: headers, body: body,
                     expect: request.expect, log: record.log(index: index, name: nodes[index].name, exists: nodes[index].hasLog),
                     secretMasker: secretMasker,
-                    queue: queue, completion: completion) {
+                    queue: queue, descriptorsFit: descriptorsFit, waitForDescriptors: descriptorWait, completion: completion) {
                     return attempt
                 }
                 return FailedAttempt(reason: "not an http(s) URL: '\(URLRedaction.redact(url))'", queue: queue, completion: completion)

@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 #endif
 import FlowrunModel
+import FlowrunRecord
 import FlowrunValues
 /// Making the attempt that runs a task's `run:` script as a process tree.
 extension RunEngine {
@@ -73,14 +74,23 @@ extension RunEngine {
     func descriptorsFitAnotherTask() -> Bool {
         guard plan.maxParallel * 3 + 64 > Self.descriptorLimit else { return true }
         if descriptorBaseline == nil { descriptorBaseline = DescriptorLimit.openCount() }
-        let running = attempts.values.count { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }
+        let running = attempts.values.count(where: Self.holdsDescriptors)
         return running == 0 || (descriptorBaseline ?? 0) + 8 + (running + 1) * 3 <= Self.descriptorLimit
     }
 
+    /// A task whose end frees descriptors: a task process (its pipes and
+    /// log), or an `http:` request in flight (its socket and log).
+    static func holdsDescriptors(_ attempt: any TaskAttempt) -> Bool {
+        if let process = attempt as? ProcessAttempt { return process.pid > 0 }
+        return (attempt as? HTTPAttempt)?.holdsDescriptors ?? false
+    }
 
-    /// A task could not get its pipes (EMFILE, ENFILE): `retry` runs when
-    /// another task ends. False if no task shell runs (none would free any).
+
+    /// A task could not get its pipes or socket (EMFILE, ENFILE): `retry`
+    /// runs when another task ends. False if no task process runs (none
+    /// would free any soon).
     func waitForDescriptors(_ retry: @escaping () -> Void) -> Bool {
+        // Not an `http:` request: one may hang for minutes on its socket; the run stops instead.
         guard attempts.values.contains(where: { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }) else { return false }
         descriptorWaiters.append(retry)
         return true
@@ -90,6 +100,8 @@ extension RunEngine {
     /// on a later turn of the queue (the pump closes the ended task's read
     /// ends as its batch ends; a start that still finds none waits again).
     func retryDescriptorWaiters() {
+        // The record's reserve first: what it gave back is taken again before any task's start.
+        DescriptorReserve.refill()
         guard !descriptorWaiters.isEmpty else { return }
         queue.async { [self] in
             let waiters = descriptorWaiters

@@ -103,9 +103,15 @@ struct ArgoCompiler {
             if !environmentParameters.contains(where: { $0.variable == name }) {
                 environmentParameters.append((parameter, name))
             }
+            // A secret submitted as a parameter would be shown by the cluster: no `-p` for it,
+            // the pods have it from the Kubernetes Secret (`checkSecrets`).
+            let how = Self.secretNames(of: workflow).contains(name)
+                ? "left empty: '\(name)' is a secret, never to be submitted as a parameter, which the cluster shows; "
+                    + "read $\(name) in the script instead, which pods take from the Kubernetes Secret '\(secretObjectName)'"
+                : "empty unless submitted with -p \(parameter)=VALUE"
             problems.emulate(
                 "'\(operand.text)' reads flowrun's environment, which a cluster does not have: it becomes the workflow "
-                    + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE)",
+                    + "parameter '\(parameter)' (\(how))",
                 at: operand.location)
             return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
         case .arguments:

@@ -102,7 +102,9 @@ package enum Planner {
         for (name, value) in options.variables {
             guard let index = workflow.vars.firstIndex(where: { $0.name == name }) else {
                 let hint = Suggestion.hint(for: name, in: workflow.vars.map(\.name))
-                throw PlanningError(message: "--var \(name)=…: the workflow declares no variable '\(name)'\(hint)")
+                // The name is as typed: a line break in it must not start a line of the message.
+                let shown = TerminalText.escaped(name)
+                throw PlanningError(message: "--var \(shown)=…: the workflow declares no variable '\(shown)'\(hint)")
             }
             workflow.vars[index].value = value
         }

@@ -1,4 +1,5 @@
 package import FlowrunModel
+import FlowrunValues
 
 /// What a run runs (SPEC §10): the targets named on the command line (or
 /// with `--only`, the same thing), else the file's `default:`, else
@@ -44,9 +45,10 @@ package struct TargetSelection {
                 queue.append(contentsOf: graph.dependencies[fanOut])
             case nil where workflow.finally.contains { $0.name == name }:
                 // Not a target: finally tasks run at the end of every run, whichever targets it has.
-                throw PlanningError(message: "'\(name)' is a finally task, which runs after every run anyway, whatever its targets; name the tasks, groups, joins or fan-out members to run (all of them: no target)")
+                throw PlanningError(message: "'\(TerminalText.escaped(name))' is a finally task, which runs after every run anyway, whatever its targets; name the tasks, groups, joins or fan-out members to run (all of them: no target)")
             case nil:
-                throw PlanningError(message: "no task, group, join or fan-out member is named '\(name)'\(TargetSuggestion.hint(for: name, in: table.names))")
+                // As typed: a line break in it must not start a line of the message.
+                throw PlanningError(message: "no task, group, join or fan-out member is named '\(TerminalText.escaped(name))'\(TargetSuggestion.hint(for: name, in: table.names))")
             }
         }
         while let next = queue.popLast() {

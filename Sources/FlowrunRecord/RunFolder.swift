@@ -98,6 +98,8 @@ package final class RunFolder: Sendable {
             throw error
         }
         self.logs = logs
+        // Held from before the first task: the record's opens can fall back on it.
+        DescriptorReserve.refill()
         (pathForFlowrun, procNamesHandle) = Self.handlePath(descriptor: descriptor, path: path)
     }
 
@@ -139,7 +141,7 @@ package final class RunFolder: Sendable {
     /// and is made `0700`. -1 with errno set when it cannot be.
     private static func openShard(_ name: String, in parent: Int32, make: Bool) -> Int32 {
         if make, mkdirat(parent, name, 0o700) != 0, errno != EEXIST { return -1 }
-        let folder = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let folder = DescriptorReserve.opening { openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         guard folder >= 0 else { return -1 }
         var info = stat()
         guard fstat(folder, &info) == 0, info.st_uid == geteuid() else {
@@ -156,7 +158,9 @@ package final class RunFolder: Sendable {
     /// Creates `name` in `folder` (a descriptor of this record) for writing:
     /// never through a link, never an existing file. -1 with errno set.
     func create(_ name: String, in folder: Int32, appending: Bool = false) -> Int32 {
-        let file = openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (appending ? O_APPEND : 0), 0o600)
+        let file = DescriptorReserve.opening {
+            openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (appending ? O_APPEND : 0), 0o600)
+        }
         if file >= 0, umaskNarrowsModes { fchmod(file, 0o600) }
         return file
     }
@@ -165,7 +169,7 @@ package final class RunFolder: Sendable {
     /// attempt wrote): not through a link, and only if it is still a plain
     /// file with one name. -1 with errno set.
     func reopenForAppending(_ name: String, in folder: Int32) -> Int32 {
-        let file = openat(folder, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        let file = DescriptorReserve.opening { openat(folder, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         guard file >= 0 else { return -1 }
         var info = stat()
         guard fstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {

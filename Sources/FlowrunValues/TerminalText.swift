@@ -60,9 +60,14 @@ package enum TerminalText {
     /// A message as flowrun prints it on stderr, control characters escaped
     /// as `escaped` does except its own line breaks: what a user typed (an
     /// argument, a file name) and flowrun echoes cannot steer the terminal.
+    /// A line starting with `::` starts with `\x3a:` instead (as in
+    /// `escapedName`): flowrun's own lines never do, so one that does is an
+    /// echo that would be a command to some CI runners (`::error::`).
     package static func escapedLines(_ text: String) -> String {
-        guard needsEscaping(text) else { return text }
-        return text.split(separator: "\n", omittingEmptySubsequences: false).map { escaped(String($0)) }.joined(separator: "\n")
+        guard needsEscaping(text) || text.hasPrefix("::") else { return text }
+        // By byte: as Characters, "\r\n" is one, and no "\n" would be found in it.
+        return text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false)
+            .map { escapedName(String(Substring($0))) }.joined(separator: "\n")
     }
 
     /// A line of a task's log as a terminal shows it: `escaped`, and one

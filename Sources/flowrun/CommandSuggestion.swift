@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunValues
 
 /// `flowrun grpah x.yaml`: a first word that is no file and is close to a
 /// subcommand's name is a misspelt subcommand, not a workflow that cannot
@@ -16,7 +17,7 @@ enum CommandSuggestion {
         let word = arguments[1]
         guard !word.hasPrefix("-"), !subcommands.contains(word), !word.contains("/"), access(word, F_OK) != 0,
               let nearest = nearest(to: word) else { return nil }
-        return "flowrun: unknown command `\(word)`; did you mean `\(nearest)`?"
+        return "flowrun: unknown command `\(TerminalText.escaped(word))`; did you mean `\(nearest)`?"
     }
 
     /// The subcommand at most two edits away (one for short words), if one is.

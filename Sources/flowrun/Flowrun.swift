@@ -89,13 +89,13 @@ struct Flowrun: ParsableCommand {
                 Terminal.exit(0)
             }
             if code == .validationFailure {
-                Terminal.standardError.write(fullMessage(for: error) + "\n")
+                Terminal.standardError.write(ArgumentEcho.escaped(fullMessage(for: error)) + "\n")
                 Terminal.exit(2)
             }
             // A message that echoes a typed argument ("Unknown option '--x'")
             // goes out escaped; help and --version print as ArgumentParser prints them.
             if !code.isSuccess {
-                let message = fullMessage(for: error)
+                let message = ArgumentEcho.escaped(fullMessage(for: error))
                 if !message.isEmpty { Terminal.standardError.write(message + "\n") }
                 Terminal.exit(code.rawValue)
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import FlowrunModel
 import FlowrunPlanning
 import FlowrunRecord
+import FlowrunValues
 
 /// What `flowrun [run]` and `flowrun resume` both accept about how a run
 /// goes: one definition (`@OptionGroup`), so the two cannot drift apart —
@@ -36,7 +37,7 @@ struct RunSettings: ParsableArguments {
 
     func validate() throws {
         for variable in variables where !variable.contains("=") || variable.hasPrefix("=") {
-            throw ValidationError("--var takes name=value, found '\(variable)'")
+            throw ValidationError("--var takes name=value, found '\(TerminalText.escaped(variable))'")
         }
         // An empty path would put the record under `/`.
         if logDir?.isEmpty == true { throw ValidationError("--log-dir needs a folder, found an empty value") }

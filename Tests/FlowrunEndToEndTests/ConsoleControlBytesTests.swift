@@ -41,6 +41,32 @@ import Glibc
         }
     }
 
+    /// Issue 32: a raw line break in a typed argument put `::error::` (a
+    /// command to GitHub's runner) at column 0 of stderr, through flowrun's
+    /// own messages (a target, `--var`, twice) and ArgumentParser's
+    /// (`--format`). Each is echoed with `\n` escaped, on the message's line.
+    @Test func aLineBreakInAnArgumentStartsNoLineOfStderr() throws {
+        let directory = try TemporaryDirectory(prefix: "flowrun-control")
+        let workflow = try directory.write("vars: { known: 1 }\ntasks:\n  build: { run: \"true\" }\n", to: "flowrun.yaml")
+        let cases: [(arguments: [String], shown: String)] = [
+            ([workflow, "nosuch\n::error::pwn"], "named 'nosuch\\n::error::pwn'"),
+            (["nosuch\r\n::error::pwn"], "nosuch\\r\\n::error::pwn"),
+            ([workflow, "--var", "a\n::error::x=1"], "declares no variable 'a\\n::error::x'"),
+            ([workflow, "--var", "a\n::error::x"], "found 'a\\n::error::x'"),
+            (["graph", workflow, "--format", "d\n::error::z"], "'d\\n::error::z'"),
+            (["graph", workflow, "--format=d\n::error::z"], "'d\\n::error::z'"),
+            ([workflow, "--bogus\n::error::b"], "--bogus\\n::error::b"),
+        ]
+        for (arguments, shown) in cases {
+            let run = try FlowrunBinary.run(arguments, in: directory.path)
+            #expect(run.exitStatus == 2, "\(arguments): \(run)")
+            let lines = run.stderr.split(separator: "\n")
+            #expect(!lines.contains { $0.hasPrefix("::") }, "\(arguments): a line starts with '::': \(run.stderr.debugDescription)")
+            #expect(!run.stderr.contains("\r"), "\(arguments): a raw CR: \(run.stderr.debugDescription)")
+            #expect(run.stderr.contains(shown), "\(arguments): not shown escaped: \(run.stderr.debugDescription)")
+        }
+    }
+
     @Test func aWorkflowNameIsEscapedInTheGraph() throws {
         let directory = try TemporaryDirectory(prefix: "flowrun-control")
         let workflow = try directory.write("name: \"w\\e[31mred\\u009b\"\ntasks:\n  build: { run: \"true\" }\n", to: "flowrun.yaml")

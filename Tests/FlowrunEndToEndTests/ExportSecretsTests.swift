@@ -71,4 +71,24 @@ import Testing
                 + "set it under env: instead (pods then read it from the Kubernetes Secret 'push-secrets') and read $token in scripts",
         ], "\(run.diagnostics)")
     }
+
+    /// Issue 32: `${{ env.API_TOKEN }}` of a secret becomes a workflow
+    /// parameter, and the warning suggested submitting the secret with
+    /// `-p env-API-TOKEN=VALUE`, where the cluster shows it. It points at the
+    /// Kubernetes Secret instead; a plain variable keeps the `-p` hint.
+    @Test func anEnvironmentSecretIsNeverSuggestedAsAParameter() throws {
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("""
+            secrets: [API_TOKEN]
+            tasks:
+              call: { run: "curl -H 'token: ${{ env.API_TOKEN }}' ${{ env.ENDPOINT }}" }
+            """, to: "call.yaml")
+        let run = try FlowrunBinary.run(["export", file, "--to", "argo"], environment: ["API_TOKEN": "t0ken-value-x"])
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(!run.stdout.contains("t0ken-value-x") && !run.stderr.contains("t0ken-value-x"), "\(run)")
+        let secret = run.diagnostics.filter { $0.contains("'env.API_TOKEN'") }
+        #expect(secret.count == 1, "\(run.diagnostics)")
+        #expect(secret.allSatisfy { !$0.contains("-p ") && $0.contains("'API_TOKEN' is a secret") && $0.contains("the Kubernetes Secret 'call-secrets'") }, "\(secret)")
+        #expect(run.diagnostics.contains { $0.contains("'env.ENDPOINT'") && $0.contains("-p env-ENDPOINT=VALUE") }, "\(run.diagnostics)")
+    }
 }

@@ -11,7 +11,9 @@
 typedef void (*flowrun_http_data_fn)(void *context, long status, const char *bytes, size_t count);
 /// The request's end, exactly once, on the HTTP thread: the final status, or
 /// 0 and what went wrong ("cancelled" after `flowrun_http_cancel`).
-typedef void (*flowrun_http_done_fn)(void *context, long status, const char *error);
+/// `out_of_descriptors`: nonzero when it failed for want of a descriptor
+/// (EMFILE, ENFILE) — nothing was sent, and the task may wait and try again.
+typedef void (*flowrun_http_done_fn)(void *context, long status, const char *error, int out_of_descriptors);
 
 /// Starts one HTTP request (libcurl, loaded at the first call; one thread
 /// drives every request). `headers`: "Name: value" lines; `body` may be NULL.

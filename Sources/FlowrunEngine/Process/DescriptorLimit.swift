@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunRecord
 
 /// flowrun's file descriptor limit (RLIMIT_NOFILE, raised to the hard limit
 /// at start: `ProcessStartup`), what flowrun needs of it, and what it says
@@ -11,12 +12,13 @@ import Glibc
 /// four folders and events.jsonl, the event loop's epoll and wake pipe, the
 /// SIGCHLD signalfd, Dispatch's own epoll, eventfd and timerfds (which it
 /// cannot do without: it traps), and brief ones (a /proc scan, an outputs
-/// file, summary.json); about 24, measured. Each running task adds three
+/// file, summary.json); about 24, measured, and the record's reserve
+/// (`DescriptorReserve`). Each running task adds three
 /// (its two pipes and its log).
 package enum DescriptorLimit {
     /// What a run opens beyond what is open when it starts (the record,
     /// the loops, Dispatch's, a brief /proc scan) and one task's three.
-    static let openedByARun = 24
+    static let openedByARun = 24 + DescriptorReserve.size
 
     /// How many descriptors flowrun may have open now.
     package static var current: Int {
@@ -42,7 +44,7 @@ package enum DescriptorLimit {
     /// process ran to free one (an `http:` task's socket, or flowrun's own
     /// descriptors, hold them).
     package static func exhausted(openNow: Int) -> String {
-        "flowrun: out of file descriptors: a task could not get its pipes while no task process ran to free any; flowrun may have \(current) open (ulimit -n) and holds \(openNow): raise the limit (ulimit -n 1024) or lower max_parallel"
+        "flowrun: out of file descriptors: a task could not get its pipes or socket while no task process ran to free any; flowrun may have \(current) open (ulimit -n) and holds \(openNow): raise the limit (ulimit -n 1024) or lower max_parallel"
     }
 
     /// How many descriptors flowrun has open (the entries of /proc/self/fd).
