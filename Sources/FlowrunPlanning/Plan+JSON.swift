@@ -91,8 +91,9 @@ private struct PlanDocument: Encodable {
         var retries: Int?, retry_delay_seconds: Double?, backoff: Double?, continue_on_error: Bool?
         var env: [String: String]?, cwd: String?, limits: Limits?, fan_out: FanOutInfo?
         var sources: [String]?, generates: [String]?
-        // A member of a sequential group: the member it runs after.
-        var runs_after: String?
+        // The step it runs after (a sequential group's member, a command-line
+        // target before it) and why.
+        var runs_after: String?, runs_after_reason: String?
         /// A call of a template: which one, with every parameter's value.
         var uses: TemplateUse?
         // Groups.
@@ -156,6 +157,7 @@ private struct PlanDocument: Encodable {
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
             result.runs_after = step.runsAfter
+            result.runs_after_reason = step.runsAfterReason
             if let limits = step.limits {
                 result.limits = Limits(
                     run: limits.runSlots,
@@ -174,6 +176,10 @@ private struct PlanDocument: Encodable {
             result.members = step.members
             result.concurrency = step.concurrency
             result.sequential = step.sequential
+            result.runs_after = step.runsAfter
+            result.runs_after_reason = step.runsAfterReason
+            if let when = step.groupWhen { result.when = when.rawValue }
+            result.if = step.groupCondition?.value.description
             result.timeout_seconds = step.timers.timeout?.seconds
             if let source = step.fanOutSource {
                 result.fan_out = FanOutInfo(

@@ -93,7 +93,7 @@ extension Plan {
                 }
             }
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
-            if let previous = step.runsAfter { row("after", "\(previous) (sequential group \(step.group ?? ""))") }
+            if let previous = step.runsAfter { row("after", "\(previous) (\(step.runsAfterReason ?? "sequential group \(step.group ?? "")"))") }
             if step.kind == .fanOut && step.sequential { row("order", "one member at a time, in item order") }
             if let condition = task.condition { row("if", condition.value.description) }
             if let limits = step.limits { row("limits", describe(limits)) }
@@ -114,6 +114,9 @@ extension Plan {
             lines.append("  \(step.name)  [group, \(count)\(step.sequential ? ", sequential" : "")]")
             row("members", step.members.joined(separator: ", "))
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ")) }
+            if let previous = step.runsAfter { row("after", "\(previous) (\(step.runsAfterReason ?? ""))") }
+            if let when = step.groupWhen { row("when", when.rawValue) }
+            if let condition = step.groupCondition { row("if", condition.value.description) }
             var policy: [String] = []
             if let concurrency = step.concurrency { policy.append("concurrency \(concurrency)") }
             if let timeout = step.timers.timeout { policy.append("deadline \(timeout.text)") }

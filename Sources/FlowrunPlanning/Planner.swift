@@ -15,6 +15,9 @@ package struct PlanOptions: Sendable {
     /// With no `only`, run the file's `default:` (a run does; `list`,
     /// `graph` and `export` show the whole workflow).
     package var runsDefaultTargets = false
+    /// `--parallel`: targets named on the command line start together
+    /// instead of one after another (SPEC §15).
+    package var parallelTargets = false
     /// Turn a `foreach` over `vars` into its items (`sizeFanOutsKnownAtPlanning`).
     /// `export` keeps the expression: Argo takes `vars` as parameters a
     /// submit may change, so the items are read there.
@@ -59,6 +62,10 @@ package enum Planner {
             }
         }
         chainSequentialMembers(&steps, workflow: workflow, graph: graph)
+        if !options.parallelTargets {
+            runInOrder(&steps, sequence: selection.orderedTargets, graph: graph, reason: "targets run in the order given")
+        }
+        restage(&steps, graph: graph)
         let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
         let finallyStages = finallyGraph.stages()
         // Definitions by index, not copied out (a kilobyte each).
@@ -156,6 +163,8 @@ package enum Planner {
                     concurrency: group.concurrency, join: nil)
                 step.fanOutCount = group.fanOut?.source.staticCount
                 step.fanOutAxes = group.fanOut?.matrixAxes
+                if group.when != .success { step.groupWhen = group.when }
+                step.groupCondition = group.condition
             case .join:
                 let join = joins[node.name]!
                 step = PlanStep(
