@@ -51,6 +51,10 @@ extension RunEngine {
                 var node = RunNode(kind: .group, name: name)
                 node.timeout = steps[position].timers.timeout
                 add(node)
+                if steps[position].sequential { sequentialGroups.insert(nodes.count - 1) }
+                if steps[position].groupWhen != nil || steps[position].groupCondition != nil {
+                    groupConditions[nodes.count - 1] = (steps[position].groupWhen ?? .success, steps[position].groupCondition)
+                }
             case .join:
                 var node = RunNode(kind: .join, name: name)
                 node.joinDefinition = steps[position].join
@@ -116,8 +120,12 @@ extension RunEngine {
             }
             nodes[index].demand = demand(for: step.limits)
             nodes[index].runsAfter = step.runsAfter.flatMap { indexByName[$0] }
+            if let reason = step.runsAfterReason { runsAfterReasons[index] = reason }
         case .group:
             nodes[index].needs = step.needs.compactMap { indexByName[$0] }
+            // A later command-line target (SPEC §15).
+            nodes[index].runsAfter = step.runsAfter.flatMap { indexByName[$0] }
+            if let reason = step.runsAfterReason { runsAfterReasons[index] = reason }
         case .join:
             let members = step.members.compactMap { indexByName[$0] }
             nodes[index].members = members

@@ -46,6 +46,14 @@ package final class RunEngine: @unchecked Sendable {
     /// Groups whose members' stashes something reads (`groups.G.results`, a
     /// join over the group): their members are kept after they settle.
     var groupsWithMembersRead: Set<String> = []
+    /// `sequential: true` groups, by node index: jobs in GitHub's sense,
+    /// where members skipped by their own `if:` do not skip the group.
+    var sequentialGroups: Set<Int> = []
+    /// Groups with their own `when:` or `if:`, by node index (RunEngine+GroupCondition.swift).
+    var groupConditions: [Int: (when: RunCondition, condition: Located<Expression>?)] = [:]
+    /// `PlanStep.runsAfterReason` by node index, where the plan gave one
+    /// (the steps are gone once the nodes are built).
+    var runsAfterReasons: [Int: String] = [:]
     /// Fan-out members settled so far, by status, and whether one failed
     /// (not allowed to): members are let go, these stay.
     var settledMemberCounts: [TaskStatus: Int] = [:]
