@@ -175,7 +175,10 @@ extension ArgoCompiler {
                 at: group.needs[0].location)
         }
         let needs = dependsNeeds(group.needs + (groupExtraNeeds[group.name] ?? []), scope: .main, owner: "group '\(group.name)'")
-        entry.set("depends", ArgoDepends.expression(needs, when: .success).depends)
+        // A group's own when:/if: (SPEC §15) are the DAG task's depends and when, as a task's.
+        let (depends, never) = ArgoDepends.expression(needs, when: group.when)
+        entry.set("depends", depends)
+        entry.set("when", never ? "false" : when(group.condition, scope: .main))
         if let inputs = groupInputs[group.name] {
             entry.set("arguments", .map([("parameters", .list(inputs.map { Self.parameter($0.name, $0.value) }))]))
         }

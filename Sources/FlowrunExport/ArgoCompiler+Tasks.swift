@@ -160,7 +160,12 @@ extension ArgoCompiler {
 
     /// `if:` as a DAG task's `when`, evaluated by Argo with its expression language.
     mutating func when(_ task: TaskDefinition, scope: ArgoScope) -> String? {
-        guard let condition = task.condition else { return nil }
+        when(task.condition, scope: scope)
+    }
+
+    /// A task's or a group's `if:` as Argo's `when`.
+    mutating func when(_ condition: Located<Expression>?, scope: ArgoScope) -> String? {
+        guard let condition else { return nil }
         for operand in condition.value.operands where operand.path == .item || operand.path == .index || operand.path.isItemField {
             problems.refuse("'if:' in a fan-out template cannot read '\(operand.text)' on Argo; test it in the script instead", at: operand.location)
             return nil

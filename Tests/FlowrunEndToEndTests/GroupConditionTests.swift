@@ -124,5 +124,30 @@ extension RunEndToEnd {
             #expect(run.exitStatus == 2, "\(run)")
             #expect(run.stderr.contains("deploy"), "\(run.stderr)")
         }
+    
+        /// Argo has `when:` and `depends` on the group's DAG task: both are exported.
+        @Test func theArgoExportCarriesAGroupsConditions() throws {
+            let directory = try TemporaryDirectory()
+            let file = try directory.write("""
+                vars: {channel: beta}
+                tasks:
+                  deploy: {run: "./deploy"}
+                groups:
+                  rollback:
+                    needs: deploy
+                    when: failure
+                    tasks:
+                      restore: {run: "./restore"}
+                  publish:
+                    needs: deploy
+                    if: ${{ vars.channel == 'stable' }}
+                    tasks:
+                      upload: {run: "./upload"}
+                """, to: "groups.yaml")
+            let run = try FlowrunBinary.run(["export", file, "--to", "argo"])
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(run.stdout.contains(#"depends: "(deploy.Failed || deploy.Errored)""#), "\(run.stdout)")
+            #expect(run.stdout.contains(#"when: "{{=(workflow['parameters']['channel'] == 'stable')}}""#), "\(run.stdout)")
+        }
     }
 }
