@@ -83,6 +83,8 @@ package final class RunEngine: @unchecked Sendable {
         let sequential: Bool
         let split: FanOutSplit?
         let axes: [String]?
+        /// Matrix combinations named `GROUP[INDEX]` (`MemberNaming.indexNamed`).
+        let indexNamed: Set<Int>
 
         init(template: Shared<TaskDefinition>, source: FanOutSource, demand: SlotPool.Demand, timeout: Duration?,
              items: Set<Int>?, runsAfter: Int?, sequential: Bool, split: FanOutSplit?, axes: [String]?) {
@@ -95,6 +97,7 @@ package final class RunEngine: @unchecked Sendable {
             self.sequential = sequential
             self.split = split
             self.axes = axes
+            indexNamed = template.value.nameTemplate == nil ? MemberNaming.indexNamed(source, axes: axes) : []
         }
     }
 
