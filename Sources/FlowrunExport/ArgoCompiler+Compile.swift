@@ -117,8 +117,11 @@ extension ArgoCompiler {
                 problems.refuse("'\(operand.text)': on Argo an item's '\(path[0])' key holds flowrun's own \(path[0]); rename the field", at: operand.location)
             }
         }
+        let indexNamed = MemberNaming.indexNamed(.records(items), axes: group.fanOut?.matrixAxes)
         return .list(items.enumerated().map { offset, item in
-            let name = MemberNaming.defaultName(group: group.name, item: item, index: offset, fieldNames: true, axes: group.fanOut?.matrixAxes)
+            let name = indexNamed.contains(offset)
+                ? "\(group.name)[\(offset)]"
+                : MemberNaming.defaultName(group: group.name, item: item, index: offset, fieldNames: true, axes: group.fanOut?.matrixAxes)
             var pairs: [(key: String, value: ManifestValue)] = [
                 ("index", .string(String(offset))), ("item", .string(ArgoItemJSON.text(item))), (Self.memberNameKey, .string(name)),
             ]

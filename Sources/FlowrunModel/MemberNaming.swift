@@ -19,8 +19,11 @@ package enum MemberNaming {
     ///
     /// `fieldNames`: whether a record without `name:` is named by its fields
     /// (true for static records); `axes`: a matrix's axes.
+    /// `indexNamed`: a matrix combination whose axis values another shares
+    /// (`indexNamed(_:axes:)`): without `name:`, it is `GROUP[INDEX]`.
     package static func name(
-        group: String, item: FanOutItem, index: Int, template: Template?, fieldNames: Bool, axes: [String]?, vars: [Variable]
+        group: String, item: FanOutItem, index: Int, template: Template?, fieldNames: Bool, axes: [String]?, vars: [Variable],
+        indexNamed: Bool = false
     ) -> String? {
         if let template {
             guard let rendered = render(template, item: item, index: index, vars: vars) else { return nil }
@@ -28,7 +31,28 @@ package enum MemberNaming {
             if rendered.isEmpty || rendered.utf8.contains(0) || rendered.utf8.count > maximumLength { return "\(group)[\(index)]" }
             return rendered
         }
+        if indexNamed { return "\(group)[\(index)]" }
         return defaultName(group: group, item: item, index: index, fieldNames: fieldNames, axes: axes)
+    }
+
+    /// The matrix combinations named `GROUP[INDEX]` when the task has no
+    /// `name:`: those whose values on the axes repeat another's — `include`
+    /// entries that differ only in keys that are not axes (GitHub runs them
+    /// all). Empty for anything but a matrix.
+    package static func indexNamed(_ source: FanOutSource, axes: [String]?) -> Set<Int> {
+        guard let axes, !axes.isEmpty, case .records(let items) = source else { return [] }
+        var first: [String: Int] = [:]
+        var repeated = Set<Int>()
+        for (index, item) in items.enumerated() {
+            let name = defaultName(group: "", item: item, index: index, fieldNames: true, axes: axes)
+            if let earlier = first[name] {
+                repeated.insert(earlier)
+                repeated.insert(index)
+            } else {
+                first[name] = index
+            }
+        }
+        return repeated
     }
 
     /// The longest name a `name:` may give (longer falls back to `GROUP[INDEX]`), as for any value: 1 MiB.
@@ -79,8 +103,10 @@ package enum MemberNaming {
             }
         case .records(let items):
             names.reserveCapacity(items.count)
+            let indexNamed = template == nil ? indexNamed(source, axes: axes) : []
             for (index, item) in items.enumerated() {
-                guard let name = name(group: group, item: item, index: index, template: template, fieldNames: true, axes: axes, vars: vars) else { return nil }
+                guard let name = name(group: group, item: item, index: index, template: template, fieldNames: true, axes: axes, vars: vars,
+                                      indexNamed: indexNamed.contains(index)) else { return nil }
                 names.append(name)
             }
         case .range(let low, let high):
