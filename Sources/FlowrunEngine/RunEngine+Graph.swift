@@ -89,6 +89,9 @@ extension RunEngine {
             nodes[index].unsettledNeeds = 1
         }
         groupsWithMembersRead = Self.groupsWithMembersRead(steps: steps, finallySteps: finallySteps)
+        for position in plan.workflow.vars.indices where plan.workflow.vars[position].command != nil {
+            if let index = indexByName["vars." + plan.workflow.vars[position].name] { computedVariables[index] = position }
+        }
         unsettledFinally = nodes.indices.count { nodes[$0].isFinally }
         unsettledMain = nodes.count - unsettledFinally
     }

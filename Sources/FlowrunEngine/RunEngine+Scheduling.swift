@@ -248,6 +248,7 @@ extension RunEngine {
 
         switch nodes[index].kind {
         case .task:
+            if status == .succeeded, let variable = computedVariables[index] { setComputedVariable(variable, from: index) }
             var finished = event(.taskFinished, index)
             finished.status = status
             finished.attempt = nodes[index].attempt

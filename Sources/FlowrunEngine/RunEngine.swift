@@ -54,6 +54,8 @@ package final class RunEngine: @unchecked Sendable {
     /// `PlanStep.runsAfterReason` by node index, where the plan gave one
     /// (the steps are gone once the nodes are built).
     var runsAfterReasons: [Int: String] = [:]
+    /// The tasks that compute a `{sh: …}` var (`vars.NAME`), by node index: the var's position in `plan.workflow.vars`.
+    var computedVariables: [Int: Int] = [:]
     /// Fan-out members settled so far, by status, and whether one failed
     /// (not allowed to): members are let go, these stay.
     var settledMemberCounts: [TaskStatus: Int] = [:]
@@ -490,5 +492,13 @@ extension Duration {
         guard !overflow else { return Int.max }
         let (sum, sumOverflow) = product.addingReportingOverflow(Int(components.attoseconds / 1_000_000_000))
         return sumOverflow ? Int.max : sum
+    }
+}
+
+extension RunEngine {
+    /// A computed var's value, once its task succeeded (RunEngine+ComputedVariables.swift):
+    /// here, where `plan` may be changed.
+    func setVariable(at position: Int, to value: String) {
+        plan.workflow.vars[position].value = value
     }
 }
