@@ -133,8 +133,20 @@ struct WorkflowDecoder {
         guard let pairs = mapping(node, what: "vars") else { return [] }
         return pairs.compactMap { pair in
             guard let name = pair.key.scalar?.text else { return nil }
+            if let fields = pair.value.mapping {
+                // {sh: COMMAND}: computed once per run, by a task of its own.
+                guard fields.count == 1, fields[0].key.scalar?.text == "sh", let command = fields[0].value.scalar, !command.isNull,
+                      !command.text.trimmingWhitespace.isEmpty else {
+                    let key = fields.first?.key.scalar?.text ?? ""
+                    error("a computed vars.\(name) is {sh: COMMAND}, found \(fields.count == 1 ? "'\(key)'\(Suggestion.hint(for: key, in: ["sh"]))" : "\(fields.count) keys")", at: fields.first?.key ?? pair.value)
+                    return nil
+                }
+                var variable = Variable(name: name, value: "", location: location(pair.key))
+                variable.command = command.text
+                return variable
+            }
             guard let scalar = pair.value.scalar else {
-                error("the value of vars.\(name) must be a string or a number, found \(pair.value.kindDescription)", at: pair.value)
+                error("the value of vars.\(name) must be a string, a number or {sh: COMMAND}, found \(pair.value.kindDescription)", at: pair.value)
                 return nil
             }
             return Variable(name: name, value: scalar.isNull ? "" : scalar.text, location: location(pair.key))

@@ -21,7 +21,8 @@ private struct PlanDocument: Encodable {
     struct WorkflowInfo: Encodable {
         var name: String, file: String, description: String?
         var max_parallel: Int, timeout_seconds: Double?, fail_fast: Bool, kill_grace_seconds: Double, shell: String
-        var vars: [String: String], env: [String: String]
+        // `{sh: …}` vars: name → command (the value is known once vars.NAME ran).
+        var vars: [String: String], computed_vars: [String: String]?, env: [String: String]
     }
 
     struct Semaphore: Encodable {
@@ -117,13 +118,19 @@ private struct PlanDocument: Encodable {
             name: workflow.name, file: workflow.file, description: workflow.description,
             max_parallel: plan.maxParallel, timeout_seconds: workflow.timeout?.value.seconds, fail_fast: workflow.failFast,
             kill_grace_seconds: workflow.killGrace.seconds, shell: workflow.shell,
-            vars: Dictionary(workflow.vars.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
+            vars: Dictionary(workflow.vars.filter { $0.command == nil }.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
+            computed_vars: Self.computedVars(workflow.vars),
             env: Dictionary(workflow.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }))
         semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }
         steps = plan.steps.map { Self.step($0, vars: workflow.vars) }
         finally = plan.finallySteps.map { Self.step($0) }
+    }
+
+    private static func computedVars(_ vars: [Variable]) -> [String: String]? {
+        let computed = vars.compactMap { variable in variable.command.map { (variable.name, $0) } }
+        return computed.isEmpty ? nil : Dictionary(computed, uniquingKeysWith: { _, last in last })
     }
 
     private static func step(_ step: PlanStep, vars: [Variable] = []) -> Step {

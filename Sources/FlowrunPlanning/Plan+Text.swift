@@ -16,7 +16,10 @@ extension Plan {
         settings.append("shell \(workflow.shell)")
         lines.append("  " + settings.joined(separator: " · "))
         if !workflow.vars.isEmpty {
-            lines.append("  vars: " + workflow.vars.map { "\($0.name)=\(Self.quoted($0.value))" }.joined(separator: ", "))
+            lines.append("  vars: " + workflow.vars.map { variable in
+                // A computed value is known only once its task (vars.NAME) ran.
+                variable.command.map { "\(variable.name)=$(\($0)) (computed at run time by vars.\(variable.name))" } ?? "\(variable.name)=\(Self.quoted(variable.value))"
+            }.joined(separator: ", "))
         }
         if !workflow.env.isEmpty {
             lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, vars: workflow.vars) }.joined(separator: ", "))

@@ -48,6 +48,7 @@ package enum Planner {
     package static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
         var workflow = workflow
         try apply(options, to: &workflow)
+        try addComputedVariableTasks(&workflow)
         if options.sizesFanOutsOverVars { sizeFanOutsKnownAtPlanning(&workflow) }
         let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)
@@ -104,6 +105,8 @@ package enum Planner {
                 throw PlanningError(message: "--var \(name)=…: the workflow declares no variable '\(name)'\(hint)")
             }
             workflow.vars[index].value = value
+            // --var overrides a computed value without running its command.
+            workflow.vars[index].command = nil
         }
         if let maxParallel = options.maxParallel {
             guard maxParallel >= 1 else { throw PlanningError(message: "--max-parallel must be at least 1") }
