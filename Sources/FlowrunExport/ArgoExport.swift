@@ -19,6 +19,12 @@ package enum ArgoExport {
                 at: SourceLocation(file: workflow.file, line: 1, column: 1))
         }
         let templates = compiler.compileTemplates()
+        // An Argo parameter is set at submit; a task's output cannot become one.
+        for variable in workflow.vars where variable.command != nil {
+            compiler.problems.refuse(
+                "vars.\(variable.name) is computed ({sh: …}) and Argo parameters are set when the workflow is submitted; give it a plain value for the export, or compute it in the scripts that read it",
+                at: variable.location)
+        }
 
         var spec = ManifestMap()
         spec.set("entrypoint", compiler.entrypoint)

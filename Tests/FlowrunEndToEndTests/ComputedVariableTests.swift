@@ -67,5 +67,19 @@ extension RunEndToEnd {
             #expect(run.exitStatus == 2, "\(run)")
             #expect(run.stderr.contains(":2:13: error: a computed vars.version is {sh: COMMAND}, found 'shell'"), "\(run.stderr)")
         }
+    
+        /// Argo's parameters are fixed at submit: a computed var is refused at its line.
+        @Test func theArgoExportRefusesAComputedVarAtItsLine() throws {
+            let directory = try TemporaryDirectory()
+            let file = try directory.write("""
+                vars:
+                  version: {sh: "git describe --tags"}
+                tasks:
+                  build: {run: "echo ${{ vars.version }}"}
+                """, to: "computed.yaml")
+            let run = try FlowrunBinary.run(["export", file, "--to", "argo"])
+            #expect(run.exitStatus == 2, "\(run)")
+            #expect(run.stderr.contains("computed.yaml:2:3: error: cannot export to Argo: vars.version is computed ({sh: …})"), "\(run.stderr)")
+        }
     }
 }
