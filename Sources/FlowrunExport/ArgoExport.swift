@@ -21,8 +21,9 @@ package enum ArgoExport {
         let templates = compiler.compileTemplates()
         // An Argo parameter is set at submit; a task's output cannot become one.
         for variable in workflow.vars where variable.command != nil {
-            compiler.problems.refuse(
-                "vars.\(variable.name) is computed ({sh: …}) and Argo parameters are set when the workflow is submitted; give it a plain value for the export, or compute it in the scripts that read it",
+            compiler.problems.emulate(
+                "vars.\(variable.name) is computed ({sh: …}), but Argo's parameters are set when the workflow is submitted: its command runs "
+                    + "as the task vars-\(variable.name) and the parameter '\(variable.name)' stays empty unless given (argo submit -p \(variable.name)=…)",
                 at: variable.location)
         }
 

@@ -68,8 +68,8 @@ extension RunEndToEnd {
             #expect(run.stderr.contains(":2:13: error: a computed vars.version is {sh: COMMAND}, found 'shell'"), "\(run.stderr)")
         }
     
-        /// Argo's parameters are fixed at submit: a computed var is refused at its line.
-        @Test func theArgoExportRefusesAComputedVarAtItsLine() throws {
+        /// Argo's parameters are fixed at submit: a computed var is emulated with a warning at its line.
+        @Test func theArgoExportWarnsAboutAComputedVarAtItsLine() throws {
             let directory = try TemporaryDirectory()
             let file = try directory.write("""
                 vars:
@@ -78,8 +78,8 @@ extension RunEndToEnd {
                   build: {run: "echo ${{ vars.version }}"}
                 """, to: "computed.yaml")
             let run = try FlowrunBinary.run(["export", file, "--to", "argo"])
-            #expect(run.exitStatus == 2, "\(run)")
-            #expect(run.stderr.contains("computed.yaml:2:3: error: cannot export to Argo: vars.version is computed ({sh: …})"), "\(run.stderr)")
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(run.stderr.contains("computed.yaml:2:3: warning:") && run.stderr.contains("vars.version is computed ({sh: …})"), "\(run.stderr)")
         }
     }
 }
