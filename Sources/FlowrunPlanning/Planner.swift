@@ -66,7 +66,8 @@ package enum Planner {
         if !options.parallelTargets {
             runInOrder(&steps, sequence: selection.orderedTargets, graph: graph, reason: "targets run in the order given")
         }
-        restage(&steps, graph: graph)
+        // Only order can move a step to a later stage than its needs give it.
+        if steps.contains(where: { $0.runsAfter != nil }) { restage(&steps, graph: graph) }
         let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
         let finallyStages = finallyGraph.stages()
         // Definitions by index, not copied out (a kilobyte each).
