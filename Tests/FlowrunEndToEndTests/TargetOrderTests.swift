@@ -123,5 +123,23 @@ extension RunEndToEnd {
             let record = try sandbox.record()
             #expect(record.statuses == ["creds": "succeeded", "build": "succeeded", "upload": "succeeded"], "\(run)")
         }
+    
+        /// Both orders at once never wait in a circle: `q` is reached in the
+        /// sequence (after `m1`), so naming it first runs the group with it.
+        @Test func aTargetThatASequentialMemberNeedsDoesNotDeadlock() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  q: {run: "echo q >> $SANDBOX/order"}
+                groups:
+                  g:
+                    sequential: true
+                    tasks:
+                      m1: {run: "echo m1 >> $SANDBOX/order"}
+                      m2: {run: "echo m2 >> $SANDBOX/order", needs: q}
+                """, ["q", "g"], timeout: .seconds(20))
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(sandbox.lines("order") == ["m1", "q", "m2"], "\(run)")
+        }
     }
 }
