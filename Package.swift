@@ -52,7 +52,7 @@ let package = Package(
         // expression evaluation and templates, JSON, secret masking, safe terminal text.
         .target(name: "FlowrunValues", dependencies: ["FlowrunModel", "CFlowrunSystem"], swiftSettings: strictSettings),
         // YAML nodes → Workflow, or every diagnostic at once.
-        .target(name: "FlowrunLoading", dependencies: ["FlowrunYAML", "FlowrunModel"], swiftSettings: strictSettings),
+        .target(name: "FlowrunLoading", dependencies: ["FlowrunYAML", "FlowrunModel", "FlowrunValues"], swiftSettings: strictSettings),
         // Workflow + command-line choices → Plan (and its text and JSON for --dry-run).
         .target(name: "FlowrunPlanning", dependencies: ["FlowrunModel", "FlowrunValues"], swiftSettings: strictSettings),
         // What the engine tells reporters: RunEvent, TaskStatus, the reporter protocols,
@@ -72,7 +72,7 @@ let package = Package(
             dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning", "FlowrunEvents", "FlowrunRecord"],
             swiftSettings: strictSettings),
         // Plan → an Argo Workflows manifest.
-        .target(name: "FlowrunExport", dependencies: ["FlowrunModel", "FlowrunPlanning"], swiftSettings: strictSettings),
+        .target(name: "FlowrunExport", dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunPlanning"], swiftSettings: strictSettings),
         // Argument parsing and wiring only.
         .executableTarget(
             name: "flowrun",

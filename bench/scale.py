@@ -15,6 +15,15 @@ Two tables, written to OUT/scale.md and OUT/scale.json:
    `xargs -P JOBS -n 1 true` and `parallel -j JOBS true` on the same list
    (one `true` per item): wall time and peak RSS of each.
 
+What the figures depend on is printed beside them (`describe_setup`), so
+that two machines' tables can be compared: the CPU (model, MHz, cores, a
+hypervisor), the binary's build (release or debug, Swift's runtime linked
+statically or not), the file system the run records were written to, and
+a calibration run of the C floor (`bench/runner-floor.c`: flowrun's
+per-task system work without its engine, `--floor-size` tasks at P=2)
+next to flowrun's. The figures are noisy on a shared machine: compare
+against the calibration from the same minutes, not across days.
+
 Peak RSS is ru_maxrss of the waited-for process tree's largest process
 (wait4), the figure GNU time's %M prints: for flowrun that is its engine,
 for xargs and parallel their own process (their children are `true`).
@@ -30,7 +39,7 @@ import time
 
 
 def run_measured(argv, cwd, stdin_path=None):
-    """Run argv in cwd; return (wall seconds, peak RSS in KB, exit code)."""
+    """Run argv in cwd; return (wall seconds, peak RSS in KB, exit code, user CPU seconds)."""
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdin=stdin, stdout=subprocess.DEVNULL,
@@ -39,7 +48,7 @@ def run_measured(argv, cwd, stdin_path=None):
     wall = time.perf_counter() - start
     if stdin_path:
         stdin.close()
-    return wall, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss, os.waitstatus_to_exitcode(status), usage.ru_utime
 
 
 def record_size(folder):
@@ -60,6 +69,83 @@ def record_size(folder):
             "events_bytes": size("events.jsonl"), "summary_bytes": size("summary.json")}
 
 
+def cpu_description():
+    """`Model name, N cores, MHz now, hypervisor` from /proc/cpuinfo."""
+    model, mhz, cores, virtual = "unknown", [], 0, False
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            key, value = key.strip(), value.strip()
+            if key == "model name":
+                model, cores = value, cores + 1
+            elif key == "cpu MHz":
+                mhz.append(float(value))
+            elif key == "flags" and " hypervisor" in " " + value:
+                virtual = True
+    speed = " at %.0f MHz now" % (sum(mhz) / len(mhz)) if mhz else ""
+    return "%s, %d cores%s%s" % (model, cores, speed, ", virtual machine" if virtual else "")
+
+
+def build_description(binary):
+    """release or debug (by the SwiftPM folder it was built in, or BUILD_KIND), and how Swift's runtime is linked."""
+    kind = os.environ.get("BUILD_KIND")
+    if not kind:
+        parts = os.path.realpath(binary).split(os.sep)
+        kind = "release" if "release" in parts else "debug" if "debug" in parts else "unknown (set BUILD_KIND)"
+    try:
+        libraries = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+        linked = "Swift runtime dynamic" if "libswiftCore" in libraries else "Swift runtime static (--static-swift-stdlib)"
+    except OSError:
+        linked = "linking unknown (no ldd)"
+    return "%s build, %s" % (kind, linked)
+
+
+def filesystem_description(folder):
+    """The file system holding `folder`: type and mount point, from /proc/mounts."""
+    folder = os.path.realpath(folder)
+    best = ("", "unknown", "")
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 4:
+                continue
+            mount = fields[1].replace("\\040", " ")
+            inside = folder == mount or folder.startswith(mount.rstrip("/") + "/")
+            if inside and len(mount) >= len(best[0]):
+                best = (mount, fields[2], fields[3])
+    return "%s on %s (%s)" % (best[1], best[0] or "?", best[2])
+
+
+def floor_calibration(work, size):
+    """Wall seconds of `runner-floor SIZE 2` (compiled from bench/), or None without a C compiler."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner-floor.c")
+    binary = os.path.join(work, "runner-floor")
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not compiler or subprocess.run([compiler, "-O2", "-o", binary, source]).returncode != 0:
+        return None
+    folder = fresh(work, "floor")
+    wall, _, code, _ = run_measured([binary, str(size), "2"], folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    return wall if code == 0 else None
+
+
+def describe_setup(binary, work, floor_size):
+    setup = {"cpu": cpu_description(), "build": build_description(binary),
+             "record_filesystem": filesystem_description(work), "floor_size": floor_size,
+             "floor_seconds": floor_calibration(work, floor_size), "load_at_start": os.getloadavg()}
+    return setup
+
+
+def setup_lines(setup):
+    floor = setup["floor_seconds"]
+    return ["- CPU: %s" % setup["cpu"],
+            "- flowrun: %s" % setup["build"],
+            "- run records on: %s" % setup["record_filesystem"],
+            "- C floor (`runner-floor %d 2`, `/bin/sh -c true` per task): %s" % (
+                setup["floor_size"], "%.3f s (%.0f µs a task)" % (floor, floor / setup["floor_size"] * 1e6) if floor else "not run (no C compiler)"),
+            "- load averages at the start: %.2f %.2f %.2f" % tuple(setup["load_at_start"])]
+
+
 def fan_out_workflow(count, jobs, task):
     return ("name: scale-%d\nmax_parallel: %d\ntasks:\n  list:\n    run: seq 1 %d\n"
             "groups:\n  work:\n    needs: [list]\n    foreach: ${{ tasks.list.stdout }}\n"
@@ -77,12 +163,12 @@ def flowrun_fan_out(binary, work, count, jobs, task, label):
     folder = fresh(work, label)
     with open(os.path.join(folder, "flow.yaml"), "w") as f:
         f.write(fan_out_workflow(count, jobs, task))
-    wall, rss, code = run_measured([binary, "flow.yaml", "--output", "plain"], folder)
+    wall, rss, code, user = run_measured([binary, "flow.yaml", "--output", "plain"], folder)
     runs = os.path.join(folder, ".flowrun", "runs")
     records = [os.path.join(runs, r) for r in os.listdir(runs) if r != "latest"]
     size = record_size(records[0]) if records else {}
     shutil.rmtree(folder, ignore_errors=True)
-    return {"tool": "flowrun", "n": count, "wall": wall, "rss_kb": rss, "exit": code, "record": size}
+    return {"tool": "flowrun", "n": count, "wall": wall, "user": user, "rss_kb": rss, "exit": code, "record": size}
 
 
 def peer(argv, work, count, label):
@@ -90,7 +176,7 @@ def peer(argv, work, count, label):
     items = os.path.join(folder, "items.txt")
     with open(items, "w") as f:
         f.writelines("%d\n" % i for i in range(1, count + 1))
-    wall, rss, code = run_measured(argv, folder, stdin_path=items)
+    wall, rss, code, _ = run_measured(argv, folder, stdin_path=items)
     shutil.rmtree(folder, ignore_errors=True)
     return {"tool": argv[0], "n": count, "wall": wall, "rss_kb": rss, "exit": code}
 
@@ -110,16 +196,19 @@ def main():
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--floor-size", type=int, default=2000)
     args = parser.parse_args()
     binary = os.path.abspath(args.flowrun)
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
+    setup = describe_setup(binary, args.work, args.floor_size)
+    print("\n".join(setup_lines(setup)), file=sys.stderr)
 
     sleep_rows = []
     for count in [int(s) for s in args.sizes.split(",") if s]:
         runs = [flowrun_fan_out(binary, args.work, count, args.jobs, "sleep: 0s", "sleep-%d" % count) for _ in range(args.runs)]
         sleep_rows.append(best(runs))
-        print("sleep: 0s x %d: %.2f s, %.1f MB" % (count, sleep_rows[-1]["wall"], sleep_rows[-1]["rss_kb"] / 1024), file=sys.stderr)
+        print("sleep: 0s x %d: %.2f s (user %.2f s), %.1f MB" % (count, sleep_rows[-1]["wall"], sleep_rows[-1]["user"], sleep_rows[-1]["rss_kb"] / 1024), file=sys.stderr)
 
     true_rows = []
     if not args.no_peers:
@@ -137,14 +226,14 @@ def main():
         true_rows = [best(rows) for rows in by_tool.values()]
 
     with open(os.path.join(args.out, "scale.json"), "w") as f:
-        json.dump({"sleep": sleep_rows, "true": true_rows, "load": os.getloadavg(), "binary": binary}, f, indent=1)
+        json.dump({"sleep": sleep_rows, "true": true_rows, "load": os.getloadavg(), "binary": binary, "setup": setup}, f, indent=1)
     mb = lambda b: "%.1f MB" % (b / 1e6)
-    lines = ["| members (`sleep: 0s`, P=%d) | time | peak RSS | events.jsonl | summary.json | record (bytes / on disk / files) | exit |" % args.jobs,
-             "|---|---|---|---|---|---|---|"]
+    lines = setup_lines(setup) + ["", "| members (`sleep: 0s`, P=%d) | time | user CPU | peak RSS | events.jsonl | summary.json | record (bytes / on disk / files) | exit |" % args.jobs,
+             "|---|---|---|---|---|---|---|---|"]
     for r in sleep_rows:
         s = r["record"]
-        lines.append("| %d | %.2f s | %.1f MB | %s | %s | %s / %s / %d | %d |" % (
-            r["n"], r["wall"], r["rss_kb"] / 1024, mb(s.get("events_bytes", 0)), mb(s.get("summary_bytes", 0)),
+        lines.append("| %d | %.2f s | %.2f s | %.1f MB | %s | %s | %s / %s / %d | %d |" % (
+            r["n"], r["wall"], r["user"], r["rss_kb"] / 1024, mb(s.get("events_bytes", 0)), mb(s.get("summary_bytes", 0)),
             mb(s.get("bytes", 0)), mb(s.get("disk_kb", 0) * 1024), s.get("files", 0), r["exit"]))
     if true_rows:
         lines += ["", "| %d × `true`, %d at once | time | peak RSS | exit |" % (args.true_size, args.jobs), "|---|---|---|---|"]

@@ -9,22 +9,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 // The supervisor: flowrun's first process, which the shell knows, forks the
 // engine (everything flowrun does) and watches it; the engine watches the
-// supervisor through a pipe. Whichever survives the other kills every task
-// process (see flowrun_supervise in the header).
+// supervisor through a socket pair, the link. Whichever survives the other
+// kills every task process and says in the run record that the run was
+// killed (see flowrun_supervise in the header).
+//
+// What goes over the link: from the supervisor, one byte, the signal that
+// is killing it (when it can catch it: a SIGKILL sends nothing, so the end
+// of file alone means SIGKILL); from the engine, once its record exists,
+// events.jsonl's descriptor and the run's start, which the supervisor reads
+// only after the engine died (a message in flight outlives its sender).
 
 /// The signals a user sends to stop a run; the supervisor passes them on.
 static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 // MARK: - In the engine
 
-/// The read end of the pipe whose only write end the supervisor holds: it
-/// reads end-of-file once the supervisor is gone. -1 when unsupervised.
+/// The engine's end of the link, whose other end only the supervisor holds:
+/// it reads end-of-file once the supervisor is gone. -1 when unsupervised.
 static int supervisor_link = -1;
 /// The supervisor's pid (the engine's parent at the fork); 0 when unsupervised.
 static pid_t supervisor_pid;
@@ -36,6 +46,9 @@ static _Atomic uint64_t last_direct[65], last_forwarded[65];
 /// How close in time the two halves of one kill (pkill, kill to the group)
 /// arrive at most.
 enum { echo_window_ms = 1000 };
+
+/// The most the engine says about its run for the supervisor's `run_killed` line.
+enum { max_facts = 60 * 1024 };
 
 static uint32_t monotonic_milliseconds(void) {
     struct timespec now;
@@ -67,16 +80,72 @@ struct link_watch {
     void *context;
 };
 
+/// Starts the engine's sentinel: a child of this thread (which lives as long
+/// as the engine does, blocked on the link) whose parent-death signal tells
+/// it the engine is gone, however it went; it then continues the
+/// supervisor, which a SIGSTOP may have left unable to notice (the engine's
+/// death reaches it as SIGCHLD, which continues nothing). The supervisor,
+/// running again, kills every task. Named by a pidfd, so that a supervisor
+/// gone already and its pid reused gets nothing. Every signal is blocked in
+/// this thread, so in the sentinel too (`pkill flowrun` leaves it alone).
+static void start_sentinel(void) {
+    int supervisor = (int)syscall(SYS_pidfd_open, supervisor_pid, 0);
+    if (supervisor < 0) return;
+    pid_t engine = getpid();
+    pid_t sentinel = fork();
+    if (sentinel == 0) {
+        // A forked copy of a threaded process: system calls only from here on.
+        // It keeps no descriptor but the pidfd: a task's pipe it held would
+        // keep that task's output open, the run folder's its lock.
+        if (supervisor > 0) syscall(SYS_close_range, 0, (unsigned)supervisor - 1, 0);
+        syscall(SYS_close_range, (unsigned)supervisor + 1, ~0U, 0);
+        prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0);
+        if (getppid() == engine) {
+            sigset_t awaited;
+            sigemptyset(&awaited);
+            sigaddset(&awaited, SIGUSR1);
+            while (sigwaitinfo(&awaited, NULL) < 0 && errno == EINTR) {}
+        }
+        syscall(SYS_pidfd_send_signal, supervisor, SIGCONT, NULL, 0);
+        _exit(0);
+    }
+    close(supervisor);
+}
+
 static void *watch_link(void *argument) {
     struct link_watch watch = *(struct link_watch *)argument;
     free(argument);
     flowrun_name_this_thread("flowrun-link");
-    char byte;
+    start_sentinel();
+    unsigned char byte;
+    int signal = SIGKILL;  // what no handler could report
     ssize_t got;
-    // Nothing is ever written: a read returns only at end of file.
-    do { got = read(supervisor_link, &byte, 1); } while (got > 0 || (got < 0 && errno == EINTR));
-    watch.gone(watch.context);
+    // A byte only when a signal is killing the supervisor; then end of file.
+    while ((got = read(supervisor_link, &byte, 1)) != 0) {
+        if (got == 1 && byte > 0 && byte < 65) signal = byte;
+        if (got < 0 && errno != EINTR) break;
+    }
+    watch.gone(watch.context, signal);
     return NULL;
+}
+
+int flowrun_supervisor_keep_events(int events, double started, const char *facts, size_t facts_length) {
+    if (supervisor_link < 0 || facts_length > max_facts) return -1;
+    struct iovec data[2] = { { .iov_base = &started, .iov_len = sizeof started }, { .iov_base = (void *)facts, .iov_len = facts_length } };
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message = { .msg_iov = data, .msg_iovlen = 2, .msg_control = control.space, .msg_controllen = sizeof control.space };
+    struct cmsghdr *rights = CMSG_FIRSTHDR(&message);
+    rights->cmsg_level = SOL_SOCKET;
+    rights->cmsg_type = SCM_RIGHTS;
+    rights->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(rights), &events, sizeof(int));
+    ssize_t sent;
+    do { sent = sendmsg(supervisor_link, &message, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
+    return sent == (ssize_t)(sizeof started + facts_length) ? 0 : -1;
 }
 
 int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context) {
@@ -108,6 +177,36 @@ int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context) {
 
 /// The engine's pid while it may be signalled (until it is reaped), else 0.
 static volatile pid_t supervised_engine;
+/// The supervisor's end of the link.
+static int engine_link = -1;
+
+/// A signal that kills the supervisor (any it can catch but the stop
+/// signals it passes on): tells the engine which, so that the record says
+/// 128+N as the shell does, then dies of it (the default action, pending
+/// until this handler returns; a fault re-runs its instruction and dies).
+static void report_own_death(int signal) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)signal;
+    (void)!send(engine_link, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    struct sigaction fallback;
+    memset(&fallback, 0, sizeof fallback);
+    fallback.sa_handler = SIG_DFL;
+    sigaction(signal, &fallback, NULL);
+    raise(signal);
+    errno = saved;
+}
+
+/// Whether signal N's default action ends a process (those that stop it,
+/// continue it or do nothing aside, and the two no one can catch).
+static int ends_a_process(int signal) {
+    switch (signal) {
+    case SIGKILL: case SIGSTOP: case SIGCHLD: case SIGCONT: case SIGTSTP:
+    case SIGTTIN: case SIGTTOU: case SIGURG: case SIGWINCH:
+        return 0;
+    default:
+        return 1;
+    }
+}
 
 /// Passes a signal a process sent (kill, sigqueue) on to the engine, with
 /// the sender's pid. A signal from the kernel (the terminal's Ctrl-C,
@@ -254,6 +353,87 @@ static void write_message(const char *text) {
     }
 }
 
+static double monotonic_seconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static int write_all(int fd, const char *text, size_t length) {
+    while (length > 0) {
+        ssize_t written = write(fd, text, length);
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) return -1;
+        text += written;
+        length -= (size_t)written;
+    }
+    return 0;
+}
+
+/// The engine died of `signal` before it could end its record: appends the
+/// run's end to events.jsonl for it, a `run_killed` line with the signal and
+/// flowrun's exit code (docs/events-json.md), through the descriptor the
+/// engine sent once the record existed (none: no record, nothing to say).
+/// A line the engine was writing when it died is ended first, so that the
+/// new line is whole (readers skip the broken one).
+static void record_engine_death(int signal, int code) {
+    // The start (a double), then the run's facts: `,"file":…` (JSON members).
+    static char received[sizeof(double) + max_facts];
+    size_t length = 0;
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof control);
+    int events = -1;
+    for (;;) {
+        struct iovec data = { .iov_base = received + length, .iov_len = sizeof received - length };
+        struct msghdr message = { .msg_iov = &data, .msg_iovlen = 1, .msg_control = control.space, .msg_controllen = sizeof control.space };
+        ssize_t got = recvmsg(engine_link, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        for (struct cmsghdr *part = CMSG_FIRSTHDR(&message); part; part = CMSG_NXTHDR(&message, part)) {
+            if (part->cmsg_level == SOL_SOCKET && part->cmsg_type == SCM_RIGHTS && part->cmsg_len >= CMSG_LEN(sizeof(int))) {
+                if (events >= 0) close(events);
+                memcpy(&events, CMSG_DATA(part), sizeof(int));
+            }
+        }
+        length += (size_t)got;
+        if (length == sizeof received) break;
+    }
+    if (events < 0) return;
+    struct stat info;
+    if (length < sizeof(double) || fstat(events, &info) != 0 || !S_ISREG(info.st_mode)) {
+        close(events);
+        return;
+    }
+    double started;
+    memcpy(&started, received, sizeof started);
+    const char *facts = received + sizeof started;
+    size_t facts_length = length - sizeof started;
+    char last = '\n';
+    if (info.st_size > 0 && pread(events, &last, 1, info.st_size - 1) != 1) last = '\n';
+    double elapsed = monotonic_seconds() - started;
+    char seconds[32];
+    snprintf(seconds, sizeof seconds, "%.3f", elapsed > 0 && elapsed < 1e12 ? elapsed : 0.0);
+    // 2.5 rather than 2.500, 2 rather than 2.000 (as the engine writes seconds).
+    char *end = seconds + strlen(seconds);
+    while (end > seconds && end[-1] == '0') *--end = 0;
+    if (end > seconds && end[-1] == '.') *--end = 0;
+    char head[192];
+    int head_length = snprintf(head, sizeof head, "%s{\"event\":\"run_killed\",\"elapsed\":%s,\"signal\":%d,\"exit_code\":%d",
+                               last == '\n' ? "" : "\n", seconds, signal, code);
+    // One write, so that the line is whole or absent.
+    static char line[sizeof head + max_facts + 2];
+    if (head_length > 0 && (size_t)head_length < sizeof head) {
+        memcpy(line, head, (size_t)head_length);
+        memcpy(line + head_length, facts, facts_length);
+        memcpy(line + head_length + facts_length, "}\n", 2);
+        (void)write_all(events, line, (size_t)head_length + facts_length + 2);
+    }
+    close(events);
+}
+
 static void supervise(pid_t engine, const sigset_t *caller_mask) {
     // Orphans of the engine's tree re-parent here once the engine is gone.
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -273,6 +453,24 @@ static void supervise(pid_t engine, const sigset_t *caller_mask) {
         forward.sa_flags = SA_SIGINFO | SA_RESTART;
         sigemptyset(&forward.sa_mask);
         sigaction(stop_signals[i], &forward, NULL);
+    }
+    // A write to a closed stderr or past a file size limit fails rather than
+    // kill the supervisor before its sweep (the engine keeps its own settings).
+    struct sigaction ignore;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, NULL);
+    sigaction(SIGXFSZ, &ignore, NULL);
+    for (int signal = 1; signal < 65; signal++) {
+        if (!ends_a_process(signal) || is_stop_signal(signal) || signal == SIGPIPE || signal == SIGXFSZ) continue;
+        struct sigaction current;
+        // Ignored by the caller: stays ignored. The reserved real-time signals fail here, and that is fine.
+        if (sigaction(signal, NULL, &current) != 0 || current.sa_handler == SIG_IGN) continue;
+        struct sigaction report;
+        memset(&report, 0, sizeof report);
+        report.sa_handler = report_own_death;
+        sigemptyset(&report.sa_mask);
+        sigaction(signal, &report, NULL);
     }
     sigset_t mask = *caller_mask;
     sigdelset(&mask, SIGCHLD);
@@ -294,6 +492,7 @@ static void supervise(pid_t engine, const sigset_t *caller_mask) {
     int status = 0;
     while (waitpid(engine, &status, __WALL) < 0 && errno == EINTR) {}
 
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     if (WIFSIGNALED(status) && !is_stop_signal(WTERMSIG(status))) {
         const char *name = sigabbrev_np(WTERMSIG(status));
         char message[160];
@@ -301,13 +500,14 @@ static void supervise(pid_t engine, const sigset_t *caller_mask) {
                  name ? name : "?", WTERMSIG(status) == SIGKILL ? " (out of memory, or kill -9)" : "");
         write_message(message);
     }
+    if (WIFSIGNALED(status)) record_engine_death(WTERMSIG(status), code);
     leave_nothing_behind(10);
-    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+    _exit(code);
 }
 
 int flowrun_supervise(void) {
     int link[2];
-    if (pipe2(link, O_CLOEXEC) != 0) return -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, link) != 0) return -1;
     // Above 0-2, whatever the caller left closed.
     for (int end = 0; end < 2; end++) {
         if (link[end] > 2) continue;
@@ -335,6 +535,13 @@ int flowrun_supervise(void) {
         return -1;
     }
     if (engine == 0) {
+        // A supervisor that dies while the engine is stopped (SIGSTOP, a
+        // debugger) continues it: the kernel sends SIGCONT, the engine reads
+        // the link's end of file and kills every task (a stopped engine
+        // would leave them running until someone continued it). The fork
+        // came from the supervisor's only thread, which lives as long as it.
+        // (Gone before this call: no SIGCONT comes, and none is needed, the engine runs.)
+        prctl(PR_SET_PDEATHSIG, SIGCONT, 0, 0, 0);
         close(link[1]);
         supervisor_link = link[0];
         supervisor_pid = parent;
@@ -342,6 +549,7 @@ int flowrun_supervise(void) {
         return 0;
     }
     close(link[0]);
+    engine_link = link[1];
     supervise(engine, &previous);
     return -1;  // not reached
 }

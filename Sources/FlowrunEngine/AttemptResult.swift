@@ -15,6 +15,9 @@ struct AttemptResult: Sendable {
     var reason: String?
     /// Whether the attempt wrote to the task's log (which exists only once something was written).
     var wroteLog = false
+    /// It could not start for want of descriptors, with no other task
+    /// running to free any: the run cannot go on (`DescriptorLimit`).
+    var outOfDescriptors = false
 
     init(status: TaskStatus, exitCode: Int? = nil, signal: Int? = nil, reason: String? = nil) {
         self.status = status

@@ -76,6 +76,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let descriptorsFit: () -> Bool
     /// Retries made while no other task ran (see `waitsForDescriptors`).
     private var idleDescriptorRetries = 0
+    /// Descriptors ran out with nothing running to free any: the run stops.
+    private var outOfDescriptors = false
 
     /// The shell's pid (= its process group), 0 until started.
     private(set) var pid: Int32 = 0
@@ -423,12 +425,16 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         guard error == EMFILE || error == ENFILE else { return false }
         lifecycle = .notStarted(waitingForDescriptors: true)
         if waitForDescriptors({ [weak self] in self?.startAfterWaiting() }) { return true }
-        guard idleDescriptorRetries < 100 else {
+        // No task runs that would free any. flowrun's own may be closing (a
+        // pipe the pump closes as its batch ends, a /proc scan): a few quick
+        // tries, then the run stops rather than crawl (5 s a member, once).
+        guard idleDescriptorRetries < 10 else {
             lifecycle = .notStarted(waitingForDescriptors: false)
+            outOfDescriptors = true
             return false
         }
         idleDescriptorRetries += 1
-        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in self?.startAfterWaiting() }
+        queue.asyncAfter(deadline: .now() + .milliseconds(20)) { [weak self] in self?.startAfterWaiting() }
         return true
     }
 
@@ -449,11 +455,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func fail(_ reason: String) {
-        log.write(shown("flowrun: \(reason)\n"))
+        // No descriptor for a log either: the reason is in the record's events and the run's message.
+        if !outOfDescriptors { log.write(shown("flowrun: \(reason)\n")) }
         log.close()
         lifecycle = .done
-        var result = AttemptResult(status: .failed, reason: reason)
+        var result = AttemptResult(status: .failed, reason: outOfDescriptors ? "no file descriptor left (ulimit -n \(DescriptorLimit.current))" : reason)
         result.wroteLog = log.exists
+        result.outOfDescriptors = outOfDescriptors
         queue.async { [result] in self.completion(result) }
     }
 }

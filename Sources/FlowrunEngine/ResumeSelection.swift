@@ -24,20 +24,31 @@ package struct ResumeSelection: Sendable {
     }
 
     package static func select(plan: Plan, identities: [String: TaskIdentity], old: ResumeSource, from: [String]) throws(Problem) -> ResumeSelection {
+        // A killed engine's record has one hash for every identity: any change refuses.
+        if let planIdentity = old.planIdentity,
+           planIdentity != TaskIdentities.planIdentity(identities, steps: (plan.steps + plan.finallySteps).map(\.name)) {
+            throw Problem(description: "cannot resume \(old.runID): the workflow changed since that run (a task's script, env, cwd, needs, or a --var or environment value one reads), and its engine was killed before it wrote summary.json, so the record cannot say which task changed; start a fresh run")
+        }
         var selector = Selector(plan: plan, identities: identities, old: old)
-        for name in from {
-            if let index = selector.stepByName[name] {
-                selector.markDownstream(of: index)
-            } else if selector.oldMembers.values.contains(where: { $0.contains { $0.name == name } }) {
-                // A fan-out member (`test[os=linux]`): it runs again, its
-                // group is then not the old run's, so what follows it runs too.
-                selector.rerunMembers.insert(name)
-            } else {
-                let names = plan.steps.filter { $0.kind != .fanOut }.map(\.name) + selector.oldMembers.values.flatMap { $0.map(\.name) }
-                throw Problem(description: "--from \(name): no task, group, join or fan-out member of the run has that name\(Suggestion.hint(for: name, in: names))")
+        if !from.isEmpty {
+            let graph = DependencyGraph(mainPhaseOf: plan.workflow)
+            let table = TargetTable(plan.workflow, graph: graph)
+            for name in from {
+                switch selector.rerunTarget(named: name, table: table, graph: graph) {
+                case .step(let index)?:
+                    selector.markDownstream(of: index)
+                case .member(let member)?:
+                    // A fan-out member: it runs again, its group is then
+                    // not the old run's, so what follows it runs too.
+                    selector.rerunMembers.insert(member)
+                case nil:
+                    let names = plan.steps.filter { $0.kind != .fanOut }.map(\.name) + selector.oldMembers.values.flatMap { $0.map(\.name) }
+                    throw Problem(description: "--from \(name): no task, group, join or fan-out member of the run has that name\(Suggestion.hint(for: name, in: names))")
+                }
             }
         }
         for index in plan.steps.indices { _ = selector.isComplete(index) }
+        if old.planIdentity != nil { selector.keepOnlyWhatNothingRunningReads() }
         var selection = ResumeSelection()
         selection.restored = selector.restored
         selection.changed = selector.changed
@@ -81,6 +92,35 @@ package struct ResumeSelection: Sendable {
             }
         }
 
+        enum RerunTarget {
+            case step(Int)
+            /// A fan-out member, by the name it runs under.
+            case member(String)
+        }
+
+        /// What `--from NAME` names, found as a run target is (one lookup,
+        /// `TargetTable`): `test[0]` is `test[os=linux,py=3.11]`, `g[3]` and
+        /// `m-103` one member of a range. Else a step by its plan name (a
+        /// fan-out's `G[*]`) or a member the old run named (a computed
+        /// `foreach`'s). Nil when the resumed run has no such thing.
+        func rerunTarget(named name: String, table: TargetTable, graph: DependencyGraph) -> RerunTarget? {
+            switch table.target(named: name) {
+            case .node(let node)?:
+                if let index = stepByName[graph.nodes[node].name] { return .step(index) }
+            case .member(let fanOut, _, let item)?:
+                // Only a member the resumed run has (an old run of some members has only those).
+                if let index = stepByName[graph.nodes[fanOut].name], plan.steps[index].fanOutItems?.contains(item) ?? true,
+                   let member = table.member(item, ofFanOut: fanOut) {
+                    return .member(member.name)
+                }
+            case nil:
+                break
+            }
+            if let index = stepByName[name] { return .step(index) }
+            if oldMembers.values.contains(where: { $0.contains { $0.name == name } }) { return .member(name) }
+            return nil
+        }
+
         /// The step and everything downstream of it; for a group, its members too.
         mutating func markDownstream(of start: Int) {
             var queue = [start]
@@ -106,7 +146,8 @@ package struct ResumeSelection: Sendable {
                 result = result && (step.task?.sources.isEmpty ?? true) && restore(task: step.name)
             case .fanOut:
                 let group = step.group ?? ""
-                if result && (step.task?.sources.isEmpty ?? true) {
+                // A killed engine's events name members, not their items: they run again.
+                if result && (step.task?.sources.isEmpty ?? true) && old.planIdentity == nil {
                     let members = oldMembers[group] ?? []
                     var all = old.groupStatus[group] == "succeeded"
                     for member in members {
@@ -130,10 +171,39 @@ package struct ResumeSelection: Sendable {
             return result
         }
 
+        /// A killed engine's record has no stashes: a task is restored only
+        /// if everything downstream of it is too (nothing that runs again
+        /// could read its stash), until no more change.
+        mutating func keepOnlyWhatNothingRunningReads() {
+            // `finally` always runs: what it needs is not restored either.
+            for step in plan.finallySteps {
+                for need in step.needs {
+                    guard let index = stepByName[need], complete[index] == true else { continue }
+                    complete[index] = false
+                    restored[need] = nil
+                }
+            }
+            var changedAny = true
+            while changedAny {
+                changedAny = false
+                for index in plan.steps.indices where complete[index] == true {
+                    guard dependents[index].contains(where: { complete[$0] != true }) else { continue }
+                    complete[index] = false
+                    restored[plan.steps[index].name] = nil
+                    changedAny = true
+                }
+            }
+        }
+
         /// Restores a task that succeeded, if its identity is unchanged.
         private mutating func restore(task name: String) -> Bool {
             guard let task = oldTasks[name], task.status == "succeeded", task.item == nil else { return false }
             guard let identity = identities[name] else { return false }
+            if old.planIdentity != nil {
+                // Checked as a whole already; no stash to restore (see `keepOnlyWhatNothingRunningReads`).
+                restored[name] = RestoredTask(item: nil, stdout: "", exitCode: 0, outputs: [], duration: task.duration, wholeStdout: nil)
+                return true
+            }
             guard task.identity == identity.hash else {
                 changed.append((name, task.identity == nil ? ["not recorded"] : identity.changes(from: task.identityParts)))
                 return false

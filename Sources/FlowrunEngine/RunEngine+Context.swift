@@ -30,6 +30,7 @@ extension RunEngine {
     }
 
     func renderShell(_ template: Template, for node: Int) throws(TemplateRenderError) -> String {
-        try TemplateRenderer.render(template, mode: .shell, in: context(for: node))
+        let launch = ScriptLaunch.of(shell: nodes[node].definition?.value.shell, script: template.source)
+        return try TemplateRenderer.render(template, mode: TemplateRenderer.scriptMode(launch), in: context(for: node))
     }
 }

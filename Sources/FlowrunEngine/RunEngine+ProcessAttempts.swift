@@ -71,19 +71,11 @@ extension RunEngine {
     /// running, the answer is yes (the attempt then finds out by itself).
     func descriptorsFitAnotherTask() -> Bool {
         guard plan.maxParallel * 3 + 64 > Self.descriptorLimit else { return true }
-        if descriptorBaseline == nil { descriptorBaseline = Self.openDescriptorCount() }
+        if descriptorBaseline == nil { descriptorBaseline = DescriptorLimit.openCount() }
         let running = attempts.values.count { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }
         return running == 0 || (descriptorBaseline ?? 0) + 8 + (running + 1) * 3 <= Self.descriptorLimit
     }
 
-    /// How many descriptors flowrun has open (the entries of /proc/self/fd).
-    private static func openDescriptorCount() -> Int {
-        guard let directory = opendir("/proc/self/fd") else { return 16 }
-        defer { closedir(directory) }
-        var count = -1  // opendir's own
-        while readdir(directory) != nil { count += 1 }
-        return max(0, count - 2)  // . and ..
-    }
 
     /// A task could not get its pipes (EMFILE, ENFILE): `retry` runs when
     /// another task ends. False if no task shell runs (none would free any).
@@ -123,11 +115,7 @@ extension RunEngine {
 
     /// How many descriptors flowrun may have open (RLIMIT_NOFILE's soft
     /// limit, raised to the hard limit at start: see `ProcessStartup`).
-    static let descriptorLimit: Int = {
-        var limit = rlimit()
-        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
-        return Int(clamping: min(limit.rlim_cur, 1 << 40))  // unlimited is all ones
-    }()
+    static let descriptorLimit = DescriptorLimit.current
 
     /// A task's entries on top of flowrun's environment, the last of each
     /// name winning. They share the run's inherited block unless one of them

@@ -43,14 +43,16 @@ extension RunEngine {
                 return
             }
             if let condition = task.value.condition {
+                let holds: Bool
                 do throws(TemplateRenderError) {
                     try ValueLimit.check(condition.value, at: condition.location, in: context(for: index), measuringValues: true)
+                    // Only a function can fail (fromJSON() of text that is not JSON); a missing value reads as ''.
+                    holds = try ExpressionEvaluator.isTrue(condition.value, at: condition.location, in: context(for: index))
                 } catch {
                     settle(index, .failed, why: error.description)
                     return
                 }
-                // Evaluation cannot fail: a value that does not exist reads as ''.
-                guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
+                guard holds else {
                     nodes[index].skippedByOwnCondition = true
                     settle(index, .skipped, why: "if: \(condition.value) is false")
                     return
@@ -201,6 +203,11 @@ extension RunEngine {
             return
         }
         finish(index, with: result)
+        if result.outOfDescriptors && shortOfDescriptors == nil {
+            // Nothing would free a descriptor: the run fails now, as it would on any failure under fail_fast.
+            shortOfDescriptors = DescriptorLimit.exhausted(openNow: DescriptorLimit.openCount())
+            stop(because: .descriptors)
+        }
     }
 
     /// The wait before attempt `number + 1`: `retry_delay × backoff^(number−1)`,

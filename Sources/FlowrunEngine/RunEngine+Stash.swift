@@ -40,6 +40,11 @@ extension RunEngine {
             return .string(item?.field(at: path)?.text ?? "")
         case .index:
             return index.map { .number(Double($0)) } ?? .string("")
+        case .host(let fact):
+            return HostFacts.value(of: fact)
+        case .arguments:
+            // Filled in by the planner (`Planner.fillArguments`): a plan has none left.
+            return .string("")
         case .task(let name, let field):
             guard let target = indexByName[name] else { return .string("") }
             switch field {

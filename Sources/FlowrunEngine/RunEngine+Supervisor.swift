@@ -1,21 +1,50 @@
+import FlowrunPlanning
+import FlowrunValues
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The engine's side of the supervisor pair (see `Supervisor`).
 extension RunEngine {
     /// When the supervisor dies (`kill -9` of the pid the shell knows), no
     /// one is left to clean up after the engine: it kills every task at once,
-    /// as a second Ctrl-C would, writes its record and exits.
+    /// as a second Ctrl-C would, writes its record and exits. The record
+    /// says the run was killed, with the exit the shell saw (128+N, 137 for
+    /// SIGKILL), so that `resume` runs what did not succeed.
     func watchSupervisor() {
         let runID = record.runID
-        Supervisor.whenGone { [weak self] in
+        Supervisor.whenGone { [weak self] signal in
             // Nothing new starts, and each attempt settles as killed…
             if let engine = self {
                 engine.queue.async {
-                    guard !engine.finished, !engine.killingEverything else { return }
-                    engine.killEverything()
+                    guard !engine.finished else { return }
+                    if engine.killedBy == nil { engine.killedBy = signal }
+                    if !engine.killingEverything { engine.killEverything() }
                 }
             }
             // …while this thread kills every descendant now, in one sweep
             // rather than one tree at a time.
             ProcessTreeKiller.killAll(runID: runID, includingEveryDescendant: true)
         }
+        Supervisor.keepEvents(record.eventsForTheSupervisor(), startedAt: startSeconds, facts: factsForResume())
+    }
+
+    /// What `resume` needs of a run whose summary.json never came, as JSON
+    /// members (`,"file":…`): the supervisor writes them into its
+    /// `run_killed` line. Where the run ran and from which file, `--only`,
+    /// and one hash of every task's identity.
+    private func factsForResume() -> [UInt8] {
+        var facts = JSONObjectWriter()
+        facts.add("file", plan.workflow.file)
+        facts.add("workflow_path", Self.absolutePath(plan.workflow.file))
+        facts.add("cwd", Self.currentDirectory())
+        if !plan.only.isEmpty { facts.add("only", plan.only) }
+        facts.add("plan_identity", planIdentity)
+        var members = shown(json: facts.finish())
+        // `{"file":…}` → `,"file":…`
+        guard members.count > 2 else { return [] }
+        members.removeLast()
+        members[0] = UInt8(ascii: ",")
+        return members
     }
 }

@@ -168,6 +168,14 @@ package final class RunEngine: @unchecked Sendable {
     var stopSignal: Int32?
     /// A second signal: everything is killed at once, `finally` included.
     var killingEverything = false
+    /// Set when a task found no descriptor left with nothing running to
+    /// free one: what stderr says at the end (`DescriptorLimit.exhausted`).
+    var shortOfDescriptors: String?
+    /// One hash of every task's identity, for a killed engine's record (`factsForResume`).
+    var planIdentity = ""
+    /// The signal that killed flowrun's supervisor (the pid the shell knows):
+    /// the run ends `killed`, exit 128+N.
+    var killedBy: Int32?
     var finished = false
     /// The exit code, worked out once when the run has finished.
     var finalExitCode: Int32?
@@ -245,6 +253,8 @@ package final class RunEngine: @unchecked Sendable {
         // `up_to_date`) is made from the steps, so before they go; and
         // before the nodes, so its scratch tables are gone when they are built.
         _ = identities
+        // While the steps are here: their order is the plan identity's (see `factsForResume`).
+        planIdentity = TaskIdentities.planIdentity(identities, steps: (self.plan.steps + self.plan.finallySteps).map(\.name))
         buildNodes()
         // Fan-outs' member counts for run_started, read from the steps while they are here.
         for step in self.plan.steps where step.kind == .fanOut {
@@ -392,6 +402,7 @@ package final class RunEngine: @unchecked Sendable {
         if let failure = record.failure {
             _ = writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")  // stderr: nowhere else to say it
         }
+        if let shortOfDescriptors { _ = writeAll(STDERR_FILENO, shortOfDescriptors + "\n") }
         done.signal()
     }
 
@@ -403,9 +414,11 @@ package final class RunEngine: @unchecked Sendable {
         return TaskStatus.allCases.filter(\.isFinal).compactMap { status in counts[status].map { (status, $0) } }
     }
 
-    /// SPEC §7: 128+N for a signal, 124 for the run's timeout, 1 when anything
+    /// SPEC §7: 128+N for a signal (flowrun killed by one too), 124 for the run's timeout, 1 when anything
     /// failed that was not allowed to, else 0.
     func exitCode() -> Int32 {
+        // The shell saw the supervisor die of it: the record says the same.
+        if let killedBy { return 128 + killedBy }
         if let stopSignal { return 128 + stopSignal }
         if stopping == .runTimeout { return 124 }
         // By index: copying every node to look at it showed at 100,000 tasks.

@@ -30,4 +30,6 @@ package enum CancelReason: String, Sendable, Codable {
     case runTimeout = "run_timeout"
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run.
     case signal
+    /// A task found no file descriptor left, with none running to free one.
+    case descriptors
 }

@@ -53,7 +53,8 @@ extension ArgoCompiler {
                         ("arguments", .map([("parameters", .list([Self.parameter("items", value)]))])),
                     ]))
                     tasks.append(dagTask(plan, needs: needs, itemsFrom: itemsTask))
-                    extraTemplates.append(itemsTemplate(name: itemsTemplateName))
+                    checkItemFields(of: fanOut.template)
+                    extraTemplates.append(itemsTemplate(name: itemsTemplateName, fields: Self.readItemFields(of: fanOut.template)))
                 }
                 plans.append(plan)
             }
@@ -106,17 +107,12 @@ extension ArgoCompiler {
 
     /// `withItems` of records: `{index, item, KEY: value, …}` — `item` is the
     /// record's compact JSON (`${{ item }}`), each top-level field its own
-    /// key (`${{ item.KEY }}` → `{{item.KEY}}`). Argo reads one level of an
-    /// item's keys, so `item.a.b` and fields named `index` or `item` are refused.
+    /// key (`${{ item.KEY }}` → `{{item.KEY}}`), and each nested field read
+    /// its dotted key (`${{ item.a.b }}` → `{{item.a.b}}`): Argo reads one
+    /// level of an item's keys. Fields named `index` or `item` are refused.
     mutating func recordItems(_ items: [FanOutItem], group: GroupDefinition, template: TaskDefinition) -> ManifestValue {
-        for operand in template.itemFieldOperands {
-            guard case .itemField(let path) = operand.path else { continue }
-            if path.count > 1 {
-                problems.refuse("'\(operand.text)': Argo reads only an item's top-level keys; read '\(path[0])' and pick inside it in the script", at: operand.location)
-            } else if path[0] == "index" || path[0] == "item" {
-                problems.refuse("'\(operand.text)': on Argo an item's '\(path[0])' key holds flowrun's own \(path[0]); rename the field", at: operand.location)
-            }
-        }
+        checkItemFields(of: template)
+        let nested = nestedItemFields(of: template)
         let indexNamed = MemberNaming.indexNamed(.records(items), axes: group.fanOut?.matrixAxes)
         return .list(items.enumerated().map { offset, item in
             let name = indexNamed.contains(offset)
@@ -128,8 +124,40 @@ extension ArgoCompiler {
             for field in item.fields where field.key != "index" && field.key != "item" && field.key != Self.memberNameKey {
                 pairs.append((field.key, .string(field.value.scalarText ?? ArgoItemJSON.text(field.value))))
             }
+            for path in nested {
+                let value = item.field(at: path)
+                pairs.append((path.joined(separator: "."), .string(value.map { $0.scalarText ?? ArgoItemJSON.text($0) } ?? "")))
+            }
             return .map(pairs)
         })
+    }
+
+    /// An item's `index` and `item` keys are flowrun's own on Argo.
+    mutating func checkItemFields(of template: TaskDefinition) {
+        for operand in template.itemFieldOperands {
+            guard case .itemField(let path) = operand.path, path[0] == "index" || path[0] == "item" else { continue }
+            problems.refuse("'\(operand.text)': on Argo an item's '\(path[0])' key holds flowrun's own \(path[0]); rename the field", at: operand.location)
+        }
+    }
+
+    /// The nested item fields a fan-out template reads (`item.a.b`), each once, in order.
+    func nestedItemFields(of template: TaskDefinition) -> [[String]] {
+        var paths: [[String]] = []
+        for operand in template.itemFieldOperands {
+            guard case .itemField(let path) = operand.path, path.count > 1, !paths.contains(path) else { continue }
+            paths.append(path)
+        }
+        return paths
+    }
+
+    /// Every item field a fan-out template reads (`item.a`, `item.a.b`), each once, in order.
+    static func readItemFields(of template: TaskDefinition) -> [[String]] {
+        var paths: [[String]] = []
+        for operand in template.itemFieldOperands {
+            guard case .itemField(let path) = operand.path, !paths.contains(path) else { continue }
+            paths.append(path)
+        }
+        return paths
     }
 
     /// The key of a record's withItems entry that holds its member name.

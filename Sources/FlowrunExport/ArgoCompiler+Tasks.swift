@@ -1,4 +1,5 @@
 import FlowrunModel
+import FlowrunValues
 
 /// The values one task reads, as input parameters of its template: the DAG
 /// task passes each as an argument, the template hands it to the pod as an
@@ -26,6 +27,8 @@ struct ArgoTaskPlan {
     /// For `run:`: the script with each `${{ }}` replaced by `"$FLOWRUN_VALUE_N"`.
     var script = ""
     var environment: [(name: String, word: [ArgoScripts.ShellPart])] = []
+    /// Secret `env:` entries: the pod reads them from the Kubernetes Secret, never from the script.
+    var secretEnvironment: [String] = []
     var cwd: [ArgoScripts.ShellPart]?
     /// For `http:`: the url, headers and body with `{{inputs.parameters.vN}}`.
     var httpURL = ""
@@ -47,21 +50,17 @@ extension ArgoCompiler {
         let shellValue: (String) -> ArgoScripts.ShellPart = { .variable($0) }
         switch task.action {
         case .run(let template):
-            let parts = shellParts(template, scope: scope, values: &plan.values, what: "the script")
-            plan.script = parts.map { part in
-                switch part {
-                case .literal(let text): return text
-                case .variable(let name): return "\"$\(name)\""
-                }
-            }.joined()
             plan.launch = ScriptLaunch.of(shell: task.shell, script: template.source)
-            if plan.launch != .shellCommand, parts.contains(where: { if case .variable = $0 { true } else { false } }) {
+            let readsValues: Bool
+            (plan.script, readsValues) = scriptText(template, scope: scope, values: &plan.values, readsAsShell: plan.launch.readsAsShell)
+            if plan.launch != .shellCommand, readsValues {
                 problems.refuse("a script run by its own interpreter (shell: or #!) cannot take ${{ }} values on a cluster, where they arrive as shell variables: pass them through env: and read the environment", at: template.location)
             }
-            for entry in workflow.env {
-                plan.environment.append((entry.name, shellParts(entry.value, scope: scope, values: &plan.values, what: "env.\(entry.name)")))
-            }
-            for entry in task.env {
+            for entry in workflow.env + task.env {
+                if secretNames.contains(entry.name) {
+                    if !plan.secretEnvironment.contains(entry.name) { plan.secretEnvironment.append(entry.name) }
+                    continue
+                }
                 plan.environment.append((entry.name, shellParts(entry.value, scope: scope, values: &plan.values, what: "env.\(entry.name)")))
             }
             if let cwd = task.cwd { plan.cwd = shellParts(cwd, scope: scope, values: &plan.values, what: "cwd") }
@@ -82,6 +81,47 @@ extension ArgoCompiler {
             break
         }
         return plan
+    }
+
+    /// A `run:` script with each value as its variable (`FLOWRUN_VALUE_N`),
+    /// written for its shell context as flowrun quotes values (SPEC §11):
+    /// `"$V"` as a word, `${V}` inside double quotes or a heredoc, `'"${V}"'`
+    /// inside single quotes. A template parameter's text is written in place.
+    mutating func scriptText(_ template: Template, scope: ArgoScope, values: inout ArgoTaskValues, readsAsShell: Bool) -> (String, readsValues: Bool) {
+        let segments = template.segments
+        var points = readsAsShell && segments.count > 1 ? ShellContextScanner.insertionPoints(in: segments)[...] : []
+        var text = ""
+        var readsValues = false
+        for segment in segments {
+            switch segment {
+            case .text(let literal):
+                checkLiteral(literal, at: template.location, what: "the script")
+                text += literal
+            case .expression(let expression, let location):
+                let point = points.popFirst() ?? ShellInsertionPoint(.word)
+                if case .string(let literal) = expression {
+                    checkLiteral(literal, at: location, what: "the script")
+                    do throws(ShellQuoting.Refusal) {
+                        text += readsAsShell ? try ShellQuoting.text(literal, at: point, literal: true) : ShellQuoting.word(literal)
+                    } catch {
+                        problems.refuse("the value '\(literal)' \(error.reason)", at: location)
+                    }
+                    continue
+                }
+                guard let (value, phase) = argumentValue(expression, scope: scope, at: location) else { continue }
+                readsValues = true
+                let name = values.variable(for: value, phase: phase)
+                switch point.insertion {
+                case .doubleQuoted, .heredoc(_, quoted: false, _), .comment: text += "${\(name)}"
+                case .singleQuoted: text += "'\"${\(name)}\"'"
+                case .dollarSingleQuoted: text += "'\"${\(name)}\"$'"
+                case .heredoc(_, quoted: true, _):
+                    problems.refuse("a value in a heredoc with a quoted delimiter reaches the pod as a variable, which such a heredoc does not expand: unquote the delimiter", at: location)
+                default: text += "\"$\(name)\""
+                }
+            }
+        }
+        return (text, readsValues)
     }
 
     /// A template as shell parts: literal text and `FLOWRUN_VALUE_N` variables.
@@ -147,6 +187,10 @@ extension ArgoCompiler {
             guard let value = resolve(operand, in: scope) else { return nil }
             return (value.path.tag, value.kind == .phase)
         }
+        if let problem = ArgoExpression.unsupported(expression) {
+            problems.refuse(problem, at: location)
+            return nil
+        }
         guard let text = ArgoExpression.value(expression, { resolve($0, in: scope) }) else { return nil }
         return ("{{=" + text + "}}", false)
     }
@@ -166,8 +210,19 @@ extension ArgoCompiler {
     /// A task's or a group's `if:` as Argo's `when`.
     mutating func when(_ condition: Located<Expression>?, scope: ArgoScope) -> String? {
         guard let condition else { return nil }
-        for operand in condition.value.operands where operand.path == .item || operand.path == .index || operand.path.isItemField {
-            problems.refuse("'if:' in a fan-out template cannot read '\(operand.text)' on Argo; test it in the script instead", at: operand.location)
+        // Argo fills in an item's keys when it expands the fan-out, after the
+        // other values: one condition can read the item or the rest, not both.
+        let operands = condition.value.operands
+        let itemOperands = operands.filter { $0.path == .item || $0.path == .index || $0.path.isItemField }
+        if let first = itemOperands.first, let other = operands.first(where: { !($0.path == .item || $0.path == .index || $0.path.isItemField) }) {
+            problems.refuse(
+                "'if:' in a fan-out template reads '\(first.text)' and '\(other.text)'; Argo evaluates an item's values apart from the others: "
+                    + "split the test (read '\(other.text)' in the group's 'if:', or test it in the script)",
+                at: first.location)
+            return nil
+        }
+        if let problem = ArgoExpression.unsupported(condition.value) {
+            problems.refuse(problem, at: condition.location)
             return nil
         }
         guard let text = ArgoExpression.condition(condition.value, { resolve($0, in: scope) }) else { return nil }

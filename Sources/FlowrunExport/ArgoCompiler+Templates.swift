@@ -15,6 +15,15 @@ extension ArgoCompiler {
         .map([("name", .string(name)), ("value", .string(value))])
     }
 
+    /// A secret's variable read from the Kubernetes Secret (`secretKeyRef`):
+    /// its value is never in the manifest. `optional` for a secret flowrun
+    /// takes from its caller's environment, which may not have it either.
+    func secretEnv(_ name: String, optional: Bool) -> ManifestValue {
+        var reference: [(key: String, value: ManifestValue)] = [("name", .string(secretObjectName)), ("key", .string(name))]
+        if optional { reference.append(("optional", .bool(true))) }
+        return .map([("name", .string(name)), ("valueFrom", .map([("secretKeyRef", .map(reference))]))])
+    }
+
     private static func fromPath(_ name: String, _ path: String, default fallback: String, global: String?) -> ManifestValue {
         var map = ManifestMap()
         map.set("name", name)
@@ -49,6 +58,8 @@ extension ArgoCompiler {
             for (offset, argument) in plan.values.arguments.enumerated() {
                 environment.append(Self.env("FLOWRUN_VALUE_\(offset + 1)", "{{inputs.parameters.\(argument.name)}}"))
             }
+            for name in plan.secretEnvironment { environment.append(secretEnv(name, optional: false)) }
+            for name in callerSecrets where !plan.secretEnvironment.contains(name) { environment.append(secretEnv(name, optional: true)) }
             let publishes = !(published[task.name] ?? []).filter { !$0.hasPrefix("outputs-") }.isEmpty
             let source = ArgoScripts.wrapper(ArgoScripts.Wrapper(
                 shell: workflow.shellCommand, script: plan.script, launch: plan.launch, phaseVariables: plan.values.phaseVariables,
@@ -204,12 +215,14 @@ extension ArgoCompiler {
     }
 
     /// The item list of a dynamic fan-out, as Argo's `withParam` needs it.
-    func itemsTemplate(name: String) -> ManifestValue {
+    func itemsTemplate(name: String, fields: [[String]]) -> ManifestValue {
         var template = ManifestMap()
         template.set("name", name)
         template.set("inputs", .map([("parameters", .list([Self.parameter("items")]))]))
+        var environment = [Self.env("FLOWRUN_ITEMS", "{{inputs.parameters.items}}")]
+        if !fields.isEmpty { environment.append(Self.env("FLOWRUN_ITEM_FIELDS", fields.map { $0.joined(separator: ".") }.joined(separator: "\n"))) }
         template.set("script", script(
-            environment: [Self.env("FLOWRUN_ITEMS", "{{inputs.parameters.items}}")],
+            environment: environment,
             source: "# flowrun fan-out items: a JSON array, else one item per non-empty line\nawk \(ArgoScripts.shellQuoted(ArgoScripts.itemList))\n"))
         return template.value
     }

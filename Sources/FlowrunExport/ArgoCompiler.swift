@@ -36,10 +36,15 @@ struct ArgoCompiler {
     var groupExtraNeeds: [String: [Reference]] = [:]
     /// `env.NAME` reads, as workflow parameters: (parameter, NAME).
     var environmentParameters: [(name: String, variable: String)] = []
+    /// `secrets:` names, and those flowrun takes from its caller (`ArgoCompiler+Secrets`).
+    let secretNames: Set<String>
+    let callerSecrets: [String]
 
     init(plan: Plan, options: ArgoExportOptions) {
         self.plan = plan
         self.options = options
+        secretNames = Self.secretNames(of: plan.workflow)
+        callerSecrets = Self.callerSecrets(of: plan.workflow)
         var problems = ArgoExportProblems(strict: options.strict)
         semaphores = ArgoSemaphores(workflow: plan.workflow, configMapName: ArgoNames.objectName(plan.workflow.name) + "-semaphores", problems: &problems)
         self.problems = problems
@@ -103,12 +108,29 @@ struct ArgoCompiler {
                     + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE)",
                 at: operand.location)
             return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
+        case .arguments:
+            // Like flowrun's environment: a workflow parameter, empty unless the submit gives one.
+            let parameter = parameterNames.name(for: "args", base: "args")
+            if !environmentParameters.contains(where: { $0.name == parameter }) {
+                environmentParameters.append((parameter, ""))
+            }
+            problems.emulate(
+                "'\(operand.text)' is the words after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow "
+                    + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE), one word however many it holds",
+                at: operand.location)
+            return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
         case .item:
             return ArgoValue(path: ArgoPath("item", "item"))
         case .itemField(let path):
-            return ArgoValue(path: ArgoPath("item", path[0]))
+            // Each field read is its own key of the item (`outputs.num`): a tag
+            // `{{item.outputs.num}}`, and nested `item['outputs']['num']` in an expression.
+            return ArgoValue(path: ArgoPath("item", keys: path))
         case .index:
             return ArgoValue(path: ArgoPath("item", "index"))
+        case .host:
+            // The machine that exports is not the pod that runs, and a pod's facts are not in Argo's expressions.
+            problems.refuse("'\(operand.text)' is a fact of the machine flowrun runs on; an Argo pod cannot read it (pick the value with a var instead)", at: operand.location)
+            return nil
         case .task(let name, let field):
             return resolveTask(name, field, operand: operand, in: scope)
         case .group(let name, let field):

@@ -18,6 +18,7 @@ package enum ArgoExport {
                 "Argo's failFast stops starting new tasks after a failure but lets running ones finish; flowrun's fail_fast also cancels them",
                 at: SourceLocation(file: workflow.file, line: 1, column: 1))
         }
+        compiler.checkSecrets()
         let templates = compiler.compileTemplates()
         // An Argo parameter is set at submit; a task's output cannot become one.
         for variable in workflow.vars where variable.command != nil {

@@ -44,6 +44,11 @@ struct ArgoExportProblems {
         }
     }
 
+    /// Something the user must do on the cluster; a warning under `--strict` too.
+    mutating func note(_ message: String, at location: SourceLocation) {
+        diagnostics.append(.warning(message, at: location))
+    }
+
     /// Argo cannot express this at all, so nothing is written.
     mutating func refuse(_ message: String, at location: SourceLocation) {
         diagnostics.append(.error("cannot export to Argo: \(message)", at: location))

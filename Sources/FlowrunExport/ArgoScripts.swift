@@ -174,18 +174,22 @@ enum ArgoScripts {
     /// Prints a fan-out's items as Argo's `withParam` list of
     /// `{"index", "item"}` objects: a JSON array's elements (strings kept as
     /// written, anything else as its text), else one item per non-empty line.
-    static let itemList = jsonFunctions + "\n" + """
+    /// Each field the template reads (`FLOWRUN_ITEM_FIELDS`, one dotted path
+    /// a line: `outputs.num`) is a key of its own, as text ("" when missing):
+    /// Argo reads only an item's top-level keys.
+    static let itemList = jsonFunctions + "\n" + itemFieldFunctions + "\n" + """
         BEGIN {
+            nfields = split(ENVIRON["FLOWRUN_ITEM_FIELDS"], fieldlist, "\\n")
             initjson(); s = ENVIRON["FLOWRUN_ITEMS"]; t = s; sub(/^[ \\t\\r\\n]+/, "", t); sub(/[ \\t\\r\\n]+$/, "", t)
             n = 0; out = ""
             if (substr(t, 1, 1) == "[" && substr(t, length(t), 1) == "]" && parse(substr(t, 2, length(t) - 2))) {
                 print "[" out "]"; exit 0
             }
             n = 0; out = ""; count = split(s, lines, "\\n")
-            for (i = 1; i <= count; i++) { line = lines[i]; sub(/\\r$/, "", line); if (line ~ /[^ \\t]/) add(json(line)) }
+            for (i = 1; i <= count; i++) { line = lines[i]; sub(/\\r$/, "", line); if (line ~ /[^ \\t]/) add(json(line), line) }
             print "[" out "]"
         }
-        function add(item) { out = out (n ? "," : "") "{\\"index\\":\\"" n "\\",\\"item\\":" item "}"; n++ }
+        function add(item, raw) { out = out (n ? "," : "") "{\\"index\\":\\"" n "\\",\\"item\\":" item fields(raw) "}"; n++ }
         function parse(body,   i, c, start, depth, instr, esc) {
             i = 1
             while (1) {
@@ -196,7 +200,7 @@ enum ArgoScripts {
                     i++; esc = 0
                     while (i <= length(body)) { c = substr(body, i, 1); if (esc) esc = 0; else if (c == "\\\\") esc = 1; else if (c == "\\"") break; i++ }
                     if (i > length(body)) return 0
-                    add(substr(body, start, i - start + 1)); i++
+                    add(substr(body, start, i - start + 1), substr(body, start, i - start + 1)); i++
                 } else if (c == "[" || c == "{") {
                     depth = 0; instr = 0; esc = 0
                     for (; i <= length(body); i++) {
@@ -205,10 +209,10 @@ enum ArgoScripts {
                         if (c == "\\"") instr = 1; else if (c == "[" || c == "{") depth++; else if (c == "]" || c == "}") { depth--; if (depth == 0) break }
                     }
                     if (i > length(body)) return 0
-                    add(json(substr(body, start, i - start + 1))); i++
+                    add(json(substr(body, start, i - start + 1)), substr(body, start, i - start + 1)); i++
                 } else {
                     while (i <= length(body) && substr(body, i, 1) !~ /[ \\t\\r\\n,]/) i++
-                    add(json(substr(body, start, i - start)))
+                    add(json(substr(body, start, i - start)), substr(body, start, i - start))
                 }
                 while (substr(body, i, 1) ~ /[ \\t\\r\\n]/) i++
                 if (i > length(body)) return 1
@@ -217,4 +221,51 @@ enum ArgoScripts {
             }
         }
         """
+
+    /// awk: the fields an item list adds to each item (`fields`), read from
+    /// an element's JSON text by key, level after level (`getkey`).
+    static let itemFieldFunctions = #"""
+        function fields(raw,   k, j, np, parts, cur, v, result) {
+            result = ""
+            for (k = 1; k <= nfields; k++) {
+                cur = raw; np = split(fieldlist[k], parts, ".")
+                for (j = 1; j <= np && cur != ""; j++) cur = substr(cur, 1, 1) == "{" ? getkey(cur, parts[j]) : ""
+                if (cur == "" || cur == "null") v = "\"\""; else if (substr(cur, 1, 1) == "\"") v = cur; else v = json(cur)
+                result = result "," json(fieldlist[k]) ":" v
+            }
+            return result
+        }
+        function getkey(obj, key,   i, n, ks, k, vs) {
+            n = length(obj); i = 2
+            while (i <= n) {
+                while (substr(obj, i, 1) ~ /[ \t\r\n,]/) i++
+                if (substr(obj, i, 1) != "\"") return ""
+                ks = i; i = strend(obj, i); k = substr(obj, ks + 1, i - ks - 2)
+                while (substr(obj, i, 1) ~ /[ \t\r\n:]/) i++
+                vs = i; i = valend(obj, i)
+                if (k == key) return substr(obj, vs, i - vs)
+            }
+            return ""
+        }
+        function strend(s, i,   c, esc) {
+            i++; esc = 0
+            while (i <= length(s)) { c = substr(s, i, 1); if (esc) esc = 0; else if (c == "\\") esc = 1; else if (c == "\"") return i + 1; i++ }
+            return i
+        }
+        function valend(s, i,   c, depth, instr, esc) {
+            c = substr(s, i, 1)
+            if (c == "\"") return strend(s, i)
+            if (c == "{" || c == "[") {
+                depth = 0; instr = 0; esc = 0
+                for (; i <= length(s); i++) {
+                    c = substr(s, i, 1)
+                    if (instr) { if (esc) esc = 0; else if (c == "\\") esc = 1; else if (c == "\"") instr = 0; continue }
+                    if (c == "\"") instr = 1; else if (c == "[" || c == "{") depth++; else if (c == "]" || c == "}") { depth--; if (depth == 0) return i + 1 }
+                }
+                return i
+            }
+            while (i <= length(s) && substr(s, i, 1) !~ /[ \t\r\n,}\]]/) i++
+            return i
+        }
+        """#
 }

@@ -19,6 +19,11 @@ struct ArgoPath: Hashable {
         self.keys = keys
     }
 
+    init(_ root: String, keys: [String]) {
+        self.root = root
+        self.keys = keys
+    }
+
     var tag: String { "{{" + ([root] + keys).joined(separator: ".") + "}}" }
 
     var accessor: String { root + keys.map { "[" + ArgoExpression.quoted($0) + "]" }.joined() }

@@ -10,7 +10,8 @@ package struct ExpressionError: Error {
 ///
 /// Grammar, loosest first: `||`, `&&`, comparisons (`== != < <= > >=`), `!`,
 /// then literals (`'text'`, `"text"`, numbers, `true`, `false`), operands
-/// (`vars.x`, `tasks.T.outputs.K`, `item`, …) and parentheses.
+/// (`vars.x`, `tasks.T.outputs.K`, `host.os`, `item`, …), function calls
+/// (`format('{0}', x)`, `ExpressionParser+Functions`) and parentheses.
 package struct ExpressionParser {
     private enum Token: Equatable {
         case string(String)
@@ -113,6 +114,7 @@ package struct ExpressionParser {
         case .number(let value): return .number(value)
         case .word("true"): return .boolean(true)
         case .word("false"): return .boolean(false)
+        case .word(let name) where current.token == .symbol("("): return try call(name, at: offset)
         case .word(let path) where path.hasPrefix("params."): return try parameter(path, at: offset)
         case .word(let path): return .operand(try operand(path, at: offset))
         case .symbol("("):
@@ -127,6 +129,27 @@ package struct ExpressionParser {
         }
     }
 
+    /// `name(argument, …)`, the name already read and `(` current.
+    private mutating func call(_ name: String, at offset: Int) throws(ExpressionError) -> Expression {
+        let function = try Self.function(named: name, at: offset)
+        position += 1
+        var arguments: [Expression] = []
+        if current.token != .symbol(")") {
+            while true {
+                arguments.append(try parseOr())
+                guard current.token == .symbol(",") else { break }
+                try countOperator()
+                position += 1
+            }
+        }
+        guard current.token == .symbol(")") else {
+            throw ExpressionError(message: "expected ',' or ')' after an argument of \(function.rawValue)(), found \(Self.describe(current.token))", offset: current.offset)
+        }
+        position += 1
+        try Self.check(function, arguments, at: offset)
+        return .call(function, arguments)
+    }
+
     // MARK: - Operands
 
     private func operand(_ path: String, at offset: Int) throws(ExpressionError) -> Operand {
@@ -136,6 +159,16 @@ package struct ExpressionParser {
     private func resolve(_ path: String, at offset: Int) throws(ExpressionError) -> OperandPath {
         if path == "item" { return .item }
         if path == "index" { return .index }
+        if path.hasPrefix("host.") || path == "host" {
+            let name = String(path.dropFirst(5))
+            guard let fact = HostFact(rawValue: name) else {
+                throw ExpressionError(
+                    message: "'\(path)': host offers os, arch or cpus\(Suggestion.hint(for: name, in: HostFact.allCases.map(\.rawValue)))",
+                    offset: offset)
+            }
+            return .host(fact)
+        }
+        if path == "args" { return .arguments }
         if path.hasPrefix("item.") {
             let keys = path.dropFirst(5).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             guard !keys.contains(where: \.isEmpty) else {
@@ -145,7 +178,7 @@ package struct ExpressionParser {
         }
         guard let dot = path.firstIndex(of: ".") else {
             throw ExpressionError(
-                message: "unknown value '\(path)'; expected vars.NAME, env.NAME, tasks.T.…, groups.G.…, joins.J.…, item, item.KEY, index or a quoted string",
+                message: "unknown value '\(path)'; expected vars.NAME, env.NAME, tasks.T.…, groups.G.…, joins.J.…, host.…, item, item.KEY, index, a function call or a quoted string",
                 offset: offset)
         }
         let root = String(path[..<dot])
@@ -186,7 +219,7 @@ package struct ExpressionParser {
             return .join(name, joinField)
         default:
             throw ExpressionError(
-                message: "unknown value '\(path)'\(Suggestion.hint(for: root, in: ["vars", "env", "tasks", "groups", "joins", "item", "index"])); expected vars., env., tasks., groups., joins., item or index",
+                message: "unknown value '\(path)'\(Suggestion.hint(for: root, in: ["vars", "env", "tasks", "groups", "joins", "host", "item", "index"])); expected vars., env., tasks., groups., joins., host., item or index",
                 offset: offset)
         }
     }
@@ -220,27 +253,37 @@ package struct ExpressionParser {
                 var value = ""
                 index += 1
                 var closed = false
+                // Plain runs are appended whole: Character by Character cost a
+                // quarter of validating a file whose expressions hold literals.
+                var run = index
                 while index < characters.count {
                     let next = characters[index]
+                    guard next == character || (next == "\\" && character == "\"") else {
+                        index += 1
+                        continue
+                    }
+                    value += text(of: characters[run..<index])
                     if next == character {
                         // 'it''s' — a doubled quote is a quote.
                         if index + 1 < characters.count, characters[index + 1] == character {
                             value.append(character)
                             index += 2
+                            run = index
                             continue
                         }
                         closed = true
                         index += 1
                         break
                     }
-                    if next == "\\", character == "\"", index + 1 < characters.count {
+                    if index + 1 < characters.count {
                         let escaped = characters[index + 1]
                         value.append(escaped == "n" ? "\n" : escaped == "t" ? "\t" : escaped)
                         index += 2
-                        continue
+                    } else {
+                        value.append(next)
+                        index += 1
                     }
-                    value.append(next)
-                    index += 1
+                    run = index
                 }
                 guard closed else { throw ExpressionError(message: "unterminated string (missing \(character))", offset: start) }
                 tokens.append((.string(value), start))
@@ -254,12 +297,17 @@ package struct ExpressionParser {
                 index += 1
                 while index < characters.count, isPathCharacter(characters[index]) { index += 1 }
                 tokens.append((.word(text(of: characters[start..<index])), start))
+            } else if character == "(" || character == ")" || character == "," {
+                // Before the two-character operators: a call's punctuation
+                // need not build and compare a pair each time.
+                tokens.append((.symbol(String(character)), start))
+                index += 1
             } else {
                 let pair = index + 1 < characters.count ? String(characters[index...index + 1]) : ""
                 if ["==", "!=", "<=", ">=", "&&", "||"].contains(pair) {
                     tokens.append((.symbol(pair), start))
                     index += 2
-                } else if "<>!()".contains(character) {
+                } else if "<>!(),".contains(character) {
                     tokens.append((.symbol(String(character)), start))
                     index += 1
                 } else if character == "=" || character == "&" || character == "|" {

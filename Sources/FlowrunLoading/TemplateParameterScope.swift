@@ -36,13 +36,15 @@ struct TemplateParameterScope {
     }
 
     /// The segments that stand for `${{ params.NAME }}` written alone: the
-    /// value's text (in `run:`, one shell word) and its own expressions.
-    func segments(for name: String, insideShell: Bool) -> [Template.Segment]? {
+    /// value's text and its own expressions. In `run:` the text is a string
+    /// value, quoted at run time for the shell context it lands in, as any
+    /// value is: never script text.
+    func segments(for name: String, insideShell: Bool, at location: SourceLocation) -> [Template.Segment]? {
         guard let value = values[name] else { return nil }
         if value.isPlaceholder { return [] }
-        guard let template = value.template else { return [.text(insideShell ? ShellText.word(value.text) : value.text)] }
+        guard let template = value.template else { return [insideShell ? .expression(.string(value.text), location) : .text(value.text)] }
         return template.segments.map { segment in
-            if case .text(let text) = segment, insideShell { return .text(ShellText.word(text)) }
+            if case .text(let text) = segment, insideShell { return .expression(.string(text), location) }
             return segment
         }
     }

@@ -3,8 +3,31 @@ import FlowrunModel
 /// `default:` and `sequential: true` (SPEC §10).
 extension WorkflowChecker {
     mutating func checkTargets(graph: DependencyGraph, reachability: DependencyGraph.Reachability) {
+        checkAliases()
         checkDefault(graph: graph)
         checkSequentialGroups(graph: graph, reachability: reachability)
+    }
+
+    /// An alias names one thing: not a task, group, join or finally task,
+    /// and not another alias (SPEC §15).
+    private mutating func checkAliases() {
+        var given: [String: (owner: String, location: SourceLocation)] = [:]
+        for (owner, aliases) in TargetTable.aliases(of: workflow) {
+            for alias in aliases {
+                if let other = declared[alias.value] {
+                    diagnostics.append(.error(
+                        "alias '\(alias.value)' of '\(owner)' is already the name of the \(other.kind) at \(other.location.line):\(other.location.column); pick another alias",
+                        at: alias.location))
+                } else if let first = given[alias.value] {
+                    let whose = first.owner == owner ? "'\(owner)' already has it" : "it is already an alias of '\(first.owner)'"
+                    diagnostics.append(.error(
+                        "alias '\(alias.value)' of '\(owner)' names two things: \(whose) at \(first.location.line):\(first.location.column)",
+                        at: alias.location))
+                } else {
+                    given[alias.value] = (owner, alias.location)
+                }
+            }
+        }
     }
 
     /// Each name in `default:` is something a run can run by name.

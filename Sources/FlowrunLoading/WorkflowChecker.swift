@@ -7,7 +7,7 @@ struct WorkflowChecker {
     let workflow: Workflow
     let names: NameTable
     var diagnostics: [Diagnostic] = []
-    private var declared: [String: (kind: String, location: SourceLocation)] = [:]
+    var declared: [String: (kind: String, location: SourceLocation)] = [:]
     private let mainGraph: DependencyGraph
     private let finallyGraph: DependencyGraph
     private let mainReachability: DependencyGraph.Reachability
@@ -295,13 +295,15 @@ struct WorkflowChecker {
     private static func operands(of task: TaskDefinition) -> [Operand] {
         var templates = task.env.map(\.value) + [task.cwd, task.nameTemplate].compactMap { $0 }
         templates += task.sources + task.generates
+        var scriptOperands: [Operand] = []
         switch task.action {
-        case .run(let script): templates.append(script)
+        // `${{ args }}` alone is what a script may hold; any other use is checked as an operand.
+        case .run(let script): scriptOperands = script.operandsBesideWholeArguments
         case .sleep: break
         case .http(let request):
             templates += [request.url] + request.headers.map(\.value) + [request.body].compactMap { $0 }
         }
-        return templates.flatMap(\.operands) + (task.condition?.value.operands ?? [])
+        return scriptOperands + templates.flatMap(\.operands) + (task.condition?.value.operands ?? [])
     }
 
     private mutating func checkVariables(in operands: [Operand]) {
@@ -323,7 +325,10 @@ struct WorkflowChecker {
         case .variable:
             checkVariables(in: [operand])
             return
-        case .environment:
+        case .environment, .host:
+            return
+        case .arguments:
+            error("'args' is the words after -- on the command line, as shell words: write ${{ args }} on its own in run:, not in \(reader.hasPrefix("group") ? "a group's if:" : "other keys or inside a longer expression")", at: operand.location)
             return
         case .item, .itemField, .index:
             if !allowsItem {

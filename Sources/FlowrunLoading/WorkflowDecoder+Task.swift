@@ -13,7 +13,7 @@ extension WorkflowDecoder {
     static let taskKeys = actionKeys + [
         "needs", "when", "if", "timeout", "retries", "retry_delay", "backoff", "semaphores",
         "continue_on_error", "env", "cwd", "description",
-        "shell",
+        "shell", "aliases", "prompt",
     ] + incrementalKeys
 
     mutating func task(_ name: Located<String>, _ node: YAMLNode, context: TaskContext) -> TaskDefinition? {
@@ -50,6 +50,24 @@ extension WorkflowDecoder {
         if let node = fields["sources"]?.value { task.sources = globs(node, what: "sources") }
         if let node = fields["generates"]?.value { task.generates = globs(node, what: "generates") }
         if let node = fields["shell"]?.value { task.shell = shellCommand(node, script: task.action) }
+        if let pair = fields["aliases"] {
+            if context == .fanOutTemplate || context == .finally {
+                let place = context == .finally ? "a finally task, which is not a target" : "a fan-out's task template; put them on the group"
+                error("aliases cannot be given to \(place)", at: pair.key)
+            } else {
+                task.aliases = aliases(pair.value)
+            }
+        }
+        if let pair = fields["prompt"] {
+            if context == .fanOutTemplate || context == .finally {
+                error("prompt: is for a task a run is asked to run; put it on a top-level task or a group member", at: pair.key)
+            } else if let text = string(pair.value, what: "prompt") {
+                task.prompt = Located(text, at: location(pair.value))
+            }
+        }
+        if case .run(let script) = task.action {
+            if ScriptLaunch.of(shell: task.shell, script: script.source).readsAsShell { checkShellContexts(script) } else { warnOfQuotedValues(script) }
+        }
         if let node = fields["name"]?.value, let text = string(node, what: "name") {
             task.nameTemplate = template(text, node: node)
             if task.nameTemplate?.isLiteral == true {

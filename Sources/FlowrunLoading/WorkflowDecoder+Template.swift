@@ -35,8 +35,8 @@ extension WorkflowDecoder {
 
     /// Cuts `text` at each `${{ … }}`, placing each in the file (searched
     /// from where the last one was found; the node's place if not found).
-    /// Warns of a quote right before `${{` in `run:`; an unclosed `${{` is an
-    /// error, and then `complete` is false and the pieces stop before it.
+    /// An unclosed `${{` is an error, and then `complete` is false and the
+    /// pieces stop before it.
     mutating func scanExpressions(_ text: String, at nodeLocation: SourceLocation, insideShell: Bool) -> (pieces: [ScannedPiece], complete: Bool) {
         // Most scalars have no expression: no place in the file to look up.
         guard Self.expressionStart(in: Substring(text)) != nil else { return (text.isEmpty ? [] : [.text(text)], true) }
@@ -48,10 +48,6 @@ extension WorkflowDecoder {
             let found = cursor.flatMap { source.find("${{", from: $0) }
             let start = found.map { SourceLocation(file: file, line: $0.location.line, column: $0.location.column) } ?? nodeLocation
             cursor = found.map { source.advanced($0, by: 3) }
-            if insideShell, open.lowerBound > rest.startIndex, let before = rest[..<open.lowerBound].last, before == "'" || before == "\"" {
-                diagnostics.append(.warning(
-                    "a value in run: is already inserted as one shell-quoted word; the quote before ${{ becomes part of the text", at: start))
-            }
             let inner = rest[open.upperBound...]
             guard let close = Self.closingBraces(in: inner) else {
                 error("'${{' is not closed by '}}'", at: start)

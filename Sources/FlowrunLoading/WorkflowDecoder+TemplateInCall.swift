@@ -46,7 +46,7 @@ extension WorkflowDecoder {
                 segments.append(.text(text))
                 if fills { filled += text }
             case .parameter(let name, let start, let written):
-                if let value = scope.values[name], let values = scope.segments(for: name, insideShell: insideShell) {
+                if let value = scope.values[name], let values = scope.segments(for: name, insideShell: insideShell, at: start) {
                     segments += values
                     filled += value.template == nil && insideShell ? ShellText.word(value.text) : value.text
                 } else {

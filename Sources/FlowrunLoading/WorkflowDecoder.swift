@@ -21,9 +21,16 @@ struct WorkflowDecoder {
     /// parameters were filled in as text (`sources: ["src/${{ params.name }}.c"]`)
     /// has a different text at the same place in each call.
     var templatePieces: [SourceLocation: (text: String, pieces: [TemplatePiece])] = [:]
+    /// The shell contexts of a `run:` script's values, by where the script is
+    /// and the order of its text and values: a template's calls share them.
+    var shellContexts: [ShellContextKey: (texts: [String], points: [ShellInsertionPoint])] = [:]
     /// Text made by filling in template calls so far, against `maxExpandedBytes`.
     var expandedBytes = 0
     var reportedExpansionLimit = false
+    /// `includes:`, merged after decoding by `WorkflowIncludes`.
+    var includes: [IncludeEntry] = []
+    /// Decoding a file another one includes: the run's own keys are refused.
+    var isIncluded = false
 
     init(file: String, source: SourceText, names: NameTable) {
         self.file = file
@@ -35,13 +42,15 @@ struct WorkflowDecoder {
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
         "default",
-        "templates",
+        "templates", "dotenv", "includes",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
         var workflow = Workflow(file: file, name: defaultName)
         guard let fields = fields(of: root, what: "the workflow", allowed: Self.topLevelKeys) else { return workflow }
 
+        if isIncluded { refuseKeysOfTheRun(in: fields) }
+        if let node = fields["includes"]?.value { includes = includeEntries(node) }
         if let node = fields["name"]?.value, let name = string(node, what: "name") { workflow.name = name }
         if let node = fields["description"]?.value { workflow.description = string(node, what: "description") }
         if let node = fields["max_parallel"]?.value {
@@ -62,6 +71,7 @@ struct WorkflowDecoder {
             workflow.shellCommand = words
         }
         if let node = fields["env"]?.value { workflow.env = environment(node, context: .workflow) }
+        if let node = fields["dotenv"]?.value { workflow.dotenv = dotenvFiles(node) }
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
         if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
         if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }
@@ -133,18 +143,7 @@ struct WorkflowDecoder {
         guard let pairs = mapping(node, what: "vars") else { return [] }
         return pairs.compactMap { pair in
             guard let name = pair.key.scalar?.text else { return nil }
-            if let fields = pair.value.mapping {
-                // {sh: COMMAND}: computed once per run, by a task of its own.
-                guard fields.count == 1, fields[0].key.scalar?.text == "sh", let command = fields[0].value.scalar, !command.isNull,
-                      !command.text.trimmingWhitespace.isEmpty else {
-                    let key = fields.first?.key.scalar?.text ?? ""
-                    error("a computed vars.\(name) is {sh: COMMAND}, found \(fields.count == 1 ? "'\(key)'\(Suggestion.hint(for: key, in: ["sh"]))" : "\(fields.count) keys")", at: fields.first?.key ?? pair.value)
-                    return nil
-                }
-                var variable = Variable(name: name, value: "", location: location(pair.key))
-                variable.command = command.text
-                return variable
-            }
+            if pair.value.mapping != nil { return mappedVariable(name, pair) }
             guard let scalar = pair.value.scalar else {
                 error("the value of vars.\(name) must be a string, a number or {sh: COMMAND}, found \(pair.value.kindDescription)", at: pair.value)
                 return nil

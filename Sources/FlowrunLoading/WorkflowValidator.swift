@@ -11,24 +11,24 @@ package struct ValidationResult: Sendable {
 
 /// The validation stage: file → YAML nodes → `Workflow`, collecting every problem.
 package enum WorkflowValidator {
-    package static func validate(path: String, limits: YAMLLimits = YAMLLimits()) -> ValidationResult {
+    package static func validate(path: String, limits: YAMLLimits = YAMLLimits(), includes: IncludeSettings = IncludeSettings()) -> ValidationResult {
         do {
             let bytes = try YAMLInput.read(path: path, limits: limits)
-            return validate(bytes: bytes, file: path, limits: limits)
+            return validate(bytes: bytes, file: path, limits: limits, includes: includes)
         } catch {
             let diagnostic = Diagnostic.error(error.message, at: SourceLocation(file: path, mark: error.mark))
             return ValidationResult(workflow: nil, diagnostics: [diagnostic], source: SourceText(file: path, bytes: []))
         }
     }
 
-    package static func validate(bytes: [UInt8], file: String, limits: YAMLLimits = YAMLLimits()) -> ValidationResult {
+    package static func validate(bytes: [UInt8], file: String, limits: YAMLLimits = YAMLLimits(), includes: IncludeSettings = IncludeSettings()) -> ValidationResult {
         // libyaml counts a UTF-8 byte order mark as a column; without it line 1's columns are right.
         let bytes = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
         let source = SourceText(file: file, bytes: bytes)
         // The document tree is gone once decoded (its own function's
         // locals): the checks that follow read the workflow only, and at
         // 20,000 tasks the tree was 3.8 MB of their peak.
-        let decoded = decode(bytes: bytes, file: file, source: source, limits: limits)
+        let decoded = decode(bytes: bytes, file: file, source: source, limits: limits, includes: includes)
         var diagnostics = decoded.diagnostics
         guard let workflow = decoded.workflow, let names = decoded.names else {
             return ValidationResult(workflow: nil, diagnostics: diagnostics.sortedByPosition(), source: source)
@@ -41,7 +41,7 @@ package enum WorkflowValidator {
 
     /// The file's tree, decoded into a workflow: nil workflow when there is
     /// no document, or an empty one (`diagnostics` say which).
-    private static func decode(bytes: [UInt8], file: String, source: SourceText, limits: YAMLLimits) -> Decoded {
+    private static func decode(bytes: [UInt8], file: String, source: SourceText, limits: YAMLLimits, includes: IncludeSettings) -> Decoded {
         let loaded = YAMLLoader(limits: limits).load(bytes: bytes)
         var diagnostics = loaded.problems.map { Diagnostic.error($0.message, at: SourceLocation(file: file, mark: $0.mark)) }
         guard let root = loaded.documents.first else {
@@ -54,11 +54,18 @@ package enum WorkflowValidator {
             diagnostics.append(.error("the file has no workflow in it: a workflow needs at least one task under 'tasks:'", at: SourceLocation(file: file, line: 1, column: 1)))
             return Decoded(diagnostics: diagnostics)
         }
-        let names = NameTable(root: root)
+        var names = NameTable(root: root)
         var decoder = WorkflowDecoder(file: file, source: source, names: names)
-        let workflow = decoder.decode(root, defaultName: defaultName(for: file))
+        decoder.isIncluded = !includes.chain.isEmpty
+        var workflow = decoder.decode(root, defaultName: defaultName(for: file))
         diagnostics += decoder.diagnostics
-        return Decoded(diagnostics: diagnostics, workflow: workflow, names: names, decoderHadErrors: decoder.diagnostics.hasErrors)
+        var hadErrors = decoder.diagnostics.hasErrors
+        if !decoder.includes.isEmpty {
+            let merged = merge(decoder.includes, into: &workflow, names: &names, file: file, limits: limits, settings: includes)
+            diagnostics += merged
+            hadErrors = hadErrors || merged.hasErrors
+        }
+        return Decoded(diagnostics: diagnostics, workflow: workflow, names: names, decoderHadErrors: hadErrors)
     }
 
     private struct Decoded {

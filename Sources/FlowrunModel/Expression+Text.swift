@@ -13,6 +13,8 @@ extension Expression: CustomStringConvertible {
             let precedence = op == .or ? 1 : op == .and ? 2 : 3
             let text = "\(left.text(parentPrecedence: precedence)) \(op.rawValue) \(right.text(parentPrecedence: precedence + 1))"
             return precedence < parentPrecedence ? "(\(text))" : text
+        case .call(let function, let arguments):
+            return function.rawValue + "(" + arguments.map { $0.text(parentPrecedence: 0) }.joined(separator: ", ") + ")"
         }
     }
 }

@@ -19,6 +19,8 @@ public struct GroupDefinition: Sendable {
     /// at all once its needs have settled; else it and its members are skipped.
     public var when: RunCondition = .success
     public var condition: Located<Expression>?
+    /// `aliases: [b]` — other names the group can be run by (SPEC §15).
+    package var aliases: [Reference] = []
 
     public init(name: String, location: SourceLocation) {
         self.name = name

@@ -25,7 +25,10 @@ extension MemberNaming {
                 return nil
             }
         }
-        let solver = RangeNameSolver(name: Array(name.utf8), pieces: pieces, low: low, count: count)
+        var solver = RangeNameSolver(pieces: pieces, low: low, count: count)
+        // Longer than any member's name can be: refused before a byte of it is read.
+        guard name.utf8.count <= solver.longestName else { return nil }
+        solver.name = Array(name.utf8)
         return solver.solve(piece: 0, at: 0, index: nil)
     }
 }
@@ -40,11 +43,37 @@ private enum RangeNamePiece {
 
 /// Matches a name against a range's `name:` pieces, each number written
 /// as `String(Int)` writes it (a `-`, then digits without a leading zero).
+///
+/// A number is read digit by digit into an `Int` and given up as soon as
+/// it leaves what the piece can be (past the range's ends, or out of
+/// `Int`): each further digit only moves it further out. So a number is
+/// never more than 20 bytes of the name, and a long run of digits costs
+/// what its first few do (issue 31: 130,000 digits took 9 s).
 private struct RangeNameSolver {
-    var name: [UInt8]
+    var name: [UInt8] = []
     var pieces: [RangeNamePiece]
     var low: Int
     var count: Int
+
+    /// The smallest and largest value a number piece can be.
+    private func bounds(of piece: RangeNamePiece) -> ClosedRange<Int> {
+        switch piece {
+        case .item: return low...(low + (count - 1))
+        case .index, .literal: return 0...(count - 1)
+        }
+    }
+
+    /// The longest name the pieces can make: longer names are no member's.
+    var longestName: Int {
+        pieces.reduce(0) { total, piece in
+            switch piece {
+            case .literal(let text): return total + text.count
+            case .item, .index:
+                let bounds = bounds(of: piece)
+                return total + max(String(bounds.lowerBound).utf8.count, String(bounds.upperBound).utf8.count)
+            }
+        }
+    }
 
     func solve(piece: Int, at position: Int, index: Int?) -> Int? {
         guard piece < pieces.count else {
@@ -57,25 +86,28 @@ private struct RangeNameSolver {
             guard name.count - position >= text.count, name[position..<(position + text.count)].elementsEqual(text) else { return nil }
             return solve(piece: piece + 1, at: position + text.count, index: index)
         case .item, .index:
+            let bounds = bounds(of: pieces[piece])
             var end = position
-            if end < name.count, name[end] == UInt8(ascii: "-") { end += 1 }
+            let negative = end < name.count && name[end] == UInt8(ascii: "-")
+            if negative { end += 1 }
             let digitsStart = end
+            var value = 0
             var found: Int?
             while end < name.count, name[end] >= UInt8(ascii: "0"), name[end] <= UInt8(ascii: "9") {
+                let digit = Int(name[end] - UInt8(ascii: "0"))
                 end += 1
                 // A leading zero is a number only alone ("0", never "-0" nor "07").
-                if name[digitsStart] == UInt8(ascii: "0") && end - digitsStart > 1 { break }
-                guard let value = Int(String(decoding: name[position..<end], as: UTF8.self)),
-                      String(value).utf8.count == end - position else { continue }
-                let candidate: Int
-                if case .item = pieces[piece] {
-                    let offset = value.subtractingReportingOverflow(low)
-                    guard !offset.overflow else { continue }
-                    candidate = offset.partialValue
-                } else {
-                    candidate = value
-                }
-                guard candidate >= 0, candidate < count, index == nil || index == candidate else { continue }
+                if name[digitsStart] == UInt8(ascii: "0") && (negative || end - digitsStart > 1) { break }
+                // Negative numbers are built downwards, so Int.min is read too.
+                let shifted = value.multipliedReportingOverflow(by: 10)
+                let next = negative ? shifted.partialValue.subtractingReportingOverflow(digit) : shifted.partialValue.addingReportingOverflow(digit)
+                guard !shifted.overflow, !next.overflow else { break }
+                value = next.partialValue
+                // More digits only move the number further from zero.
+                if negative ? value < bounds.lowerBound : value > bounds.upperBound { break }
+                guard bounds.contains(value) else { continue }
+                let candidate = if case .item = pieces[piece] { value - low } else { value }
+                guard index == nil || index == candidate else { continue }
                 if let solved = solve(piece: piece + 1, at: end, index: candidate) {
                     found = min(found ?? .max, solved)
                 }

@@ -91,33 +91,49 @@ package enum MemberNaming {
 
     /// `staticNames(of:vars:)` from a fan-out's parts (as a plan step holds them).
     package static func staticNames(group: String, source: FanOutSource, template: Template?, axes: [String]?, vars: [Variable]) -> [String]? {
+        guard let count = source.staticCount else { return nil }
         var names: [String] = []
+        names.reserveCapacity(count)
+        let indexNamed = template == nil ? indexNamed(source, axes: axes) : []
+        for index in 0..<count {
+            guard let member = staticMember(index, group: group, source: source, template: template, axes: axes, vars: vars, indexNamed: indexNamed) else {
+                return nil
+            }
+            names.append(member.name)
+        }
+        return names
+    }
+
+    /// Member `index` of a fan-out whose items are known before the run:
+    /// the name it runs under and its item (a range's `low + index`). Nil
+    /// for a computed `foreach`, an index past the items, or a `name:` that
+    /// reads a value only a run has. What `--dry-run` and `resume --from`
+    /// call a member a target named (`g[3]` of `range: [100, 200]` is item 103).
+    /// `indexNamed`: `indexNamed(source, axes:)` when the caller has it already.
+    package static func staticMember(
+        _ index: Int, group: String, source: FanOutSource, template: Template?, axes: [String]?, vars: [Variable], indexNamed: Set<Int>? = nil
+    ) -> (name: String, item: FanOutItem)? {
+        let item: FanOutItem
+        let fieldNames: Bool
         switch source {
         case .expression:
             return nil
         case .list(let items):
-            names.reserveCapacity(items.count)
-            for (index, item) in items.enumerated() {
-                guard let name = name(group: group, item: .text(item), index: index, template: template, fieldNames: false, axes: nil, vars: vars) else { return nil }
-                names.append(name)
-            }
+            guard items.indices.contains(index) else { return nil }
+            (item, fieldNames) = (.text(items[index]), false)
         case .records(let items):
-            names.reserveCapacity(items.count)
-            let indexNamed = template == nil ? indexNamed(source, axes: axes) : []
-            for (index, item) in items.enumerated() {
-                guard let name = name(group: group, item: item, index: index, template: template, fieldNames: true, axes: axes, vars: vars,
-                                      indexNamed: indexNamed.contains(index)) else { return nil }
-                names.append(name)
-            }
+            guard items.indices.contains(index) else { return nil }
+            (item, fieldNames) = (items[index], true)
         case .range(let low, let high):
-            guard high >= low else { return [] }
-            names.reserveCapacity(high - low + 1)
-            for (index, value) in (low...high).enumerated() {
-                guard let name = name(group: group, item: .text(String(value)), index: index, template: template, fieldNames: false, axes: nil, vars: vars) else { return nil }
-                names.append(name)
-            }
+            guard index >= 0, index <= high - low else { return nil }
+            (item, fieldNames) = (.text(String(low + index)), false)
         }
-        return names
+        let repeated = template == nil && fieldNames && (indexNamed ?? Self.indexNamed(source, axes: axes)).contains(index)
+        guard let name = name(group: group, item: item, index: index, template: template, fieldNames: fieldNames, axes: fieldNames ? axes : nil, vars: vars,
+                              indexNamed: repeated) else {
+            return nil
+        }
+        return (name, item)
     }
 
     /// Fills in a `name:` that reads only what is known without a run; nil otherwise.

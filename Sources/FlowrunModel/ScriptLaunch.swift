@@ -16,6 +16,28 @@ package enum ScriptLaunch: Sendable, Equatable {
         return .shellCommand
     }
 
+    /// Whether a shell reads the script, so that `${{ }}` values are quoted
+    /// for their shell context (`ShellContextScanner`); another interpreter
+    /// gets each value as one single-quoted word, as written.
+    package var readsAsShell: Bool {
+        switch self {
+        case .shellCommand: return true
+        case .interpreter(let words): return Self.isShell(words)
+        case .shebang(let line): return Self.isShell(line.dropFirst(2).split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init))
+        }
+    }
+
+    static let shells: Set<Substring> = ["sh", "bash", "dash", "ash", "ksh", "mksh", "zsh", "busybox"]
+
+    /// `bash -e`, `/bin/sh`, `/usr/bin/env bash`, `env -S bash -e`.
+    static func isShell(_ words: [String]) -> Bool {
+        guard let first = words.first, let name = first.split(separator: "/").last else { return false }
+        if name == "env" {
+            return words.dropFirst().first { !$0.hasPrefix("-") && !$0.contains("=") }.map { isShell([$0]) } ?? false
+        }
+        return shells.contains(name)
+    }
+
     /// Whether the script runs from a file in the run record.
     package var usesFile: Bool { self != .shellCommand }
 

@@ -40,6 +40,14 @@ package struct TargetTable {
             nodeNames.append(node.name)
         }
         vars = workflow.vars
+        // An alias is one more name for its node; the checker made sure none clashes.
+        for (name, aliases) in Self.aliases(of: workflow) {
+            guard let index = graph.indexByName[name] else { continue }
+            for alias in aliases where nodes[alias.value] == nil {
+                nodes[alias.value] = index
+                nodeNames.append(alias.value)
+            }
+        }
         for group in workflow.groups {
             guard let fanOut = group.fanOut, let count = fanOut.source.staticCount, let fanOutNode = graph.indexByName[fanOut.template.name],
                   let groupNode = graph.indexByName[group.name],
@@ -55,6 +63,17 @@ package struct TargetTable {
         }
     }
 
+    /// Each task's and group's aliases, by its name, in file order.
+    package static func aliases(of workflow: Workflow) -> [(name: String, aliases: [Reference])] {
+        var found: [(name: String, aliases: [Reference])] = []
+        for task in workflow.tasks where !task.aliases.isEmpty { found.append((task.name, task.aliases)) }
+        for group in workflow.groups {
+            if !group.aliases.isEmpty { found.append((group.name, group.aliases)) }
+            for member in group.members where !member.aliases.isEmpty { found.append((member.name, member.aliases)) }
+        }
+        return found
+    }
+
     package func target(named name: String) -> Target? {
         if let node = nodes[name] { return .node(node) }
         // The first fan-out (in file order) with a member of that name, as when every name was listed in order.
@@ -64,6 +83,14 @@ package struct TargetTable {
             }
         }
         return nil
+    }
+
+    /// Member `item` of fan-out node `fanOut` (a `.member` target): the
+    /// name it runs under, whichever name found it (`test[0]` is
+    /// `test[os=linux,py=3.11]`), and its item.
+    package func member(_ item: Int, ofFanOut fanOut: Int) -> (name: String, item: FanOutItem)? {
+        guard let found = fanOuts.first(where: { $0.fanOutNode == fanOut }) else { return nil }
+        return MemberNaming.staticMember(item, group: found.group, source: found.source, template: found.template, axes: found.axes, vars: vars)
     }
 
     /// Task, group, join and member names, for did-you-mean: members of

@@ -69,6 +69,16 @@ public struct TaskDefinition: Sendable {
         get { details?.value.templateCall }
         set { if newValue != nil || details != nil { changeDetails { $0.templateCall = newValue } } }
     }
+    /// `aliases: [b]` — other names the task can be run by (SPEC §15).
+    package var aliases: [Reference] {
+        get { details?.value.aliases ?? [] }
+        set { if !newValue.isEmpty || details != nil { changeDetails { $0.aliases = newValue } } }
+    }
+    /// `prompt:` — a question answered y on a terminal (or `--yes`) before the run starts.
+    package var prompt: Located<String>? {
+        get { details?.value.prompt }
+        set { if newValue != nil || details != nil { changeDetails { $0.prompt = newValue } } }
+    }
 
     private struct Details: Sendable {
         static let defaultRetryDelay: Duration = .seconds(1)
@@ -84,6 +94,8 @@ public struct TaskDefinition: Sendable {
         var generates: [Template] = []
         var shell: [String]?
         var templateCall: TemplateCall?
+        var aliases: [Reference] = []
+        var prompt: Located<String>?
     }
 
     /// A new `Details` with `change` applied: the old one may be shared by

@@ -45,3 +45,19 @@ public struct Template: Sendable {
     /// True when the template holds no expression.
     public var isLiteral: Bool { operands.isEmpty && !segments.contains { if case .expression = $0 { true } else { false } } }
 }
+
+extension Template {
+    /// Whether a segment is `${{ args }}` alone, the one way a `run:` reads the words after `--`.
+    package static func isWholeArguments(_ segment: Segment) -> Bool {
+        if case .expression(.operand(let operand), _) = segment, operand.path == .arguments { return true }
+        return false
+    }
+
+    /// `operands`, leaving out each `${{ args }}` that is a whole expression.
+    package var operandsBesideWholeArguments: [Operand] {
+        segments.flatMap { segment -> [Operand] in
+            guard case .expression(let expression, _) = segment, !Self.isWholeArguments(segment) else { return [] }
+            return expression.operands
+        }
+    }
+}

@@ -23,6 +23,9 @@ public struct Workflow: Sendable {
     /// hashed into identities (`/bin/sh` for the default, as before lists).
     public var shell: String { shellCommand.joined(separator: " ") }
     public var env: [EnvironmentEntry] = []
+    /// `dotenv:` — files whose `KEY=VALUE` lines fill in the environment a
+    /// run starts with where the caller left a variable unset.
+    package var dotenv: [DotenvFile] = []
     public var vars: [Variable] = []
     /// `secrets: [NAME, ...]`: vars and environment variables whose values
     /// are shown as `***` wherever flowrun prints or writes them.
@@ -74,6 +77,8 @@ public struct Variable: Sendable {
     /// `{sh: COMMAND}`: a computed value (SPEC §15), the command's stdout,
     /// set by the task `vars.NAME` the planner adds; nil once `--var` set it.
     package var command: String?
+    /// `NAME: { required: true }`: a run needs `--var NAME=…` or `NAME` in the environment (SPEC §15).
+    package var required = false
 
     package init(name: String, value: String, location: SourceLocation) {
         self.name = name

@@ -13,7 +13,7 @@ extension Plan {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(PlanDocument(self))) ?? Data("{}".utf8)
-        return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
+        return shownJSON(JSONText.escapingControls(String(decoding: data, as: UTF8.self))) + "\n"
     }
 }
 
@@ -83,6 +83,10 @@ private struct PlanDocument: Encodable {
         }
     }
 
+    struct Value: Encodable {
+        var expression: String, value: String
+    }
+
     struct Step: Encodable {
         var name: String, kind: String, stage: Int, line: Int, column: Int
         var needs: [String], group: String?, joins: [String]
@@ -92,11 +96,15 @@ private struct PlanDocument: Encodable {
         var retries: Int?, retry_delay_seconds: Double?, backoff: Double?, continue_on_error: Bool?
         var env: [String: String]?, cwd: String?, limits: Limits?, fan_out: FanOutInfo?
         var sources: [String]?, generates: [String]?
+        /// Expressions planning evaluated already (`PlanTimeValues`).
+        var values: [Value]?
         // The step it runs after (a sequential group's member, a command-line
         // target before it) and why.
         var runs_after: String?, runs_after_reason: String?
         /// A call of a template: which one, with every parameter's value.
         var uses: TemplateUse?
+        /// More names it runs by (tasks and groups), and a task's `prompt:`.
+        var aliases: [String]?, prompt: String?
         // Groups.
         var members: [String]?, concurrency: Int?, sequential: Bool?
         // Joins.
@@ -124,8 +132,13 @@ private struct PlanDocument: Encodable {
         semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }
-        steps = plan.steps.map { Self.step($0, vars: workflow.vars) }
-        finally = plan.finallySteps.map { Self.step($0) }
+        let aliases = Dictionary(TargetTable.aliases(of: workflow).map { ($0.name, $0.aliases.map(\.value)) }, uniquingKeysWith: { first, _ in first })
+        steps = plan.steps.map { step in
+            var shown = Self.step(step, vars: workflow.vars)
+            if step.kind != .fanOut { shown.aliases = aliases[step.name] }
+            return shown
+        }
+        finally = plan.finallySteps.map { Self.step($0, vars: workflow.vars) }
     }
 
     private static func computedVars(_ vars: [Variable]) -> [String: String]? {
@@ -152,6 +165,7 @@ private struct PlanDocument: Encodable {
                 TemplateUse(template: call.template, with: Dictionary(call.arguments.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }))
             }
             result.when = task.when.rawValue
+            result.prompt = task.prompt?.value
             result.if = task.condition?.value.description
             result.timeout_seconds = step.timers.timeout?.seconds
             result.group_timeout_seconds = step.timers.groupTimeout?.seconds
@@ -161,6 +175,8 @@ private struct PlanDocument: Encodable {
             result.continue_on_error = task.continueOnError
             result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
             result.cwd = task.cwd?.source
+            let values = PlanTimeValues.entries(of: task, vars: vars)
+            if !values.isEmpty { result.values = values.map { Value(expression: $0.expression, value: $0.value) } }
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
             result.runs_after = step.runsAfter

@@ -20,8 +20,10 @@ extension Plan {
         package var isDefault = false
         /// For a fan-out: its members that `default:` names.
         package var defaultMembers: [String] = []
+        /// `aliases:`: more names it runs by.
+        package var aliases: [String] = []
 
-        enum CodingKeys: String, CodingKey { case name, kind, description, group, isDefault = "default", defaultMembers = "default_members" }
+        enum CodingKeys: String, CodingKey { case name, kind, description, group, isDefault = "default", defaultMembers = "default_members", aliases }
 
         // `description` is always there (null when none); `group` only for a member.
         package func encode(to encoder: any Encoder) throws {
@@ -32,6 +34,7 @@ extension Plan {
             try container.encodeIfPresent(group, forKey: .group)
             if isDefault { try container.encode(true, forKey: .isDefault) }
             if !defaultMembers.isEmpty { try container.encode(defaultMembers, forKey: .defaultMembers) }
+            if !aliases.isEmpty { try container.encode(aliases, forKey: .aliases) }
         }
     }
 
@@ -40,6 +43,7 @@ extension Plan {
         let defaultMembers = defaultMembersByFanOut
         let groupDescriptions = Dictionary(
             workflow.groups.map { ($0.name, $0.description) }, uniquingKeysWith: { first, _ in first })
+        let aliases = Dictionary(TargetTable.aliases(of: workflow).map { ($0.name, $0.aliases.map(\.value)) }, uniquingKeysWith: { first, _ in first })
         let main = steps.map { step -> ListEntry in
             let description: String?
             switch step.kind {
@@ -51,6 +55,7 @@ extension Plan {
             var entry = ListEntry(name: step.name, kind: step.kind.rawValue, description: description, group: step.group, members: members)
             entry.isDefault = step.kind != .fanOut && defaults.contains(step.name)
             if step.kind == .fanOut { entry.defaultMembers = defaultMembers[step.name] ?? [] }
+            entry.aliases = step.kind == .fanOut ? [] : aliases[step.name] ?? []
             return entry
         }
         let last = finallySteps.map {
@@ -68,6 +73,7 @@ extension Plan {
             if let group = entry.group { detail = "in " + group }
             if entry.kind == "group" { detail = "members: " + entry.members.joined(separator: ", ") }
             if entry.kind == "join" { detail = "waits for: " + entry.members.joined(separator: ", ") }
+            if !entry.aliases.isEmpty { detail = detail.isEmpty ? "aliases: " + entry.aliases.joined(separator: ", ") : "aliases: " + entry.aliases.joined(separator: ", ") + " · " + detail }
             // What a bare `flowrun` runs (`default:`), first.
             if entry.isDefault { detail = detail.isEmpty ? "default" : "default · " + detail }
             if !entry.defaultMembers.isEmpty { detail = "default: " + entry.defaultMembers.joined(separator: ", ") + " · " + detail }
@@ -97,7 +103,7 @@ extension Plan {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(listEntries)) ?? Data("[]".utf8)
-        return shownJSON(String(decoding: data, as: UTF8.self)) + "\n"
+        return shownJSON(JSONText.escapingControls(String(decoding: data, as: UTF8.self))) + "\n"
     }
 
     /// `default:` names that are fan-out members, by fan-out template name (`G[*]`).

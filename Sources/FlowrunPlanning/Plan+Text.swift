@@ -73,6 +73,8 @@ extension Plan {
             lines.append("  \(step.name)  [\(heading)]")
             guard let task = step.task else { break }
             if let description = task.description { row("about", description) }
+            if !task.aliases.isEmpty { row("aliases", task.aliases.map(\.value).joined(separator: ", ")) }
+            if let prompt = task.prompt { row("prompt", prompt.value + " (asked before the run; --yes answers y)") }
             if let call = task.templateCall { row("uses", call.template + " " + call.arguments.map { "\($0.name)=\(quoted($0.value))" }.joined(separator: ", ")) }
             switch task.action {
             case .run(let script):
@@ -84,7 +86,7 @@ extension Plan {
             }
             if let source = step.fanOutSource { row("foreach", describe(source, axes: step.fanOutAxes)) }
             if let split = step.fanOutSplit { row("split", split.text) }
-            if let items = step.fanOutItems { row("targets", "item" + (items.count == 1 ? " " : "s ") + items.map(String.init).joined(separator: ", ") + " only (named as targets)") }
+            if let items = step.fanOutItems { row("targets", describeTargets(items, of: step, template: task.nameTemplate, vars: vars)) }
             if let name = task.nameTemplate { row("names", name.source) }
             if let source = step.fanOutSource, case .records(let items) = source, let group = step.group,
                let names = MemberNaming.staticNames(group: group, source: source, template: task.nameTemplate, axes: step.fanOutAxes, vars: vars) {
@@ -110,6 +112,8 @@ extension Plan {
             if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
             if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, vars: vars) }.joined(separator: ", ")) }
             if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, vars: vars)) }
+            // What planning can evaluate already (vars, host facts, functions of them).
+            for entry in PlanTimeValues.entries(of: task, vars: vars) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
@@ -135,6 +139,20 @@ extension Plan {
         }
         if !step.joins.isEmpty { row("joins", step.joins.joined(separator: ", ")) }
         return lines
+    }
+
+    /// "members g[3] (item 103), g[5] (item 105) only": each member named
+    /// as a target by the name it runs under and its item, as the run shows
+    /// it (issue 31: this said "item 3", the index, for item 103).
+    private static func describeTargets(_ items: [Int], of step: PlanStep, template: Template?, vars: [Variable]) -> String {
+        let group = step.group ?? step.name
+        let members = items.map { index in
+            guard let source = step.fanOutSource,
+                  let member = MemberNaming.staticMember(index, group: group, source: source, template: template, axes: step.fanOutAxes, vars: vars)
+            else { return "\(group)[\(index)]" }
+            return "\(member.name) (item \(member.item.displayText))"
+        }
+        return "member" + (items.count == 1 ? " " : "s ") + members.joined(separator: ", ") + " only (named as targets)"
     }
 
     private static func describeGroupSize(_ step: PlanStep) -> String {

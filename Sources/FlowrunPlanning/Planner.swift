@@ -22,6 +22,12 @@ package struct PlanOptions: Sendable {
     /// `export` keeps the expression: Argo takes `vars` as parameters a
     /// submit may change, so the items are read there.
     package var sizesFanOutsOverVars = true
+    /// The words after `--` (SPEC §15); nil when the command line has no `--`.
+    package var arguments: [String]?
+    /// Fill `${{ args }}` in (`export` leaves it to the compiler).
+    package var fillsArguments = true
+    /// A run: variables declared `required: true` must be given (`list`, `graph`, `export` show them unset).
+    package var requiresVariables = false
 
     package init() {}
 }
@@ -48,11 +54,13 @@ package enum Planner {
     package static func plan(_ workflow: Workflow, options: PlanOptions = PlanOptions()) throws(PlanningError) -> Plan {
         var workflow = workflow
         try apply(options, to: &workflow)
+        if options.requiresVariables { try checkRequiredVariables(&workflow, given: options.variables) }
         try addComputedVariableTasks(&workflow)
         if options.sizesFanOutsOverVars { sizeFanOutsKnownAtPlanning(&workflow) }
         let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)
         let selection = try TargetSelection(options.only, usingDefault: options.runsDefaultTargets, workflow: workflow, graph: graph)
+        if options.fillsArguments { try fillArguments(&workflow, arguments: options.arguments, selection: selection, graph: graph) }
         let selected = selection.nodes
         var steps = mainSteps(workflow, graph: graph, maxParallel: maxParallel, selected: selected)
         for index in steps.indices where steps[index].kind == .fanOut {
@@ -153,6 +161,7 @@ package enum Planner {
                 let group = groups[node.group!]!
                 step = taskStep(group.fanOut!.template, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
                 step.fanOutCount = group.fanOut!.source.staticCount
+                    ?? PlanTimeValues.memberCount(of: group.fanOut!.source, split: group.fanOut!.split, vars: workflow.vars)
                 step.fanOutSource = group.fanOut!.source
                 step.fanOutSplit = group.fanOut!.split
                 step.fanOutAxes = group.fanOut!.matrixAxes
@@ -165,7 +174,7 @@ package enum Planner {
                     fanOutCount: nil, fanOutSource: group.fanOut?.source,
                     members: group.members.map(\.name) + (group.fanOut.map { [$0.template.name] } ?? []),
                     concurrency: group.concurrency, join: nil)
-                step.fanOutCount = group.fanOut?.source.staticCount
+                step.fanOutCount = group.fanOut.flatMap { $0.source.staticCount ?? PlanTimeValues.memberCount(of: $0.source, split: $0.split, vars: workflow.vars) }
                 step.fanOutAxes = group.fanOut?.matrixAxes
                 if group.when != .success { step.groupWhen = group.when }
                 step.groupCondition = group.condition

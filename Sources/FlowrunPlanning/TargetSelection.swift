@@ -22,6 +22,8 @@ package struct TargetSelection {
     /// By fan-out template name (`G[*]`): the items that run when only some
     /// members were named; absent: every item.
     package var fanOutItems: [String: [Int]] = [:]
+    /// The nodes the targets name themselves (a member: its fan-out's), not what they need.
+    package var namedNodes: Set<Int> = []
 
     package init(_ named: [String], usingDefault: Bool, workflow: Workflow, graph: DependencyGraph) throws(PlanningError) {
         targets = named
@@ -38,9 +40,11 @@ package struct TargetSelection {
             switch table.target(named: name) {
             case .node(let index)?:
                 queue.append(index)
+                namedNodes.insert(index)
                 if !isDefault { orderedTargets.append(graph.nodes[index].name) }
             case .member(let fanOut, let group, let item)?:
                 members[fanOut, default: (group, [])].items.insert(item)
+                namedNodes.insert(fanOut)
                 if !isDefault { orderedTargets.append(graph.nodes[group].name) }
                 // The fan-out's own needs and its group's.
                 queue.append(contentsOf: graph.dependencies[fanOut])

@@ -124,7 +124,8 @@ package enum RecordBase {
     /// Why a folder of the record could be redirected by another user, or
     /// nil if it cannot: it must belong to flowrun's user (or root) and not
     /// be writable by group or others, unless it has the sticky bit (like
-    /// /tmp, where no one may rename another's entry). `anyOwner`: root
+    /// /tmp, where no one may rename another's entry) or the group is your
+    /// own private one (umask 002). `anyOwner`: root
     /// reading another user's records, which count as that user's (`RunHistory.owner`).
     package static func trustProblem(of folder: Int32, anyOwner: Bool = false) -> String? {
         var info = stat()
@@ -133,9 +134,10 @@ package enum RecordBase {
         if info.st_uid != me && info.st_uid != 0 && !anyOwner {
             return "belongs to uid \(info.st_uid), not to you (uid \(me)); another user could redirect the record (use --log-dir with a folder of yours)"
         }
-        if info.st_mode & 0o022 != 0 && info.st_mode & S_ISVTX == 0 {
+        // Your own private group is you (`OtherWriters`, the lookup's rule); root's group never is.
+        if let writers = OtherWriters.of(mode: info.st_mode, group: info.st_gid, sticky: info.st_mode & S_ISVTX != 0, me: me) {
             let mode = String(info.st_mode & 0o7777, radix: 8)
-            return "is writable by \(info.st_mode & 0o002 != 0 ? "others" : "its group") (mode 0\(mode)) without the sticky bit; another user could redirect the record (chmod go-w it, or use --log-dir with a folder of yours)"
+            return "is writable by \(writers) (mode 0\(mode)) without the sticky bit; another user could redirect the record (chmod go-w it, or use --log-dir with a folder of yours)"
         }
         return nil
     }

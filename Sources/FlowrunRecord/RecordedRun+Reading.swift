@@ -178,6 +178,10 @@ extension RecordedRun {
                 exitCode = event["exit_code"]?.int
                 duration = event["duration"]?.double
                 finalCounts = event["counts"]
+            case "run_killed":
+                // The supervisor's line for an engine killed mid-run.
+                exitCode = event["exit_code"]?.int
+                stoppedBy = "killed"
             default:
                 break
             }

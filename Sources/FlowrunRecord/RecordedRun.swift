@@ -26,7 +26,8 @@ package struct RecordedRun: Sendable {
         case running
         /// `summary.json` is there.
         case finished
-        /// Neither: flowrun was killed (or the machine went down) before the summary.
+        /// Neither: flowrun was killed (or the machine went down) before the
+        /// summary; a `run_killed` line says so when the supervisor saw it.
         case interrupted
     }
 
@@ -110,7 +111,8 @@ package struct RecordedRun: Sendable {
     /// How long it ran (a live run: so far; an interrupted one: to its last event).
     package var duration: Double?
     package var exitCode: Int?
-    /// `signal`, `run_timeout`, `fail_fast`: what stopped the run early.
+    /// `signal`, `run_timeout`, `fail_fast`: what stopped the run early;
+    /// `killed`: flowrun itself was (the engine or the pid the shell knows).
     package var stoppedBy: String?
     /// Tasks per status, in `TaskStatus` order.
     package var counts: [(status: TaskStatus, count: Int)] = []
@@ -161,13 +163,14 @@ package struct RecordedRun: Sendable {
         tasks.last { $0.name == name }
     }
 
-    /// `succeeded`, `failed`, `timed out`, `stopped by a signal`, `running`, `did not finish`.
+    /// `succeeded`, `failed`, `timed out`, `stopped by a signal`, `killed`, `running`, `did not finish`.
     package var outcome: String {
         switch state {
         case .running: return "running"
-        case .interrupted: return "did not finish"
+        case .interrupted: return stoppedBy == "killed" ? "killed" : "did not finish"
         case .finished:
             switch stoppedBy {
+            case "killed": return "killed"
             case "signal": return "stopped by a signal"
             case "run_timeout": return "timed out"
             default: return exitCode == 0 ? "succeeded" : "failed"

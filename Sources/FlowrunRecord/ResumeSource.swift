@@ -27,6 +27,10 @@ package struct ResumeSource: Sendable {
     /// that have no row (`Task.leftOut`): theirs is this with their item.
     package var memberIdentity: [String: (hash: String, parts: [(name: String, hash: String)])] = [:]
     package var joinStatus: [String: String]
+    /// Set when the run's engine was killed before its summary.json
+    /// (`ResumeSource+KilledRun.swift`): one hash of every task's identity,
+    /// in place of each task's identity and stash, which the record lacks.
+    package var planIdentity: String?
 
     package struct Task: Sendable {
         package var name: String
@@ -67,6 +71,7 @@ package struct ResumeSource: Sendable {
             throw Problem(description: "cannot resume \(id): its record \(directory) belongs to uid \(info.st_uid), not to you (uid \(geteuid())); resume runs the workflow a record names as you, so only your own records")
         }
         guard let bytes = RecordFile.read(folder, "summary.json", limit: nil) else {
+            if errno == ENOENT, let killed = readKilledRun(folder: folder, directory: directory) { return killed }
             let reason = errno == ENOENT
                 ? "it has no summary.json (the run was killed before it could write one, or is still running)"
                 : "its summary.json is not a plain file"

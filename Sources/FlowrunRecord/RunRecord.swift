@@ -56,6 +56,13 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         eventsFile = EventsFile(descriptor: eventsDescriptor, folder: folder, directory: directory, inBackground: false)
     }
 
+    /// `events.jsonl` opened again, for reading and appending, for the
+    /// supervisor: if the engine is killed, it appends the run's end there
+    /// (`Supervisor.keepEvents`). -1 with errno set; the caller closes it.
+    package func eventsForTheSupervisor() -> Int32 {
+        openat(folder.descriptor, "events.jsonl", O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+    }
+
     deinit {
         eventsFile.wait()
         if eventsDescriptor >= 0 { close(eventsDescriptor) }

@@ -5,7 +5,8 @@ import FlowrunRecord
 import FlowrunValues
 /// Where `flowrun logs` puts a log's bytes: as they are into a pipe or a
 /// file (`flowrun logs build > build.log` is the log), and on a terminal
-/// line by line with control characters escaped, as `--stream` shows them,
+/// line by line with control characters escaped, as `--stream` shows them
+/// (and no line starting with `::`, a CI runner's command),
 /// so what a task printed cannot steer the terminal.
 package final class LogPrinter {
     private let escapes: Bool
@@ -33,7 +34,7 @@ package final class LogPrinter {
         guard let last = partial.lastIndex(of: UInt8(ascii: "\n")) else { return }
         var text = ""
         for line in partial[...last].split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast() {
-            text += TerminalText.escaped(String(decoding: line, as: UTF8.self))
+            text += TerminalText.escapedLine(String(decoding: line, as: UTF8.self))
             text += "\n"
         }
         partial.removeFirst(last + 1)
@@ -43,7 +44,7 @@ package final class LogPrinter {
     /// Writes a last line that has no line break.
     package func finish() {
         if escapes, !partial.isEmpty, failure == nil {
-            if !writeAll(descriptor, TerminalText.escaped(String(decoding: partial, as: UTF8.self)) + "\n") { failure = errno }
+            if !writeAll(descriptor, TerminalText.escapedLine(String(decoding: partial, as: UTF8.self)) + "\n") { failure = errno }
             partial.removeAll()
         }
     }

@@ -110,7 +110,14 @@ package enum PlanGraph {
     }
 
     private static func dotQuoted(_ text: String) -> String {
-        "\"" + text.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"").replacingAll("\n", with: "\\n") + "\""
+        "\"" + shown(text).replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"").replacingAll("\n", with: "\\n") + "\""
+    }
+
+    /// Control characters a name holds (a workflow's `name:` may hold an
+    /// ESC) shown escaped, line by line: the graph goes to a terminal as
+    /// often as to `dot`. The label's own line breaks stay.
+    private static func shown(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.escaped(String($0)) }.joined(separator: "\n")
     }
 
     // MARK: - Mermaid
@@ -157,6 +164,6 @@ package enum PlanGraph {
     }
 
     private static func mermaidQuoted(_ text: String) -> String {
-        "\"" + text.replacingAll("\"", with: "#quot;") + "\""
+        "\"" + shown(text).replacingAll("\"", with: "#quot;") + "\""
     }
 }

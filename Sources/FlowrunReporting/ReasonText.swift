@@ -32,6 +32,7 @@ enum ReasonText {
         case CancelReason.runTimeout.rawValue: return "the run's timeout passed"
         case CancelReason.groupTimeout.rawValue: return "its group's deadline passed"
         case CancelReason.signal.rawValue: return "the run was stopped by a signal"
+        case CancelReason.descriptors.rawValue: return "flowrun ran out of file descriptors (ulimit -n)"
         default: return reason
         }
     }

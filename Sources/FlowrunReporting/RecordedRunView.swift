@@ -63,12 +63,14 @@ package struct RecordedRunView {
         if let duration = run.duration { started += (run.state == .running ? ", running for " : ", ran ") + PlainReporter.seconds(duration) }
         out += started + "\n"
         var outcome = "outcome   " + run.outcome
-        if run.state == .finished, let code = run.exitCode { outcome += ", exit \(code)" }
+        if run.state == .finished || run.stoppedBy == "killed", let code = run.exitCode { outcome += ", exit \(code)" }
         let counts = Self.countsText(run)
         if !counts.isEmpty { outcome += ": " + counts }
         out += outcome + "\n"
         if run.state == .interrupted {
-            out += "          (no summary.json and no flowrun holds the run: it was killed before it could finish; what follows is from events.jsonl)\n"
+            out += run.stoppedBy == "killed"
+                ? "          (the engine was killed before it could write summary.json; what follows is from events.jsonl)\n"
+                : "          (no summary.json and no flowrun holds the run: it was killed before it could finish; what follows is from events.jsonl)\n"
         }
         out += "record    " + TerminalText.escaped(run.folder) + "\n"
     }

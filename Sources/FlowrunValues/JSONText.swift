@@ -106,6 +106,24 @@ package struct JSONObjectWriter {
 }
 
 package enum JSONText {
+    /// JSON that Foundation's encoder wrote, with DEL and the C1 controls
+    /// (U+0080–U+009F) it leaves raw written as `\u00XX`, as flowrun's own
+    /// writer does (`JSONValue.appendQuoted`): U+009B is a CSI to a
+    /// terminal. Raw, they can only be inside strings, so each is replaced.
+    package static func escapingControls(_ json: String) -> String {
+        guard json.utf8.contains(where: { $0 == 0x7F || $0 == 0xC2 }) else { return json }
+        var result = ""
+        result.reserveCapacity(json.utf8.count + 16)
+        for scalar in json.unicodeScalars {
+            if scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) {
+                result += "\\u00" + (scalar.value < 0x80 ? "7f" : String(scalar.value, radix: 16))
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
     /// One escaping routine for all of flowrun's JSON: `JSONValue`'s.
     package static func quoted(_ string: String) -> String {
         var text = ""

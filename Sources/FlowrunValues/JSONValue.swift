@@ -87,9 +87,22 @@ package enum JSONValue: Sendable, Equatable {
         var string = string
         string.withUTF8 { utf8 in
             var runStart = 0
+            // No table: an array made per call would cost every quoted name an allocation.
+            func hex(_ nibble: UInt8) -> UInt8 { nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10 }
             for offset in utf8.indices {
                 let byte = utf8[offset]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F || byte == 0xC2 else { continue }
+                // DEL and the C1 controls (U+0080–U+009F, 0xC2 0x80–0x9F in
+                // UTF-8; U+009B is a one-byte CSI to a terminal) are escaped
+                // too: JSON lines reach consoles as they are.
+                if byte == 0xC2 {
+                    guard offset + 1 < utf8.count, (0x80...0x9F).contains(utf8[offset + 1]) else { continue }
+                    let value = utf8[offset + 1]
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<offset]))
+                    runStart = offset + 2
+                    bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex(value >> 4), hex(value & 0xF)])
+                    continue
+                }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<offset]))
                 runStart = offset + 1
                 bytes.append(UInt8(ascii: "\\"))
@@ -101,8 +114,7 @@ package enum JSONValue: Sendable, Equatable {
                 case 0x08: bytes.append(UInt8(ascii: "b"))
                 case 0x0C: bytes.append(UInt8(ascii: "f"))
                 default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex(byte >> 4), hex(byte & 0xF)])
                 }
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))

@@ -12,7 +12,8 @@ import Glibc
 /// `***`, so no part of either shows; at one position the longest secret is
 /// tried first. A multi-line secret is also masked line by line (each line
 /// of at least `minimumLength` bytes), as a task may print it one line at a
-/// time or with other line breaks.
+/// time or with other line breaks. Each secret's JSON-escaped, URL-encoded
+/// and base64 forms (`SecretEncodings`) are masked as secrets of their own.
 ///
 /// Secrets shorter than `minimumLength` bytes are refused when the run is
 /// planned (`Planner`): masking a 1-3 byte value would turn every word that
@@ -48,6 +49,8 @@ package final class SecretMasker: @unchecked Sendable {
         var distinct = Set<[UInt8]>()
         for value in values where !value.isEmpty {
             distinct.insert(Array(value.utf8))
+            // As other programs print it: JSON-escaped, URL-encoded, base64.
+            distinct.formUnion(SecretEncodings.forms(of: value))
             // Line by line too, without the line breaks' `\r`.
             guard value.utf8.contains(UInt8(ascii: "\n")) else { continue }
             for line in value.utf8.split(separator: UInt8(ascii: "\n")) {

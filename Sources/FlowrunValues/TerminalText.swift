@@ -57,6 +57,21 @@ package enum TerminalText {
         return result
     }
 
+    /// A message as flowrun prints it on stderr, control characters escaped
+    /// as `escaped` does except its own line breaks: what a user typed (an
+    /// argument, a file name) and flowrun echoes cannot steer the terminal.
+    package static func escapedLines(_ text: String) -> String {
+        guard needsEscaping(text) else { return text }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { escaped(String($0)) }.joined(separator: "\n")
+    }
+
+    /// A line of a task's log as a terminal shows it: `escaped`, and one
+    /// starting with `::` starts with `\x3a:` instead (a command to some CI
+    /// runners, `::error::`), as `escapedName` does for names.
+    package static func escapedLine(_ line: String) -> String {
+        escapedName(line)
+    }
+
     /// `escaped(name)`, and a name that starts with `::` starts with `\x3a:`
     /// instead: names begin console lines (`--stream`'s `name | line`), and a
     /// line starting with `::` is a command to some CI runners (`::error::`).

@@ -49,6 +49,7 @@ struct ExportCommand: ParsableCommand {
     func run() throws {
         var planOptions = PlanOptions()
         planOptions.sizesFanOutsOverVars = false  // `vars` stay Argo parameters, read when submitted
+        planOptions.fillsArguments = false  // `${{ args }}` reaches the compiler: a workflow parameter, with a warning
         let (plan, source) = try PlanLoader.load(file, options: planOptions)
         var options = ArgoExportOptions()
         options.image = image

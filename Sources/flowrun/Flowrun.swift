@@ -10,6 +10,7 @@ struct Flowrun: ParsableCommand {
         usage: """
             flowrun [FILE] [TARGET...] [--dry-run] [--var <name=value>]... [--max-parallel <n>]
                          [--only <name>]... [--parallel] [--fail-fast] [--output <mode>] [--log-dir <dir>] [--keep <n>] [--stream] [--force]
+                         [--yes] [-- WORD...]
             flowrun run [FILE] [TARGET...] [options]
             flowrun validate [--quiet] [FILE...]
             flowrun graph [FILE] [--format dot|mermaid]
@@ -23,8 +24,10 @@ struct Flowrun: ParsableCommand {
         discussion: """
             With no FILE, flowrun uses ./flowrun.yaml or ./flowrun.yml, else the nearest parent \
             folder's, and runs as if started in that folder (relative cwd: and the .flowrun/ record \
-            are taken from there). The first argument is FILE when it is an existing file or ends in \
-            .yaml/.yml; the rest are targets: the tasks, groups, joins or fan-out members to run, with \
+            are taken from there). The first argument is FILE when it ends in .yaml/.yml or holds a / and names a file \
+            (a bare word naming a file is FILE only when there is no flowrun.yaml to look up, and \
+            only if no other user could have written it: ./build names the file build); the rest \
+            are targets: the tasks, groups, joins or fan-out members to run, with \
             what they need (none: the file's default:, else everything). `flowrun run` takes the same \
             arguments, for a target named like a subcommand.
 
@@ -42,6 +45,8 @@ struct Flowrun: ParsableCommand {
               --stream              print what tasks print as they print it: `task | line`
                                     for stdout, `task ! line` for stderr (json: task_output events)
               --force               run tasks with sources: even when they are up to date
+              --yes                 answer y to every prompt: of the tasks that run
+              -- WORD...            the words the named targets read as ${{ args }}
 
             Exit codes: 0 nothing failed, 1 something failed or timed out, 2 invalid \
             workflow or command line, 124 the run's timeout fired, 128+N a signal N \
@@ -63,16 +68,17 @@ struct Flowrun: ParsableCommand {
         // supervisor, and everything below runs in its child, the engine.
         Supervisor.split()
         do {
-            if let script = CompletionScript.requested(by: CommandLine.arguments) {
+            let arguments = PassedArguments.split.arguments
+            if let script = CompletionScript.requested(by: arguments) {
                 Terminal.standardOutput.write(script)
                 Terminal.exitIfOutputFailed()
                 Terminal.exit(0)
             }
-            if let message = CommandSuggestion.message(for: CommandLine.arguments), !RunArguments.isTargetOfFoundWorkflow(CommandLine.arguments[1]) {
+            if let message = CommandSuggestion.message(for: arguments), !RunArguments.isTargetOfFoundWorkflow(arguments[1]) {
                 Terminal.standardError.write(message + "\n")
                 Terminal.exit(2)
             }
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(Array(arguments.dropFirst()))
             try command.run()
             Terminal.exitIfOutputFailed()
         } catch {
@@ -87,6 +93,13 @@ struct Flowrun: ParsableCommand {
             if code == .validationFailure {
                 Terminal.standardError.write(fullMessage(for: error) + "\n")
                 Terminal.exit(2)
+            }
+            // A message that echoes a typed argument ("Unknown option '--x'")
+            // goes out escaped; help and --version print as ArgumentParser prints them.
+            if !code.isSuccess {
+                let message = fullMessage(for: error)
+                if !message.isEmpty { Terminal.standardError.write(message + "\n") }
+                Terminal.exit(code.rawValue)
             }
             exit(withError: error)
         }

@@ -60,10 +60,11 @@ struct RecordLocation: ParsableArguments {
         }
     }
 
-    /// Whether `folder` is the user's own and no one else may write in it.
+    /// Whether `folder` is the user's own and no one else may write in it
+    /// (`OtherWriters`, the lookup's rule: your own private group is you).
     private static func isYoursAlone(_ folder: String) -> Bool {
         var info = stat()
-        return stat(folder, &info) == 0 && info.st_uid == geteuid() && info.st_mode & 0o022 == 0
+        return stat(folder, &info) == 0 && info.st_uid == geteuid() && OtherWriters.of(mode: info.st_mode, group: info.st_gid, sticky: false, me: geteuid()) == nil
     }
 }
 

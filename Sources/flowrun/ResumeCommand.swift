@@ -22,8 +22,9 @@ struct ResumeCommand: ParsableCommand {
             run) when it succeeded and everything it needs is restored; its identity (a hash of \
             its resolved definition) must be unchanged, or resume refuses (exit 2) and names it. \
             finally tasks always run. Pass the same --var values as the run had. Only a run of your \
-            own is resumed, and only when its workflow file is yours (or root's) in a folder no other \
-            user may write (SECURITY.md).
+            own is resumed, and only when the workflow lookup would trust its workflow file: yours \
+            (or root's), writable by no one else, in a folder no other user may write, or one listed \
+            in FLOWRUN_TRUSTED_DIRS (SECURITY.md).
             """
     )
 
@@ -67,7 +68,7 @@ struct ResumeCommand: ParsableCommand {
         }
         var options = settings.planOptions
         options.only = old.only
-        let plan = try PlanLoader.load(workflowFile, options: options).plan
+        let plan = try PlanLoader.load(workflowFile, options: options, startsRun: true).plan
 
         let identities = TaskIdentities.compute(for: plan)
         let selection: ResumeSelection
@@ -96,6 +97,7 @@ struct ResumeCommand: ParsableCommand {
         reuse.restored = selection.restored
         reuse.resumedFrom = old.runID
         reuse.store = IncrementalSetup.store(for: plan, force: settings.force)
+        try TaskPrompts.ask(plan, yes: settings.yes)
         try RunLauncher.run(
             consume plan, logDirectory: base, keep: settings.keep, output: settings.output, stream: settings.stream, reuse: reuse,
             identities: identities)

@@ -19,7 +19,7 @@ struct RunCommand: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "The workflow file (when the first argument is an existing file or ends in .yaml/.yml; else ./flowrun.yaml or ./flowrun.yml, or the nearest parent folder's), then the targets: tasks, groups, joins or fan-out members to run with what they need (default: the file's default:, else everything).",
+            "The workflow file (when the first argument ends in .yaml/.yml or holds a / and names a file, or, with no flowrun.yaml to look up, names a file that passes the lookup's trust check; else ./flowrun.yaml or ./flowrun.yml, or the nearest parent folder's), then the targets: tasks, groups, joins or fan-out members to run with what they need (default: the file's default:, else everything).",
             valueName: "file-or-target"),
         completion: .file(extensions: ["yaml", "yml"]))
     var arguments: [String] = []
@@ -35,20 +35,23 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         var options = settings.planOptions
-        let (file, targets) = RunArguments.split(arguments)
+        let (file, targets) = try RunArguments.split(arguments)
         // Targets and --only are the same thing (SPEC §10).
         options.only = targets + only
         options.runsDefaultTargets = true
+        options.arguments = PassedArguments.split.passed
+        options.requiresVariables = true
         // Before lookup moves into the found file's folder: a relative
         // --log-dir is relative to where the user typed it.
         let logDir = file == nil ? settings.logDir.map(WorkflowFileLookup.absolute) : settings.logDir
-        let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options).plan
+        let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options, startsRun: true).plan
 
         guard !dryRun else {
             Terminal.standardOutput.write(settings.output == .json ? plan.json : plan.text)
             if settings.output != .json { Terminal.standardOutput.write(IncrementalSetup.dryRunText(plan, force: settings.force)) }
             return
         }
+        try TaskPrompts.ask(plan, yes: settings.yes)
         var reuse = TaskReuse()
         reuse.store = IncrementalSetup.store(for: plan, force: settings.force)
         try RunLauncher.run(

@@ -16,6 +16,11 @@ enum RunLauncher {
         _ plan: consuming Plan, logDirectory: String?, keep: Int, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse,
         identities: [String: TaskIdentity]? = nil
     ) throws {
+        // Before the record and before Dispatch, which traps when it finds no descriptor.
+        if let problem = DescriptorLimit.problemForARun() {
+            Terminal.standardError.write(problem + "\n")
+            throw ExitCode(1)
+        }
         let record: RunRecord
         do {
             record = try RunRecord(baseDirectory: logDirectory)

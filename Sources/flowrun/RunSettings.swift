@@ -28,6 +28,9 @@ struct RunSettings: ParsableArguments {
     @Flag(help: "Run every task, even those whose sources and generated files are up to date (ignores .flowrun/state).")
     var force = false
 
+    @Flag(help: "Answer y to every prompt: of the tasks that run (without it, a run with a prompt needs a terminal to ask on).")
+    var yes = false
+
     @Option(help: ArgumentHelp("The folder to make run folders in: DIR/RUN_ID (default: .flowrun/runs under the current directory; for resume, where the resumed run's record is). It must be yours (or root's) and not writable by others without the sticky bit.", valueName: "dir"))
     var logDir: String?
 

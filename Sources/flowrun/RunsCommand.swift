@@ -8,8 +8,8 @@ struct RunsCommand: ParsableCommand {
         commandName: "runs",
         abstract: "List recent runs from their records, newest first: id, start, duration, outcome, workflow and task counts.",
         discussion: """
-            A run still going shows as `running`; one whose flowrun was killed before it could write \
-            its summary as `did not finish`. --output json prints an array of {run_id, state, outcome, \
+            A run still going shows as `running`; one whose flowrun was killed as `killed` (exit \
+            128+N); one with neither a summary nor a record of the kill as `did not finish`. --output json prints an array of {run_id, state, outcome, \
             workflow, file, started, duration, exit_code, stopped_by, counts, record} (docs/RUNNING.md).
             """
     )

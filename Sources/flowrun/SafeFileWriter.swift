@@ -80,7 +80,7 @@ enum SafeFileWriter {
         var descriptor: Int32 = -1
         // 64 random bits a name: a planted name is a collision, and the next one is made.
         for _ in 0..<16 where descriptor < 0 {
-            temporary = "." + name.prefix(64) + ".tmp-" + String(UInt64.random(in: .min ... .max), radix: 16)
+            temporary = "." + temporaryStem(name) + ".tmp-" + String(UInt64.random(in: .min ... .max), radix: 16)
             descriptor = openat(folderDescriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
             if descriptor < 0, errno != EEXIST { throw Failure(shown, errno: errno) }
         }
@@ -93,6 +93,21 @@ enum SafeFileWriter {
             unlinkat(folderDescriptor, temporary, 0)
             throw Failure(shown, errno: failure)
         }
+    }
+
+    /// The start of `name` in the temporary's name: at most 64 bytes, cut
+    /// on a character's edge, so with the dot and `.tmp-` and 16 hex digits
+    /// it stays far below NAME_MAX (255 bytes) whatever the script.
+    static func temporaryStem(_ name: String) -> Substring {
+        var bytes = 0
+        var end = name.startIndex
+        for index in name.indices {
+            let next = name.index(after: index)
+            bytes += name.utf8.distance(from: index, to: next)
+            guard bytes <= 64 else { break }
+            end = next
+        }
+        return name[..<end]
     }
 
     /// A device, pipe or socket, written as `>` would (no temporary file to rename over it).

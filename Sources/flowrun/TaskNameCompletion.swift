@@ -11,9 +11,10 @@ import FlowrunReporting
 /// `flowrun ---completion …` when the user presses TAB, which runs
 /// `candidates` in flowrun itself with the words typed so far.
 ///
-/// The workflow is the first word that names a `.yaml`/`.yml` file (or any
-/// existing file), else the one `flowrun` would find by lookup if it
-/// trusts it (`WorkflowTrust`: another user's file is never read). A file that
+/// The workflow is the first word that is plainly a path (a `/`, or
+/// `.yaml`/`.yml`), or a bare word naming a file as `RunArguments` takes it,
+/// else the one `flowrun` would find by lookup if it trusts it
+/// (`WorkflowTrust`: another user's file is never read). A file that
 /// does not validate completes nothing; nothing is printed but the names.
 enum TaskNameCompletion {
     /// The argument-parser closure: `.custom(TaskNameCompletion.candidates)`.
@@ -42,7 +43,7 @@ enum TaskNameCompletion {
     /// Names a user can ask for: tasks, groups, joins and finally tasks
     /// (not a fan-out's template `G[*]`, which is no target).
     static func names(in file: String) -> [String] {
-        let result = WorkflowValidator.validate(path: file)
+        let result = WorkflowValidator.validate(path: file, includes: WorkflowTrust.includeSettings)
         guard let workflow = result.workflow, !result.diagnostics.hasErrors,
               let plan = try? Planner.plan(workflow) else { return [] }
         return plan.listEntries.filter { $0.kind != "fan-out" }.map(\.name)
@@ -51,7 +52,10 @@ enum TaskNameCompletion {
     static func workflowFile(in words: [String], completing index: Int) -> String? {
         for (position, word) in words.enumerated().dropFirst() where position != index && !word.hasPrefix("-") {
             let path = unquoted(word)
-            if path.hasSuffix(".yaml") || path.hasSuffix(".yml") || isRegularFile(path) { return path }
+            // A bare word is the file as `flowrun` would take it: with no workflow to look up, and trusted.
+            if RunArguments.isPath(path) { return path }
+            if isRegularFile(path), RunArguments.firstWord(path) == .bareFile,
+               WorkflowTrust.fromEnvironment().refusal(forFileAt: path) == nil { return path }
         }
         return WorkflowFileLookup.trustedPath()
     }

@@ -4,11 +4,17 @@ import Glibc
 import Synchronization
 import FlowrunModel
 import FlowrunRecord
+import FlowrunValues
 
 /// Writing to stdout/stderr and knowing whether they are terminals.
 enum Terminal {
     struct Stream {
         let descriptor: Int32
+        /// stderr: flowrun's messages, which echo what the user typed
+        /// (arguments, file names, names), with control characters escaped
+        /// (`TerminalText.escapedLines`). stdout carries output as it is
+        /// (a log into a pipe goes out byte for byte).
+        var escapesControls = false
 
         var isTerminal: Bool { isatty(descriptor) == 1 }
 
@@ -20,6 +26,13 @@ enum Terminal {
         /// A failed write to stdout is noted (`exitIfOutputFailed`); one to
         /// stderr has nowhere left to be told.
         func write(_ text: String) {
+            if !writeAll(descriptor, escapesControls ? TerminalText.escapedLines(text) : text), descriptor == STDOUT_FILENO {
+                Terminal.noteOutputFailure(errno)
+            }
+        }
+
+        /// Text flowrun made safe itself, with its own escape sequences (colours).
+        func writeRendered(_ text: String) {
             if !writeAll(descriptor, text), descriptor == STDOUT_FILENO { Terminal.noteOutputFailure(errno) }
         }
     }
@@ -45,7 +58,7 @@ enum Terminal {
     }
 
     static let standardOutput = Stream(descriptor: 1)
-    static let standardError = Stream(descriptor: 2)
+    static let standardError = Stream(descriptor: 2, escapesControls: true)
 
     /// Colour only on a terminal and never with `NO_COLOR` set (no-color.org).
     static var stderrUsesColor: Bool {
@@ -60,8 +73,15 @@ enum Terminal {
     @discardableResult
     static func report(_ diagnostics: [Diagnostic], source: SourceText) -> Bool {
         let renderer = DiagnosticRenderer(showsSourceLines: standardError.isTerminal, usesColor: stderrUsesColor)
-        for diagnostic in diagnostics {
-            standardError.write(renderer.render(diagnostic, lines: source.lines) + "\n")
+        // The file's name and the message may echo what was typed, and a
+        // source line anything the file holds: escaped before the colours go in.
+        var lines = source.lines
+        for var diagnostic in diagnostics {
+            let index = diagnostic.location.line - 1
+            if lines.indices.contains(index) { lines[index] = Substring(TerminalText.escaped(String(lines[index]))) }
+            diagnostic.location.file = TerminalText.escaped(diagnostic.location.file)
+            diagnostic.message = TerminalText.escapedLines(diagnostic.message)
+            standardError.writeRendered(renderer.render(diagnostic, lines: lines) + "\n")
         }
         return diagnostics.hasErrors
     }

@@ -22,7 +22,7 @@ struct ValidateCommand: ParsableCommand {
         var errorCount = 0
         var warningCount = 0
         for file in files.isEmpty ? [try WorkflowFileLookup.resolve(nil)] : files {
-            let result = WorkflowValidator.validate(path: file)
+            let result = WorkflowValidator.validate(path: file, includes: WorkflowTrust.includeSettings)
             Terminal.report(result.diagnostics, source: result.source)
             errorCount += result.diagnostics.filter { $0.severity == .error }.count
             warningCount += result.diagnostics.filter { $0.severity == .warning }.count

@@ -1,3 +1,5 @@
+import FlowrunRecord
+import FlowrunLoading
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,11 +13,13 @@ import Glibc
 /// only you can write it; the folder it lies in (and, for a link, the
 /// folder of the file it leads to) belongs to you or root and nobody else
 /// may write it, unless it has the sticky bit. Root trusts only root's.
-/// Group-writable is nobody else only for your own user private group (the
-/// group named after you, your primary one, with no other member: what
-/// Debian's umask 002 gives). A folder listed in `FLOWRUN_TRUSTED_DIRS`
-/// (`:`-separated absolute paths, or `*` for every folder) is trusted as
-/// it is. An explicit FILE never comes here: naming it is trusting it.
+/// Group-writable is nobody else only for your own user private group
+/// (`OtherWriters`: named after you, your primary one, no other member and
+/// no other account's primary group; what Debian's umask 002 gives). A
+/// folder listed in `FLOWRUN_TRUSTED_DIRS` (`:`-separated absolute paths,
+/// or `*` for every folder) is trusted as it is. An explicit FILE never
+/// comes here: naming it is trusting it. The same check decides for a bare
+/// word taken as FILE (`RunArguments`) and for `resume`'s workflow file.
 struct WorkflowTrust {
     static let variable = "FLOWRUN_TRUSTED_DIRS"
 
@@ -44,6 +48,26 @@ struct WorkflowTrust {
             return .failure(problem)
         }
         return .success(descriptor)
+    }
+
+    /// Checks the file at `path` (absolute, or from the current folder) as
+    /// `open` does: nil when trusted, else why not.
+    func refusal(forFileAt path: String) -> Refusal? {
+        let (folder, name) = Self.folderAndName(path)
+        switch open(folder: folder, name: name) {
+        case .success(let descriptor):
+            close(descriptor)
+            return nil
+        case .failure(let refusal):
+            return refusal
+        }
+    }
+
+    /// `path`'s folder, made absolute, and its last name.
+    static func folderAndName(_ path: String) -> (folder: String, name: String) {
+        let absolute = WorkflowFileLookup.absolute(path)
+        guard let slash = absolute.lastIndex(of: "/") else { return (".", absolute) }
+        return (slash == absolute.startIndex ? "/" : String(absolute[..<slash]), String(absolute[absolute.index(after: slash)...]))
     }
 
     struct Refusal: Error, CustomStringConvertible {
@@ -87,57 +111,32 @@ struct WorkflowTrust {
     private func isYoursOrRoots(_ owner: uid_t) -> Bool { owner == me || owner == 0 }
 
     /// Who besides the owner may write: "others", "its group", or nil.
-    private func writers(_ info: stat, sticky: Bool) -> String? {
-        guard !sticky else { return nil }
-        if info.st_mode & 0o002 != 0 { return "others" }
-        if info.st_mode & 0o020 != 0, !isOwnPrivateGroup(info.st_gid) { return "its group" }
-        return nil
-    }
-
-    /// The group named after you, your primary one, with no other member.
-    private func isOwnPrivateGroup(_ gid: gid_t) -> Bool {
-        guard me != 0, let account = Self.account(me), account.gid == gid,
-              let group = Self.group(gid) else { return false }
-        return group.name == account.name && group.members.allSatisfy { $0 == account.name }
-    }
+    private func writers(_ info: stat, sticky: Bool) -> String? { OtherWriters.of(mode: info.st_mode, group: info.st_gid, sticky: sticky, me: me) }
 
     /// "user 'alice' (uid 1000)", or "uid 1000" when it has no name.
-    static func user(_ uid: uid_t) -> String {
-        account(uid).map { "user '\($0.name)' (uid \(uid))" } ?? "uid \(uid)"
-    }
-
-    private static func account(_ uid: uid_t) -> (name: String, gid: gid_t)? {
-        var buffer = [CChar](repeating: 0, count: 16 * 1024)
-        return buffer.withUnsafeMutableBufferPointer { buffer in
-            var entry = passwd()
-            var result: UnsafeMutablePointer<passwd>?
-            guard getpwuid_r(uid, &entry, buffer.baseAddress!, buffer.count, &result) == 0, result != nil,
-                  let name = entry.pw_name else { return nil }
-            return (String(cString: name), entry.pw_gid)
-        }
-    }
-
-    private static func group(_ gid: gid_t) -> (name: String, members: [String])? {
-        var buffer = [CChar](repeating: 0, count: 64 * 1024)
-        return buffer.withUnsafeMutableBufferPointer { buffer in
-            var entry = Glibc.group()
-            var result: UnsafeMutablePointer<Glibc.group>?
-            guard getgrgid_r(gid, &entry, buffer.baseAddress!, buffer.count, &result) == 0, result != nil,
-                  let name = entry.gr_name else { return nil }
-            var members: [String] = []
-            var member = entry.gr_mem
-            while let pointer = member?.pointee {
-                members.append(String(cString: pointer))
-                member = member?.advanced(by: 1)
-            }
-            return (String(cString: name), members)
-        }
-    }
+    static func user(_ uid: uid_t) -> String { OtherWriters.user(uid) }
 
     /// `path` with links and `..` resolved, or as it is when that fails.
     static func resolved(_ path: String) -> String {
         guard let pointer = realpath(path, nil) else { return path }
         defer { free(pointer) }
         return String(cString: pointer)
+    }
+}
+
+extension WorkflowTrust {
+    /// The rule for a file an `includes:` names (SPEC §15): the same as for
+    /// a file the lookup finds, since it runs as much as the including one.
+    static let includeSettings = IncludeSettings { path in
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        switch WorkflowTrust.fromEnvironment().open(folder: folder, name: name) {
+        case .success(let descriptor):
+            close(descriptor)
+            return nil
+        case .failure(let refusal):
+            return refusal.description
+        }
     }
 }

@@ -153,9 +153,10 @@ extension RunEndToEnd {
 
         /// The victim's own record, whose workflow file lies in a folder
         /// others may write without the sticky bit: the other user swaps the
-        /// file for theirs after the run. `resume` refuses (exit 2), saying
-        /// whose the file is, and runs nothing; with the folder closed again
-        /// and the file the victim's, it resumes.
+        /// file for theirs after the run. `resume` refuses (exit 2) as the
+        /// lookup would, saying why, and runs nothing: the folder first, then,
+        /// with the folder closed again, whose the file is; with the file the
+        /// victim's again, it resumes.
         @Test func resumeRefusesAWorkflowFileAnotherUserCouldHaveReplaced() throws {
             let sandbox = try RunSandbox()
             try Privacy.shareWithOtherUser(sandbox)
@@ -174,17 +175,50 @@ extension RunEndToEnd {
                 """)
             let swapped = try flowrun(["resume", "--output", "plain"])
             #expect(swapped.exitStatus == 2, "\(swapped)")
-            #expect(swapped.stderr.contains("its workflow file \(workflow) belongs to uid 65534, not to you (uid 0)"), "\(swapped)")
+            #expect(swapped.stderr.contains("refusing its workflow file \(workflow): its folder \(open) is writable by others (mode 0777) without the sticky bit, so another user could run commands as you; to resume anyway, trust its folder (FLOWRUN_TRUSTED_DIRS=\(open))"), "\(swapped)")
             #expect(!sandbox.exists("pwned"), "the other user's file ran as the victim\n\(swapped)")
+
+            #expect(chmod(open, 0o755) == 0)
+            let theirs = try flowrun(["resume", "--output", "plain"])
+            #expect(theirs.exitStatus == 2, "\(theirs)")
+            #expect(theirs.stderr.contains("refusing its workflow file \(workflow): it belongs to \(WorkflowLookupTrustTests.userName(65534)), not to you"), "\(theirs)")
+            #expect(!sandbox.exists("pwned"), "the other user's file ran as the victim\n\(theirs)")
 
             try Self.victimWorkflow.write(toFile: sandbox.file("mine.yaml"), atomically: false, encoding: .utf8)
             #expect(rename(sandbox.file("mine.yaml"), workflow) == 0)
-            let open777 = try flowrun(["resume", "--output", "plain"])
-            #expect(open777.exitStatus == 2 && open777.stderr.contains("lies in \(open), which others may write (mode 0777) without the sticky bit"), "\(open777)")
-            #expect(chmod(open, 0o755) == 0)
             let resumed = try flowrun(["resume", "--output", "plain"])
             #expect(resumed.exitStatus == 1 && sandbox.lines("mine-runs").count == 2, "\(resumed)")
             #expect(!sandbox.exists("pwned"))
+        }
+
+        /// Issue 32, B2: resume applies the lookup's own trust rule
+        /// (`WorkflowTrust`), the file's mode included. The victim's own
+        /// workflow file, in the victim's own folder, made writable by others
+        /// (`0666`) after the run: resume refuses it (it ran it), as the
+        /// lookup does; with its folder in `FLOWRUN_TRUSTED_DIRS`, or the file
+        /// `0644` again, it resumes.
+        @Test func resumeRefusesAWorkflowFileOthersMayWrite() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: Self.victimWorkflow)
+            func flowrun(_ arguments: [String], environment: [String: String] = [:]) throws -> FlowrunRun {
+                let run = try FlowrunBinary.run(arguments + ["--log-dir", sandbox.logDirectory, "--output", "plain"], in: sandbox.path,
+                                                environment: sandbox.environment.merging(environment) { $1 })
+                run.expectNoCrash()
+                return run
+            }
+            #expect(try flowrun([workflow]).exitStatus == 1)
+            #expect(chmod(workflow, 0o666) == 0)
+            let refused = try flowrun(["resume"])
+            #expect(refused.exitStatus == 2, "\(refused)")
+            #expect(refused.stderr.contains("refusing its workflow file \(workflow): it is writable by others (mode 0666), so another user could run commands as you"),
+                    "\(refused)")
+            #expect(sandbox.lines("mine-runs").count == 1, "resume ran a file others may write\n\(refused)")
+
+            let trusted = try flowrun(["resume"], environment: ["FLOWRUN_TRUSTED_DIRS": try WorkflowLookupTrustTests.real(sandbox.path)])
+            #expect(trusted.exitStatus == 1 && sandbox.lines("mine-runs").count == 2, "\(trusted)")
+            #expect(chmod(workflow, 0o644) == 0)
+            let resumed = try flowrun(["resume"])
+            #expect(resumed.exitStatus == 1 && sandbox.lines("mine-runs").count == 3, "\(resumed)")
         }
 
         /// Run folders another user planted in a shared `--log-dir`, dated in

@@ -164,6 +164,24 @@ import Glibc
         #expect(lstat("/dev/stdout", &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "/dev/stdout must still be the link")
     }
 
+    /// Issue 32, B7: a name of 62 emoji (248 bytes, 253 with `.yaml`,
+    /// within NAME_MAX) is written: the temporary name beside it keeps at
+    /// most 64 bytes of it, cut on a character's edge (64 characters were
+    /// 250 bytes, and the temporary's name too long for the file system).
+    @Test func aLongMultiByteNameIsWritten() throws {
+        let setup = try Setup()
+        let stem = String(repeating: "\u{1F600}", count: 62)
+        for (arguments, name, text) in [(["export", "flowrun.yaml", "--to", "argo", "-o", setup.shared + "/" + stem + ".yaml"], stem + ".yaml", "kind: Workflow"),
+                                        (["show", "--trace", setup.shared + "/" + stem + ".json"], stem + ".json", "{")] {
+            #expect(name.utf8.count <= 255)
+            let run = try FlowrunBinary.run(arguments, in: setup.directory.path)
+            run.expectNoCrash()
+            #expect(run.exitStatus == 0 && run.stderr.isEmpty, "\(run)")
+            #expect(ProcessProbe.text(setup.shared + "/" + name)?.contains(text) == true, "\(name) was not written")
+        }
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: setup.shared)) == [stem + ".yaml", stem + ".json"], "temporary files left")
+    }
+
     /// The built binary run as uid 65534 in `/`.
     static func asOtherUser(_ arguments: [String]) throws -> (status: Int32?, stderr: String) {
         let outcome = try WorkflowLookupTrustTests.asOtherUser(arguments, in: "/")

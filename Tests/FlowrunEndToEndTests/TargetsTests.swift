@@ -137,7 +137,7 @@ import Testing
         #expect(!bare.stdout.contains("  lint  [task]"), "\(bare)")
         let named = try FlowrunBinary.run(["shard-beta", "--dry-run"], in: folder.path)
         #expect(named.stdout.contains("targets shard-beta: running those and what they need"), "\(named)")
-        #expect(named.stdout.contains("item 1 only (named as targets)"), "\(named)")
+        #expect(named.stdout.contains("member shard-beta (item beta) only (named as targets)"), "\(named)")
     }
 
     /// exit 2, did-you-mean over task, group and member names, nothing runs.

@@ -111,6 +111,56 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: folder.marker), "\(misspelt)")
     }
 
+    /// Issue 32, B1: the tester's attack. The victim's project holds
+    /// `flowrun.yaml` (a `build` task) and a shared sticky `scratch/`; the
+    /// other user plants a workflow file named `build` there. The victim's
+    /// `flowrun build` in `scratch/` runs the project's target: a bare word
+    /// is a target whenever a workflow is found by lookup, even beside a file
+    /// of that name. `./build` names the file, and runs it.
+    @Test func aBareWordIsATargetBesideAFileOfThatName() throws {
+        let folder = try SharedFolder()
+        let project = folder.shared + "/victim"
+        let scratch = project + "/scratch"
+        try Privacy.makeFolder(scratch, mode: 0o1777)
+        try folder.directory.write("tasks:\n  build: {run: 'echo victim-build'}\n", to: "shared/victim/flowrun.yaml")
+        let planted = try folder.directory.write(folder.workflow.replacingOccurrences(of: "build:", with: "x:"), to: "planted.yaml")
+        try Privacy.asOtherUser("cp", planted, scratch + "/build")
+        let run = try FlowrunBinary.run(["build", "--output", "plain", "--stream", "--log-dir", folder.directory.path + "/records"], in: scratch)
+        run.expectNoCrash()
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(run.stdout.contains("victim-build"), "the project's build ran\n\(run)")
+        #expect(!FileManager.default.fileExists(atPath: folder.marker), "the other user's file ran as the workflow")
+        // Named as a path, the file is what the user asked for (the other user's task, here).
+        let named = try FlowrunBinary.run(["./build", "--output", "plain", "--log-dir", folder.directory.path + "/records"], in: scratch)
+        #expect(named.exitStatus == 0 && FileManager.default.fileExists(atPath: folder.marker), "\(named)")
+    }
+
+    /// With no workflow to look up, a bare word naming a file is FILE, and
+    /// passes the lookup's trust check first: the other user's `build` in a
+    /// sticky folder is refused (exit 2, saying why and how to run it
+    /// anyway); the victim's own `build` there runs, as before.
+    @Test func aBareWordFileWithNothingToLookUpMustBeTrusted() throws {
+        let folder = try SharedFolder()
+        let scratch = folder.shared + "/scratch"
+        try Privacy.makeFolder(scratch, mode: 0o1777)
+        let planted = try folder.directory.write(folder.workflow, to: "planted.yaml")
+        try Privacy.asOtherUser("cp", planted, scratch + "/build")
+        let refused = try FlowrunBinary.run(["build", "--output", "plain", "--log-dir", folder.directory.path + "/records"], in: scratch)
+        refused.expectNoCrash()
+        #expect(refused.exitStatus == 2, "\(refused)")
+        #expect(refused.stderr == """
+            flowrun: refusing build, taken as the workflow file (a word naming a file, with no flowrun.yaml to look up): it belongs to \
+            \(Self.userName(65534)), not to you (\(Self.userName(geteuid()))), so another user could run commands as you; to run it anyway, \
+            name it as a path (flowrun ./build) or trust its folder (FLOWRUN_TRUSTED_DIRS=\(scratch))
+
+            """, "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: folder.marker), "the other user's file ran")
+
+        try folder.directory.write(folder.workflow, to: "shared/scratch/mine")
+        let own = try FlowrunBinary.run(["mine", "--output", "plain", "--log-dir", folder.directory.path + "/records"], in: scratch)
+        #expect(own.exitStatus == 0 && FileManager.default.fileExists(atPath: folder.marker), "\(own)")
+    }
+
     /// What another user could change, short of owning the file.
     enum Writable: String, CaseIterable, CustomTestStringConvertible {
         case folderWritableByOthers, folderWritableByGroup, folderOfAnotherUser, fileWritableByOthers, linkToAFileInAFolderOthersMayWrite,

@@ -385,14 +385,19 @@ import Testing
         ])
     }
 
-    @Test func quotingAnExpressionInsideRunIsAWarning() {
+    /// A shell reads a quoted value as its text: no warning. Another
+    /// interpreter gets one single-quoted shell word, so a quote before
+    /// `${{` there still ends up in the text.
+    @Test func quotingAnExpressionIsAWarningOnlyWhereNoShellReadsTheScript() {
         let source = MarkedText("""
             tasks:
               a: { run: "echo hi" }
-              b: { run: "echo '¹${{ tasks.a.stdout }}'", needs: a }
+              b: { run: "echo '${{ tasks.a.stdout }}' \\"${{ tasks.a.stdout }}\\"", needs: a }
+              c: { run: "print('¹${{ tasks.a.stdout }}')", shell: [python3], needs: a }
+              d: { run: "#!/bin/bash\\necho \\"${{ tasks.a.stdout }}\\"", needs: a }
             """)
         #expect(diagnostics(source.text) == [
-            "\(source[1]): warning: a value in run: is already inserted as one shell-quoted word; the quote before ${{ becomes part of the text",
+            "\(source[1]): warning: this script is not read by a shell, and a value in it is inserted as one single-quoted shell word; the quote before ${{ becomes part of the text: read the value from env: instead",
         ])
     }
 

@@ -66,6 +66,54 @@ import Testing
         }
     }
 
+    /// Issue 31: numbers are read digit by digit and given up past the
+    /// range's ends, `Int`'s too: every member at either end is still found
+    /// as the listed names find it, and nothing else is.
+    @Test(arguments: [(-1_000_000_000_000_000, -999_999_999_999_990), (999_999_999_999_990, 1_000_000_000_000_000), (-4, 4)])
+    func aRangeMemberAtEitherEndIsFoundDigitByDigit(low: Int, high: Int) throws {
+        let parsed = try workflow("""
+            groups:
+              g:
+                foreach: { range: [\(low), \(high)] }
+                task: { name: "${{ item }}${{ index }}", run: echo }
+            """)
+        let template = try #require(parsed.groups[0].fanOut?.template.nameTemplate)
+        let names = try #require(MemberNaming.staticNames(of: parsed.groups[0], vars: []))
+        var first: [String: Int] = [:]
+        for (index, member) in names.enumerated() where first[member] == nil { first[member] = index }
+        for (member, index) in first {
+            #expect(MemberNaming.rangeMember(named: member, template: template, low: low, count: names.count, vars: []) == index, "\(member)")
+        }
+        for missing in ["\(high)\(names.count)", "\(low)-1", "-0\(low)", "\(low)", String(repeating: "9", count: 40), "-" + String(repeating: "9", count: 40)]
+        where first[missing] == nil {
+            #expect(MemberNaming.rangeMember(named: missing, template: template, low: low, count: names.count, vars: []) == nil, "\(missing)")
+        }
+        // Int's own ends: read without overflow, refused past them.
+        #expect(MemberNaming.rangeMember(named: "\(Int.min)0", template: template, low: .min, count: 3, vars: []) == 0)
+        #expect(MemberNaming.rangeMember(named: "\(Int.max)2", template: template, low: .max - 2, count: 3, vars: []) == 2)
+        #expect(MemberNaming.rangeMember(named: "\(Int.max)0", template: template, low: .max - 2, count: 3, vars: []) == nil)
+    }
+
+    /// A name longer than any member's is no member's, however it is made.
+    @Test func aNameLongerThanAnyMembersIsRefusedUnread() throws {
+        let parsed = try workflow("""
+            groups:
+              g:
+                foreach: { range: [-5, 9999994] }
+                task: { name: "${{ item }}${{ index }}", run: echo }
+            """)
+        let template = try #require(parsed.groups[0].fanOut?.template.nameTemplate)
+        // The longest: item 9999994 (7 bytes), index 9999999 (7 bytes).
+        #expect(MemberNaming.rangeMember(named: "99999949999999", template: template, low: -5, count: 10_000_000, vars: []) == 9_999_999)
+        let clock = ContinuousClock()
+        let elapsed = clock.measure {
+            #expect(MemberNaming.rangeMember(named: String(repeating: "1", count: 300_000), template: template, low: -5, count: 10_000_000, vars: []) == nil)
+            #expect(MemberNaming.rangeMember(named: "1" + String(repeating: "0", count: 14), template: template, low: -5, count: 10_000_000, vars: []) == nil)
+        }
+        // Before, 300,000 digits took minutes (each digit read the whole prefix again).
+        #expect(elapsed < .seconds(1), "\(elapsed)")
+    }
+
     @Test(arguments: [
         ("whitespace", " jaeger  mongodb\tpostgres\n", ["jaeger", "mongodb", "postgres"]),
         ("lines", "a b\n\n  \n[c]\r\n", ["a b", "[c]"]),

@@ -53,8 +53,9 @@ import Testing
         #expect(try evaluate("tasks.b.duration") == .number(1.5))
         #expect(try evaluate("1.5") == .number(1.5))
         #expect(try evaluate("'it''s'") == .string("it's"))
-        #expect(try evaluate("'x' && 'y'") == .boolean(true))
-        #expect(try evaluate("'x' || 'y'") == .boolean(true))
+        // && and || give an operand (GitHub's semantics; ExpressionFunctionsTests has the ternary).
+        #expect(try evaluate("'x' && 'y'") == .string("y"))
+        #expect(try evaluate("'x' || 'y'") == .string("x"))
         #expect(try evaluate("!0") == .boolean(true))
         #expect(try evaluate("1 < 2") == .boolean(true))
         #expect(try evaluate("index").text == "3")

@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+// Included here too: a module cache built before flowrun_host.h existed
+// does not notice a new header in the umbrella folder.
+#include "flowrun_host.h"
 
 /// What `flowrun_spawn` starts.
 typedef struct {
@@ -112,18 +115,28 @@ int flowrun_forward_signal(int signal, int fd);
 /// by a process (not the terminal's, which reach the engine too) on to the
 /// engine, waits for it, kills every descendant left (by /proc parent
 /// chains, whatever their user) and exits with the engine's status, or
-/// 128+N if the engine died of signal N (SIGKILL, the OOM killer).
+/// 128+N if the engine died of signal N (SIGKILL, the OOM killer): then it
+/// first appends a `run_killed` line to the record's events.jsonl.
 /// In C: after the fork the supervisor runs no Swift at all (a forked copy of a multithreaded runtime is not safe to use).
 int flowrun_supervise(void);
 
-/// Called once, on a thread of its own, when the supervisor is gone.
-typedef void (*flowrun_supervisor_gone_fn)(void *context);
+/// Called once, on a thread of its own, when the supervisor is gone, with
+/// the signal that killed it (SIGKILL when it could not say).
+typedef void (*flowrun_supervisor_gone_fn)(void *context, int signal);
 
 /// In the engine: starts a thread (every signal blocked) that calls `gone`
-/// when the supervisor has died (the end of a pipe only the supervisor
+/// when the supervisor has died (the end of a socket only the supervisor
 /// holds: no race with a death before this call). -1 when unsupervised.
-/// In C: it reads the pipe end `flowrun_supervise` keeps, on a thread started with every signal blocked.
+/// In C: it reads the link `flowrun_supervise` keeps, on a thread started with every signal blocked.
 int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context);
+
+/// In the engine, once the run record exists: hands the supervisor a
+/// descriptor of events.jsonl (opened for appending), the run's start
+/// (CLOCK_MONOTONIC seconds) and `facts` (JSON members, each after a comma,
+/// at most 60 KiB), so that if the engine is killed the supervisor appends
+/// a `run_killed` line holding them. -1 when unsupervised.
+/// In C: the descriptor travels as SCM_RIGHTS over the link, which Swift's Glibc overlay makes awkward (CMSG_* are macros).
+int flowrun_supervisor_keep_events(int events, double started, const char *facts, size_t facts_length);
 
 /// In the engine's signal handler: whether this delivery is the second half
 /// of one kill that reached both processes (`pkill flowrun`, a kill to the

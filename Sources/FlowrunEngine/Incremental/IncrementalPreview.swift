@@ -59,7 +59,7 @@ package enum IncrementalPreview {
             for index in 0..<min(count, membersCheckedAtMost) {
                 let item = item(index)
                 var name = "\(group)[\(index)]"
-                if let template = task.nameTemplate, let rendered = try? render(template, shell: false, item: item, index: index, plan: plan), !rendered.isEmpty {
+                if let template = task.nameTemplate, let rendered = try? render(template, mode: .text, item: item, index: index, plan: plan), !rendered.isEmpty {
                     name = rendered
                 }
                 lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store))
@@ -78,8 +78,10 @@ package enum IncrementalPreview {
         do throws(TemplateRenderError) {
             check = try IncrementalCheck.make(
                 task: task, identity: identity, workflowEnvironment: plan.workflow.env,
-                renderShell: { (template: Template) throws(TemplateRenderError) -> String in try render(template, shell: true, item: item, index: index, plan: plan) },
-                renderText: { (template: Template) throws(TemplateRenderError) -> String in try render(template, shell: false, item: item, index: index, plan: plan) })
+                renderShell: { (template: Template) throws(TemplateRenderError) -> String in
+                    try render(template, mode: TemplateRenderer.scriptMode(ScriptLaunch.of(shell: task.shell, script: template.source)), item: item, index: index, plan: plan)
+                },
+                renderText: { (template: Template) throws(TemplateRenderError) -> String in try render(template, mode: .text, item: item, index: index, plan: plan) })
         } catch {
             return "\(name): would fail: \(error.message)"
         }
@@ -114,9 +116,9 @@ package enum IncrementalPreview {
         }
     }
 
-    private static func render(_ template: Template, shell: Bool, item: String?, index: Int?, plan: Plan) throws(TemplateRenderError) -> String {
+    private static func render(_ template: Template, mode: TemplateRenderer.Mode, item: String?, index: Int?, plan: Plan) throws(TemplateRenderError) -> String {
         var variables: [String: String] = [:]
         for variable in plan.workflow.vars { variables[variable.name] = variable.value }
-        return try TemplateRenderer.render(template, mode: shell ? .shell : .text, in: StaticContext(variables: variables, item: item, index: index))
+        return try TemplateRenderer.render(template, mode: mode, in: StaticContext(variables: variables, item: item, index: index))
     }
 }

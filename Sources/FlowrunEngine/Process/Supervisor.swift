@@ -1,4 +1,7 @@
 import CFlowrunSystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// flowrun as two processes that watch each other, so that nothing a run
 /// started outlives it even when flowrun itself is killed with SIGKILL or by
@@ -13,7 +16,7 @@ import CFlowrunSystem
 /// supervisor's death from a pipe only the supervisor holds
 /// (`RunEngine.watchSupervisor`) and then kills every task at once.
 ///
-/// Why a pipe and not PR_SET_PDEATHSIG alone: a pipe's end of file cannot be
+/// Why a socket and not PR_SET_PDEATHSIG alone: its end of file cannot be
 /// missed, even if the supervisor died before the engine started listening
 /// (PDEATHSIG needs a getppid() check after it, and a handler in a signal
 /// path the engine already uses for SIGINT/SIGTERM/SIGHUP).
@@ -26,21 +29,35 @@ package enum Supervisor {
     }
 
     /// In the engine: calls `gone` (on a thread of its own) once the
-    /// supervisor has died. False when flowrun runs unsupervised.
+    /// supervisor has died, with the signal that killed it (SIGKILL when
+    /// it could not say). False when flowrun runs unsupervised.
     @discardableResult
-    static func whenGone(_ gone: @escaping @Sendable () -> Void) -> Bool {
+    static func whenGone(_ gone: @escaping @Sendable (Int32) -> Void) -> Bool {
         let box = Unmanaged.passRetained(GoneCallback(gone))
-        let started = flowrun_watch_supervisor({ context in
+        let started = flowrun_watch_supervisor({ context, signal in
             guard let context else { return }
-            Unmanaged<GoneCallback>.fromOpaque(context).takeRetainedValue().call()
+            Unmanaged<GoneCallback>.fromOpaque(context).takeRetainedValue().call(signal)
         }, box.toOpaque())
         if started != 0 { box.release() }
         return started == 0
+    }
+
+    /// In the engine: hands the supervisor `events.jsonl` (a descriptor it
+    /// keeps unread until the engine dies) and the run's start, so that a
+    /// killed engine's record still ends with how it ended (`run_killed`).
+    static func keepEvents(_ descriptor: Int32, startedAt monotonicSeconds: Double, facts: [UInt8]) {
+        guard descriptor >= 0 else { return }
+        // Past the supervisor's room (paths of 60 KiB): the line without them.
+        let facts = facts.count <= 60 * 1024 ? facts : []
+        _ = facts.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { flowrun_supervisor_keep_events(descriptor, monotonicSeconds, $0.baseAddress, $0.count) }
+        }
+        close(descriptor)  // the message in flight holds its own reference
     }
 }
 
 /// The closure `Supervisor.whenGone` hands through C.
 private final class GoneCallback: Sendable {
-    let call: @Sendable () -> Void
-    init(_ call: @escaping @Sendable () -> Void) { self.call = call }
+    let call: @Sendable (Int32) -> Void
+    init(_ call: @escaping @Sendable (Int32) -> Void) { self.call = call }
 }

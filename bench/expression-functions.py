@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""validate and --dry-run of a 2,000-task file whose expressions call
+functions, against the same file with the calls replaced by operators over
+the same operands and literals (issue 35: within 10 %).
+
+    bench/expression-functions.py [FLOWRUN] [RUNS]
+
+Writes both files to a temporary folder, times each command RUNS times
+(default 15, after one warm-up) and prints the medians and the ratio."""
+import os, resource, statistics, subprocess, sys, tempfile, time
+
+TASKS = 2000
+flowrun = sys.argv[1] if len(sys.argv) > 1 else ".build/release/flowrun"
+runs = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+
+
+def workflow(functions):
+    lines = ['vars: { version: "1.2.3", ref: refs/heads/main, suites: "unit,lint" }', "tasks:"]
+    for n in range(TASKS):
+        needs = f"\n    needs: [t{n - 1}]" if n % 10 else ""
+        if functions:
+            run = ("echo ${{ format('v{0}-{1}-{2}', vars.version, host.arch, " + str(n) + ") }} "
+                   "${{ startsWith(vars.ref, 'refs/tags/') && 'release' || 'debug' }} "
+                   "${{ join(split(vars.suites, ','), ' ') }}")
+            cond = "${{ contains(vars.suites, 'unit') && !endsWith(vars.ref, 'x') }}"
+        else:
+            # The same operands and literals, joined by operators instead of calls.
+            run = ("echo ${{ vars.version == 'v{0}-{1}-{2}' || vars.ref == " + str(n) + " }} "
+                   "${{ vars.ref == 'refs/tags/' && 'release' || 'debug' }} "
+                   "${{ vars.suites == ',' || vars.ref == ' ' }}")
+            cond = "${{ vars.suites != 'unit' && !(vars.ref == 'x') }}"
+        lines.append(f"  t{n}:{needs}\n    if: {cond}\n    run: {run}")
+    return "\n".join(lines) + "\n"
+
+
+def measure(arguments):
+    """Wall and CPU (user + system) seconds of one run: CPU time is what a
+    loaded machine (six builds on two cores) inflates least."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(arguments, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def medians(pair):
+    """The two commands alternated run by run, so a drifting load hits both alike."""
+    for arguments in pair.values():
+        measure(arguments)
+    samples = {kind: [] for kind in pair}
+    for _ in range(runs):
+        for kind, arguments in pair.items():
+            samples[kind].append(measure(arguments))
+    return {kind: (statistics.median(s[0] for s in runs_), statistics.median(s[1] for s in runs_)) for kind, runs_ in samples.items()}
+
+
+with tempfile.TemporaryDirectory() as folder:
+    paths = {}
+    for kind in ("plain", "functions"):
+        paths[kind] = os.path.join(folder, kind + ".yaml")
+        with open(paths[kind], "w") as f:
+            f.write(workflow(kind == "functions"))
+    for command in (["validate"], ["--dry-run"], ["--dry-run", "--output", "json"]):
+        results = medians({kind: [flowrun] + (["validate", path] if command == ["validate"] else [path] + command)
+                           for kind, path in paths.items()})
+        wall = results["functions"][0] / results["plain"][0]
+        cpu = results["functions"][1] / results["plain"][1]
+        print(f"{' '.join(command):24} wall: plain {results['plain'][0] * 1000:6.0f} ms, functions {results['functions'][0] * 1000:6.0f} ms ({wall:.2f})"
+              f"   cpu: plain {results['plain'][1] * 1000:6.0f} ms, functions {results['functions'][1] * 1000:6.0f} ms ({cpu:.2f})")
