@@ -25,14 +25,17 @@ extension RunEngine {
             return false
         }
         guard let condition = group.condition else { return true }
+        let holds: Bool
         do throws(TemplateRenderError) {
             try ValueLimit.check(condition.value, at: condition.location, in: context(for: index), measuringValues: true)
+            // Only a function can fail (fromJSON() of text that is not JSON); a missing value reads as ''.
+            holds = try ExpressionEvaluator.isTrue(condition.value, at: condition.location, in: context(for: index))
         } catch {
             for member in nodes[index].members { settle(member, .skipped, why: "group \(nodes[index].name) failed") }
             settle(index, .failed, why: error.description)
             return false
         }
-        guard ExpressionEvaluator.isTrue(condition.value, in: context(for: index)) else {
+        guard holds else {
             nodes[index].skippedByOwnCondition = true
             skipGroup(index, why: "if: \(condition.value) is false")
             return false

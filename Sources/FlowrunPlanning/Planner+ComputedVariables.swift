@@ -36,11 +36,18 @@ extension Planner {
                 // The fan-out waits as its group: a group's needs are every member's.
                 workflow.groups[group].needs += needs(of: template)
             }
+            // The group's own `if:` is read before any member starts.
+            let conditionOperands = workflow.groups[group].condition?.value.operands ?? []
             if case .expression(let template)? = workflow.groups[group].fanOut?.source {
                 for operand in template.operands {
                     guard case .variable(let name) = operand.path, names.contains(name) else { continue }
                     workflow.groups[group].needs.append(Reference(computingTaskName(of: name), at: workflow.groups[group].location))
                 }
+            }
+            for operand in conditionOperands {
+                guard case .variable(let name) = operand.path, names.contains(name),
+                      !workflow.groups[group].needs.contains(where: { $0.value == computingTaskName(of: name) }) else { continue }
+                workflow.groups[group].needs.append(Reference(computingTaskName(of: name), at: workflow.groups[group].location))
             }
         }
         for variable in computed {
