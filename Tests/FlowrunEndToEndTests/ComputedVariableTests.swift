@@ -67,6 +67,20 @@ extension RunEndToEnd {
             #expect(run.exitStatus == 2, "\(run)")
             #expect(run.stderr.contains(":2:13: error: a computed vars.version is {sh: COMMAND}, found 'shell'"), "\(run.stderr)")
         }
+
+
+        /// A mapping takes one key: `sh:` (computed) or `required:` (wt-i), not both.
+        @Test func aVarIsComputedOrRequiredNotBoth() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                vars:
+                  version: {sh: "git describe", required: true}
+                tasks:
+                  build: {run: "echo ${{ vars.version }}"}
+                """)
+            #expect(run.exitStatus == 2, "\(run)")
+            #expect(run.stderr.contains(":2:13: error: vars.version is either computed, {sh: COMMAND}, or required, {required: true}, not both"), "\(run.stderr)")
+        }
     
         /// Argo's parameters are fixed at submit: a computed var is emulated with a warning at its line.
         @Test func theArgoExportWarnsAboutAComputedVarAtItsLine() throws {
