@@ -24,6 +24,8 @@ final class FanOutProgress {
     var unsettled = 0
     var succeeded = 0
     var skipped = 0
+    /// Of `skipped`, those skipped by their own `if:` (or `when: failure`).
+    var skippedByOwnCondition = 0
     var settled = 0
     /// Members that failed or timed out without `continue_on_error`.
     var failed = 0

@@ -51,6 +51,10 @@ extension RunEngine {
                 var node = RunNode(kind: .group, name: name)
                 node.timeout = steps[position].timers.timeout
                 add(node)
+                if steps[position].sequential { sequentialGroups.insert(nodes.count - 1) }
+                if steps[position].groupWhen != nil || steps[position].groupCondition != nil {
+                    groupConditions[nodes.count - 1] = (steps[position].groupWhen ?? .success, steps[position].groupCondition)
+                }
             case .join:
                 var node = RunNode(kind: .join, name: name)
                 node.joinDefinition = steps[position].join
@@ -85,6 +89,9 @@ extension RunEngine {
             nodes[index].unsettledNeeds = 1
         }
         groupsWithMembersRead = Self.groupsWithMembersRead(steps: steps, finallySteps: finallySteps)
+        for position in plan.workflow.vars.indices where plan.workflow.vars[position].command != nil {
+            if let index = indexByName["vars." + plan.workflow.vars[position].name] { computedVariables[index] = position }
+        }
         unsettledFinally = nodes.indices.count { nodes[$0].isFinally }
         unsettledMain = nodes.count - unsettledFinally
     }
@@ -116,8 +123,12 @@ extension RunEngine {
             }
             nodes[index].demand = demand(for: step.limits)
             nodes[index].runsAfter = step.runsAfter.flatMap { indexByName[$0] }
+            if let reason = step.runsAfterReason { runsAfterReasons[index] = reason }
         case .group:
             nodes[index].needs = step.needs.compactMap { indexByName[$0] }
+            // A later command-line target (SPEC §15).
+            nodes[index].runsAfter = step.runsAfter.flatMap { indexByName[$0] }
+            if let reason = step.runsAfterReason { runsAfterReasons[index] = reason }
         case .join:
             let members = step.members.compactMap { indexByName[$0] }
             nodes[index].members = members

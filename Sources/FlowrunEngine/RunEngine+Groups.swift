@@ -187,7 +187,9 @@ extension RunEngine {
         progress.settled += 1
         switch nodes[member].status {
         case .succeeded: progress.succeeded += 1
-        case .skipped: progress.skipped += 1
+        case .skipped:
+            progress.skipped += 1
+            if nodes[member].skippedByOwnCondition { progress.skippedByOwnCondition += 1 }
         default: break
         }
         if nodes[member].isFailure && !(nodes[member].definition?.value.continueOnError ?? false) { progress.failed += 1 }
@@ -211,8 +213,9 @@ extension RunEngine {
             settle(group, .failed, why: "a member failed")
         } else if let stop = progress.firstStop {
             settle(group, .cancelled, reason: stop.reason)
-        } else if progress.skipped == progress.settled {
-            // SPEC §10: what needs it is skipped, as after a skipped task.
+        } else if progress.skipped == progress.settled, !(sequentialGroups.contains(group) && progress.skippedByOwnCondition == progress.skipped) {
+            // SPEC §10: what needs it is skipped, as after a skipped task;
+            // not a sequence whose members each chose to skip (SPEC §15).
             settle(group, .skipped, why: "every member was skipped")
         } else {
             settle(group, .succeeded)
@@ -288,8 +291,11 @@ extension RunEngine {
             settle(group, .failed, why: "a member failed")
         } else if let stop = members.lazy.compactMap({ self.nodes[$0].cancelReason }).first(where: { $0 != .joinSettled }) {
             settle(group, .cancelled, reason: stop)
-        } else if !members.isEmpty, members.allSatisfy({ nodes[$0].status == .skipped }) {
-            // SPEC §10: what needs it is skipped, as after a skipped task.
+        } else if !members.isEmpty, members.allSatisfy({ nodes[$0].status == .skipped }),
+                  !(sequentialGroups.contains(group) && members.allSatisfy { nodes[$0].skippedByOwnCondition }) {
+            // SPEC §10: what needs it is skipped, as after a skipped task;
+            // not a sequence whose members each chose to skip: a job in
+            // GitHub's sense succeeds when every step was skipped by its `if:` (SPEC §15).
             settle(group, .skipped, why: "every member was skipped")
         } else {
             settle(group, .succeeded)

@@ -25,7 +25,7 @@ extension RunEngine {
         if case .records = fanOut.source { fieldNames = true } else { fieldNames = false }
         var name = MemberNaming.name(
             group: groupName, item: item, index: index, template: template.nameTemplate, fieldNames: fieldNames, axes: fanOut.axes,
-            vars: plan.workflow.vars)
+            vars: plan.workflow.vars, indexNamed: fanOut.indexNamed.contains(index))
         if name == nil, let nameTemplate = template.nameTemplate {
             // A name that cannot be made (a NUL byte, a value over 1 MiB) or is empty keeps the GROUP[INDEX] form.
             if let rendered = try? renderText(nameTemplate, for: nil, item: item, index: index), !rendered.isEmpty { name = rendered }

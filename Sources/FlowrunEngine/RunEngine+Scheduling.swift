@@ -18,19 +18,17 @@ extension RunEngine {
         }
         switch nodes[index].kind {
         case .group:
-            if nodes[index].needs.allSatisfy({ nodes[$0].isOK }) {
-                activateGroup(index)
-            } else {
-                // Its static members wait for it to start: they are skipped with it.
-                for member in nodes[index].members { settle(member, .skipped, why: "group \(nodes[index].name) was skipped") }
-                settle(index, .skipped, why: "a need did not succeed")
+            if let previous = nodes[index].runsAfter, breaksSequence(previous) {
+                skipGroup(index, why: orderSkipReason(index, after: previous))
+                return
             }
+            if groupPassesItsConditions(index) { activateGroup(index) }
         case .join:
             break
         case .task:
             guard let task = nodes[index].definition else { return }
             if let previous = nodes[index].runsAfter, breaksSequence(previous) {
-                settle(index, .skipped, why: "\(nodes[previous].name) did not succeed (sequential group)")
+                settle(index, .skipped, why: orderSkipReason(index, after: previous))
                 return
             }
             let needs = nodes[index].needs
@@ -256,6 +254,7 @@ extension RunEngine {
 
         switch nodes[index].kind {
         case .task:
+            if status == .succeeded, let variable = computedVariables[index] { setComputedVariable(variable, from: index) }
             var finished = RunEvent.TaskFinished(
                 task: nodes[index].name, status: status, attempt: nodes[index].attempt, exitCode: exitCode, signal: signal,
                 duration: nodes[index].stash.duration, reason: why,

@@ -19,4 +19,10 @@ extension RunEngine {
         default: return !nodes[index].isOK
         }
     }
+
+    /// Why a step that runs after `previous` is skipped: the plan's reason
+    /// (`targets run in the order given`, …), a sequential group's by default.
+    func orderSkipReason(_ index: Int, after previous: Int) -> String {
+        "\(nodes[previous].name) did not succeed (\(runsAfterReasons[index] ?? "sequential group"))"
+    }
 }

@@ -50,6 +50,16 @@ package final class RunEngine: @unchecked Sendable {
     /// Groups whose members' stashes something reads (`groups.G.results`, a
     /// join over the group): their members are kept after they settle.
     var groupsWithMembersRead: Set<String> = []
+    /// `sequential: true` groups, by node index: jobs in GitHub's sense,
+    /// where members skipped by their own `if:` do not skip the group.
+    var sequentialGroups: Set<Int> = []
+    /// Groups with their own `when:` or `if:`, by node index (RunEngine+GroupCondition.swift).
+    var groupConditions: [Int: (when: RunCondition, condition: Located<Expression>?)] = [:]
+    /// `PlanStep.runsAfterReason` by node index, where the plan gave one
+    /// (the steps are gone once the nodes are built).
+    var runsAfterReasons: [Int: String] = [:]
+    /// The tasks that compute a `{sh: …}` var (`vars.NAME`), by node index: the var's position in `plan.workflow.vars`.
+    var computedVariables: [Int: Int] = [:]
     /// Fan-out members settled so far, by status, and whether one failed
     /// (not allowed to): members are let go, these stay.
     var settledMemberCounts: [TaskStatus: Int] = [:]
@@ -79,6 +89,8 @@ package final class RunEngine: @unchecked Sendable {
         let sequential: Bool
         let split: FanOutSplit?
         let axes: [String]?
+        /// Matrix combinations named `GROUP[INDEX]` (`MemberNaming.indexNamed`).
+        let indexNamed: Set<Int>
 
         init(template: Shared<TaskDefinition>, source: FanOutSource, demand: SlotPool.Demand, timeout: Duration?,
              items: Set<Int>?, runsAfter: Int?, sequential: Bool, split: FanOutSplit?, axes: [String]?) {
@@ -91,6 +103,7 @@ package final class RunEngine: @unchecked Sendable {
             self.sequential = sequential
             self.split = split
             self.axes = axes
+            indexNamed = template.value.nameTemplate == nil ? MemberNaming.indexNamed(source, axes: axes) : []
         }
     }
 
@@ -491,5 +504,13 @@ extension Duration {
         guard !overflow else { return Int.max }
         let (sum, sumOverflow) = product.addingReportingOverflow(Int(components.attoseconds / 1_000_000_000))
         return sumOverflow ? Int.max : sum
+    }
+}
+
+extension RunEngine {
+    /// A computed var's value, once its task succeeded (RunEngine+ComputedVariables.swift):
+    /// here, where `plan` may be changed.
+    func setVariable(at position: Int, to value: String) {
+        plan.workflow.vars[position].value = value
     }
 }

@@ -24,7 +24,7 @@ struct RunNode {
     var isFinally = false
     /// Joins that count this node as a member.
     var joins: [Int] = []
-    /// In a `sequential: true` group: the member that must settle first.
+    /// The step that must settle first, and not fail (PlanStep.runsAfter).
     var runsAfter: Int?
     /// Skipped by its own `if:` (or a `when: failure` with no failed need):
     /// a sequence goes on past it.

@@ -113,8 +113,11 @@ extension ArgoCompiler {
     mutating func recordItems(_ items: [FanOutItem], group: GroupDefinition, template: TaskDefinition) -> ManifestValue {
         checkItemFields(of: template)
         let nested = nestedItemFields(of: template)
+        let indexNamed = MemberNaming.indexNamed(.records(items), axes: group.fanOut?.matrixAxes)
         return .list(items.enumerated().map { offset, item in
-            let name = MemberNaming.defaultName(group: group.name, item: item, index: offset, fieldNames: true, axes: group.fanOut?.matrixAxes)
+            let name = indexNamed.contains(offset)
+                ? "\(group.name)[\(offset)]"
+                : MemberNaming.defaultName(group: group.name, item: item, index: offset, fieldNames: true, axes: group.fanOut?.matrixAxes)
             var pairs: [(key: String, value: ManifestValue)] = [
                 ("index", .string(String(offset))), ("item", .string(ArgoItemJSON.text(item))), (Self.memberNameKey, .string(name)),
             ]
@@ -203,7 +206,10 @@ extension ArgoCompiler {
                 at: group.needs[0].location)
         }
         let needs = dependsNeeds(group.needs + (groupExtraNeeds[group.name] ?? []), scope: .main, owner: "group '\(group.name)'")
-        entry.set("depends", ArgoDepends.expression(needs, when: .success).depends)
+        // A group's own when:/if: (SPEC §15) are the DAG task's depends and when, as a task's.
+        let (depends, never) = ArgoDepends.expression(needs, when: group.when)
+        entry.set("depends", depends)
+        entry.set("when", never ? "false" : when(group.condition, scope: .main))
         if let inputs = groupInputs[group.name] {
             entry.set("arguments", .map([("parameters", .list(inputs.map { Self.parameter($0.name, $0.value) }))]))
         }

@@ -204,7 +204,12 @@ extension ArgoCompiler {
 
     /// `if:` as a DAG task's `when`, evaluated by Argo with its expression language.
     mutating func when(_ task: TaskDefinition, scope: ArgoScope) -> String? {
-        guard let condition = task.condition else { return nil }
+        when(task.condition, scope: scope)
+    }
+
+    /// A task's or a group's `if:` as Argo's `when`.
+    mutating func when(_ condition: Located<Expression>?, scope: ArgoScope) -> String? {
+        guard let condition else { return nil }
         // Argo fills in an item's keys when it expands the fan-out, after the
         // other values: one condition can read the item or the rest, not both.
         let operands = condition.value.operands

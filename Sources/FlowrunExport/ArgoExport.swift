@@ -20,6 +20,13 @@ package enum ArgoExport {
         }
         compiler.checkSecrets()
         let templates = compiler.compileTemplates()
+        // An Argo parameter is set at submit; a task's output cannot become one.
+        for variable in workflow.vars where variable.command != nil {
+            compiler.problems.emulate(
+                "vars.\(variable.name) is computed ({sh: …}), but Argo's parameters are set when the workflow is submitted: its command runs "
+                    + "as the task vars-\(variable.name) and the parameter '\(variable.name)' stays empty unless given (argo submit -p \(variable.name)=…)",
+                at: variable.location)
+        }
 
         var spec = ManifestMap()
         spec.set("entrypoint", compiler.entrypoint)

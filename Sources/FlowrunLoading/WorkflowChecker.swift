@@ -235,6 +235,20 @@ struct WorkflowChecker {
         for index in tasks.indices { checkOperands(of: tasks[index], allowsItem: false) }
         for group in workflow.groups {
             for member in group.members { checkOperands(of: member, allowsItem: false) }
+            if let condition = group.condition {
+                // if: is read once the group's own needs have settled, as a task's.
+                let graph = mainGraph
+                let reachability = mainReachability
+                for operand in condition.value.operands {
+                    checkOperand(operand, readBy: "group '\(group.name)'", allowsItem: false, inFinally: false) { name in
+                        guard let target = graph.indexByName[name] else { return false }
+                        return group.needs.contains { need in
+                            guard let needIndex = graph.indexByName[need.value] else { return false }
+                            return needIndex == target || reachability.reaches(from: needIndex, to: target)
+                        }
+                    }
+                }
+            }
             guard let fanOut = group.fanOut else { continue }
             checkOperands(of: fanOut.template, allowsItem: true)
             if case .expression(let template) = fanOut.source {

@@ -2,7 +2,7 @@ import FlowrunYAML
 import FlowrunModel
 
 extension WorkflowDecoder {
-    static let groupKeys = ["concurrency", "timeout", "needs", "tasks", "foreach", "task", "description", "sequential", "matrix", "split", "aliases"]
+    static let groupKeys = ["concurrency", "timeout", "needs", "tasks", "foreach", "task", "description", "sequential", "matrix", "split", "when", "if", "aliases"]
 
     mutating func group(_ name: Located<String>, _ node: YAMLNode) -> GroupDefinition? {
         guard let fields = fields(of: node, what: "group '\(name.value)'", allowed: Self.groupKeys) else { return nil }
@@ -12,6 +12,8 @@ extension WorkflowDecoder {
         if let node = fields["needs"]?.value { group.needs = references(node, what: "needs") }
         if let node = fields["description"]?.value { group.description = string(node, what: "description") }
         if let node = fields["sequential"]?.value, let value = bool(node, what: "sequential") { group.sequential = value }
+        if let node = fields["when"]?.value, let when = runCondition(node) { group.when = when }
+        if let node = fields["if"]?.value { group.condition = condition(node) }
         if let node = fields["aliases"]?.value { group.aliases = aliases(node) }
         if let node = fields["tasks"]?.value {
             group.members = named(node, what: "the tasks of group '\(name.value)'").compactMap {

@@ -36,13 +36,7 @@ extension WorkflowDecoder {
 
         var task = TaskDefinition(name: name.value, location: name.location, action: action)
         if let node = fields["needs"]?.value { task.needs = references(node, what: "needs") }
-        if let node = fields["when"]?.value, !holdsExpression(node, what: "when"), let text = string(node, what: "when") {
-            if let when = RunCondition(rawValue: text) {
-                task.when = when
-            } else {
-                error("when must be success, failure or always, found '\(text)'\(Suggestion.hint(for: text, in: RunCondition.allCases.map(\.rawValue)))", at: node)
-            }
-        }
+        if let node = fields["when"]?.value, let when = runCondition(node) { task.when = when }
         if let node = fields["if"]?.value { task.condition = condition(node) }
         if let node = fields["timeout"]?.value { task.timeout = positiveDuration(node, what: "timeout") }
         if let node = fields["retries"]?.value, let value = int(node, what: "retries", in: NumericBounds.retries) { task.retries = value }
@@ -141,8 +135,18 @@ extension WorkflowDecoder {
         return .http(request)
     }
 
+    /// `when: success | failure | always` (a task's or a group's).
+    mutating func runCondition(_ node: YAMLNode) -> RunCondition? {
+        guard !holdsExpression(node, what: "when"), let text = string(node, what: "when") else { return nil }
+        guard let when = RunCondition(rawValue: text) else {
+            error("when must be success, failure or always, found '\(text)'\(Suggestion.hint(for: text, in: RunCondition.allCases.map(\.rawValue)))", at: node)
+            return nil
+        }
+        return when
+    }
+
     /// `if: ${{ expr }}` or a bare expression (`if: tasks.a.status == 'failed'`).
-    private mutating func condition(_ node: YAMLNode) -> Located<Expression>? {
+    mutating func condition(_ node: YAMLNode) -> Located<Expression>? {
         guard let scalar = node.scalar else {
             error("expected an expression for if, found \(node.kindDescription)", at: node)
             return nil

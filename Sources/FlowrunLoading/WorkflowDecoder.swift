@@ -143,9 +143,9 @@ struct WorkflowDecoder {
         guard let pairs = mapping(node, what: "vars") else { return [] }
         return pairs.compactMap { pair in
             guard let name = pair.key.scalar?.text else { return nil }
-            if pair.value.mapping != nil { return requiredVariable(name, pair) }
+            if pair.value.mapping != nil { return mappedVariable(name, pair) }
             guard let scalar = pair.value.scalar else {
-                error("the value of vars.\(name) must be a string or a number, found \(pair.value.kindDescription)", at: pair.value)
+                error("the value of vars.\(name) must be a string, a number or {sh: COMMAND}, found \(pair.value.kindDescription)", at: pair.value)
                 return nil
             }
             return Variable(name: name, value: scalar.isNull ? "" : scalar.text, location: location(pair.key))

@@ -13,7 +13,12 @@ struct WorkflowNamespacing {
     let folder: String
 
     func merge(_ included: Workflow, into workflow: inout Workflow) {
-        workflow.vars += included.vars.map { Variable(name: prefix + $0.name, value: $0.value, location: $0.location) }
+        // A computed (`sh:`) or required var keeps what it is, under its new name.
+        workflow.vars += included.vars.map { variable in
+            var renamed = variable
+            renamed.name = prefix + variable.name
+            return renamed
+        }
         let env = included.env.map { EnvironmentEntry(name: $0.name, value: template($0.value), location: $0.location) }
         workflow.tasks += included.tasks.map { task($0, env: env) }
         workflow.groups += included.groups.map { group($0, env: env) }
@@ -52,6 +57,7 @@ struct WorkflowNamespacing {
         group.name = prefix + group.name
         group.needs = group.needs.map(reference)
         group.aliases = group.aliases.map(reference)
+        if let condition = group.condition { group.condition = Located(expression(condition.value), at: condition.location) }
         group.members = group.members.map { task($0, env: env) }
         if var fanOut = group.fanOut {
             fanOut.template = task(fanOut.template, env: env)

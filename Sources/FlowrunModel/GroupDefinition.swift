@@ -15,6 +15,10 @@ public struct GroupDefinition: Sendable {
     /// `sequential: true`: members run one at a time in written order (static
     /// members, then fan-out members in item order); a failure skips the rest.
     package var sequential = false
+    /// `when:` and `if:`, as a task's (SPEC §15): whether the group starts
+    /// at all once its needs have settled; else it and its members are skipped.
+    public var when: RunCondition = .success
+    public var condition: Located<Expression>?
     /// `aliases: [b]` — other names the group can be run by (SPEC §15).
     package var aliases: [Reference] = []
 

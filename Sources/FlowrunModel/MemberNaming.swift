@@ -19,8 +19,11 @@ package enum MemberNaming {
     ///
     /// `fieldNames`: whether a record without `name:` is named by its fields
     /// (true for static records); `axes`: a matrix's axes.
+    /// `indexNamed`: a matrix combination whose axis values another shares
+    /// (`indexNamed(_:axes:)`): without `name:`, it is `GROUP[INDEX]`.
     package static func name(
-        group: String, item: FanOutItem, index: Int, template: Template?, fieldNames: Bool, axes: [String]?, vars: [Variable]
+        group: String, item: FanOutItem, index: Int, template: Template?, fieldNames: Bool, axes: [String]?, vars: [Variable],
+        indexNamed: Bool = false
     ) -> String? {
         if let template {
             guard let rendered = render(template, item: item, index: index, vars: vars) else { return nil }
@@ -28,7 +31,28 @@ package enum MemberNaming {
             if rendered.isEmpty || rendered.utf8.contains(0) || rendered.utf8.count > maximumLength { return "\(group)[\(index)]" }
             return rendered
         }
+        if indexNamed { return "\(group)[\(index)]" }
         return defaultName(group: group, item: item, index: index, fieldNames: fieldNames, axes: axes)
+    }
+
+    /// The matrix combinations named `GROUP[INDEX]` when the task has no
+    /// `name:`: those whose values on the axes repeat another's — `include`
+    /// entries that differ only in keys that are not axes (GitHub runs them
+    /// all). Empty for anything but a matrix.
+    package static func indexNamed(_ source: FanOutSource, axes: [String]?) -> Set<Int> {
+        guard let axes, !axes.isEmpty, case .records(let items) = source else { return [] }
+        var first: [String: Int] = [:]
+        var repeated = Set<Int>()
+        for (index, item) in items.enumerated() {
+            let name = defaultName(group: "", item: item, index: index, fieldNames: true, axes: axes)
+            if let earlier = first[name] {
+                repeated.insert(earlier)
+                repeated.insert(index)
+            } else {
+                first[name] = index
+            }
+        }
+        return repeated
     }
 
     /// The longest name a `name:` may give (longer falls back to `GROUP[INDEX]`), as for any value: 1 MiB.
@@ -70,8 +94,11 @@ package enum MemberNaming {
         guard let count = source.staticCount else { return nil }
         var names: [String] = []
         names.reserveCapacity(count)
+        let indexNamed = template == nil ? indexNamed(source, axes: axes) : []
         for index in 0..<count {
-            guard let member = staticMember(index, group: group, source: source, template: template, axes: axes, vars: vars) else { return nil }
+            guard let member = staticMember(index, group: group, source: source, template: template, axes: axes, vars: vars, indexNamed: indexNamed) else {
+                return nil
+            }
             names.append(member.name)
         }
         return names
@@ -82,8 +109,9 @@ package enum MemberNaming {
     /// for a computed `foreach`, an index past the items, or a `name:` that
     /// reads a value only a run has. What `--dry-run` and `resume --from`
     /// call a member a target named (`g[3]` of `range: [100, 200]` is item 103).
+    /// `indexNamed`: `indexNamed(source, axes:)` when the caller has it already.
     package static func staticMember(
-        _ index: Int, group: String, source: FanOutSource, template: Template?, axes: [String]?, vars: [Variable]
+        _ index: Int, group: String, source: FanOutSource, template: Template?, axes: [String]?, vars: [Variable], indexNamed: Set<Int>? = nil
     ) -> (name: String, item: FanOutItem)? {
         let item: FanOutItem
         let fieldNames: Bool
@@ -100,7 +128,9 @@ package enum MemberNaming {
             guard index >= 0, index <= high - low else { return nil }
             (item, fieldNames) = (.text(String(low + index)), false)
         }
-        guard let name = name(group: group, item: item, index: index, template: template, fieldNames: fieldNames, axes: fieldNames ? axes : nil, vars: vars) else {
+        let repeated = template == nil && fieldNames && (indexNamed ?? Self.indexNamed(source, axes: axes)).contains(index)
+        guard let name = name(group: group, item: item, index: index, template: template, fieldNames: fieldNames, axes: fieldNames ? axes : nil, vars: vars,
+                              indexNamed: repeated) else {
             return nil
         }
         return (name, item)

@@ -25,6 +25,8 @@ package struct TargetTable {
         var template: Template?
         var axes: [String]?
         var count: Int
+        /// Matrix combinations named `GROUP[INDEX]` (`MemberNaming.indexNamed`).
+        var indexNamed: Set<Int> = []
     }
 
     private var nodes: [String: Int] = [:]
@@ -56,7 +58,8 @@ package struct TargetTable {
                                                               axes: fanOut.matrixAxes, vars: workflow.vars) != nil }) { continue }
             fanOuts.append(StaticFanOut(
                 group: group.name, fanOutNode: fanOutNode, groupNode: groupNode, source: fanOut.source,
-                template: fanOut.template.nameTemplate, axes: fanOut.matrixAxes, count: count))
+                template: fanOut.template.nameTemplate, axes: fanOut.matrixAxes, count: count,
+                indexNamed: fanOut.template.nameTemplate == nil ? MemberNaming.indexNamed(fanOut.source, axes: fanOut.matrixAxes) : []))
         }
     }
 
@@ -134,7 +137,8 @@ package struct TargetTable {
             return nil
         case .records(let items):
             for index in items.indices.prefix(limit) {
-                if MemberNaming.name(group: fanOut.group, item: items[index], index: index, template: fanOut.template, fieldNames: true, axes: fanOut.axes, vars: vars) == name {
+                if MemberNaming.name(group: fanOut.group, item: items[index], index: index, template: fanOut.template, fieldNames: true, axes: fanOut.axes, vars: vars,
+                                     indexNamed: fanOut.indexNamed.contains(index)) == name {
                     return index
                 }
             }

@@ -74,6 +74,9 @@ public struct Variable: Sendable {
     public var name: String
     public var value: String
     public var location: SourceLocation
+    /// `{sh: COMMAND}`: a computed value (SPEC §15), the command's stdout,
+    /// set by the task `vars.NAME` the planner adds; nil once `--var` set it.
+    package var command: String?
     /// `NAME: { required: true }`: a run needs `--var NAME=…` or `NAME` in the environment (SPEC §15).
     package var required = false
 

@@ -21,7 +21,8 @@ private struct PlanDocument: Encodable {
     struct WorkflowInfo: Encodable {
         var name: String, file: String, description: String?
         var max_parallel: Int, timeout_seconds: Double?, fail_fast: Bool, kill_grace_seconds: Double, shell: String
-        var vars: [String: String], env: [String: String]
+        // `{sh: …}` vars: name → command (the value is known once vars.NAME ran).
+        var vars: [String: String], computed_vars: [String: String]?, env: [String: String]
     }
 
     struct Semaphore: Encodable {
@@ -97,8 +98,9 @@ private struct PlanDocument: Encodable {
         var sources: [String]?, generates: [String]?
         /// Expressions planning evaluated already (`PlanTimeValues`).
         var values: [Value]?
-        // A member of a sequential group: the member it runs after.
-        var runs_after: String?
+        // The step it runs after (a sequential group's member, a command-line
+        // target before it) and why.
+        var runs_after: String?, runs_after_reason: String?
         /// A call of a template: which one, with every parameter's value.
         var uses: TemplateUse?
         /// More names it runs by (tasks and groups), and a task's `prompt:`.
@@ -124,7 +126,8 @@ private struct PlanDocument: Encodable {
             name: workflow.name, file: workflow.file, description: workflow.description,
             max_parallel: plan.maxParallel, timeout_seconds: workflow.timeout?.value.seconds, fail_fast: workflow.failFast,
             kill_grace_seconds: workflow.killGrace.seconds, shell: workflow.shell,
-            vars: Dictionary(workflow.vars.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
+            vars: Dictionary(workflow.vars.filter { $0.command == nil }.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
+            computed_vars: Self.computedVars(workflow.vars),
             env: Dictionary(workflow.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }))
         semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
         only = plan.only
@@ -136,6 +139,11 @@ private struct PlanDocument: Encodable {
             return shown
         }
         finally = plan.finallySteps.map { Self.step($0, vars: workflow.vars) }
+    }
+
+    private static func computedVars(_ vars: [Variable]) -> [String: String]? {
+        let computed = vars.compactMap { variable in variable.command.map { (variable.name, $0) } }
+        return computed.isEmpty ? nil : Dictionary(computed, uniquingKeysWith: { _, last in last })
     }
 
     private static func step(_ step: PlanStep, vars: [Variable] = []) -> Step {
@@ -172,6 +180,7 @@ private struct PlanDocument: Encodable {
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
             result.runs_after = step.runsAfter
+            result.runs_after_reason = step.runsAfterReason
             if let limits = step.limits {
                 result.limits = Limits(
                     run: limits.runSlots,
@@ -190,6 +199,10 @@ private struct PlanDocument: Encodable {
             result.members = step.members
             result.concurrency = step.concurrency
             result.sequential = step.sequential
+            result.runs_after = step.runsAfter
+            result.runs_after_reason = step.runsAfterReason
+            if let when = step.groupWhen { result.when = when.rawValue }
+            result.if = step.groupCondition?.value.description
             result.timeout_seconds = step.timers.timeout?.seconds
             if let source = step.fanOutSource {
                 result.fan_out = FanOutInfo(

@@ -16,7 +16,10 @@ extension Plan {
         settings.append("shell \(workflow.shell)")
         lines.append("  " + settings.joined(separator: " · "))
         if !workflow.vars.isEmpty {
-            lines.append("  vars: " + workflow.vars.map { "\($0.name)=\(Self.quoted($0.value))" }.joined(separator: ", "))
+            lines.append("  vars: " + workflow.vars.map { variable in
+                // A computed value is known only once its task (vars.NAME) ran.
+                variable.command.map { "\(variable.name)=$(\($0)) (computed at run time by vars.\(variable.name))" } ?? "\(variable.name)=\(Self.quoted(variable.value))"
+            }.joined(separator: ", "))
         }
         if !workflow.env.isEmpty {
             lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, vars: workflow.vars) }.joined(separator: ", "))
@@ -95,7 +98,7 @@ extension Plan {
                 }
             }
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
-            if let previous = step.runsAfter { row("after", "\(previous) (sequential group \(step.group ?? ""))") }
+            if let previous = step.runsAfter { row("after", "\(previous) (\(step.runsAfterReason ?? "sequential group \(step.group ?? "")"))") }
             if step.kind == .fanOut && step.sequential { row("order", "one member at a time, in item order") }
             if let condition = task.condition { row("if", condition.value.description) }
             if let limits = step.limits { row("limits", describe(limits)) }
@@ -118,6 +121,9 @@ extension Plan {
             lines.append("  \(step.name)  [group, \(count)\(step.sequential ? ", sequential" : "")]")
             row("members", step.members.joined(separator: ", "))
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ")) }
+            if let previous = step.runsAfter { row("after", "\(previous) (\(step.runsAfterReason ?? ""))") }
+            if let when = step.groupWhen { row("when", when.rawValue) }
+            if let condition = step.groupCondition { row("if", condition.value.description) }
             var policy: [String] = []
             if let concurrency = step.concurrency { policy.append("concurrency \(concurrency)") }
             if let timeout = step.timers.timeout { policy.append("deadline \(timeout.text)") }

@@ -87,11 +87,28 @@ package struct PlanStep: Sendable {
         get { details?.value.fanOutItems }
         set { if newValue != nil || details != nil { changeDetails { $0.fanOutItems = newValue } } }
     }
-    /// For a member of a `sequential: true` group: the member that runs
-    /// just before it among those planned, nil for the first.
+    /// The step that must settle (and not fail) before this one starts:
+    /// for a member of a `sequential: true` group, the member planned just
+    /// before it; for what a later member or a later command-line target
+    /// adds, that member or target (`Planner+Order`).
     package var runsAfter: String? {
         get { details?.value.runsAfter }
         set { if newValue != nil || details != nil { changeDetails { $0.runsAfter = newValue } } }
+    }
+    /// Why `runsAfter` is set, as the plan and a skip's reason say it:
+    /// `sequential group G`, `targets run in the order given`, ….
+    package var runsAfterReason: String? {
+        get { details?.value.runsAfterReason }
+        set { if newValue != nil || details != nil { changeDetails { $0.runsAfterReason = newValue } } }
+    }
+    /// For groups: their own `when:` and `if:` (SPEC §15); nil for the default (`success`, no `if:`).
+    package var groupWhen: RunCondition? {
+        get { details?.value.groupWhen }
+        set { if newValue != nil || details != nil { changeDetails { $0.groupWhen = newValue } } }
+    }
+    package var groupCondition: Located<Expression>? {
+        get { details?.value.groupCondition }
+        set { if newValue != nil || details != nil { changeDetails { $0.groupCondition = newValue } } }
     }
     /// For groups and their fan-outs: `sequential: true`.
     package var sequential: Bool {
@@ -129,6 +146,9 @@ package struct PlanStep: Sendable {
         var fanOutSource: FanOutSource?
         var fanOutItems: [Int]?
         var runsAfter: String?
+        var runsAfterReason: String?
+        var groupWhen: RunCondition?
+        var groupCondition: Located<Expression>?
         var sequential = false
         var fanOutSplit: FanOutSplit?
         var fanOutAxes: [String]?

@@ -25,7 +25,7 @@ enum PlanTimeValues {
         if let condition = task.condition { expressions.append(condition.value) }
         var entries: [Entry] = []
         var context: ExpressionValues?
-        for expression in expressions where isComputed(expression) && isKnown(expression) {
+        for expression in expressions where isComputed(expression) && isKnown(expression, vars: vars) {
             if context == nil { context = Self.context(vars) }
             let text = expression.description
             guard !entries.contains(where: { $0.expression == text }) else { continue }
@@ -39,7 +39,7 @@ enum PlanTimeValues {
     /// it reads the run or gives text, which the run splits into lines.
     static func memberCount(of source: FanOutSource, split: FanOutSplit?, vars: [Variable]) -> Int? {
         guard split == nil, case .expression(let template) = source, template.segments.count == 1,
-              case .expression(let expression, _) = template.segments[0], isKnown(expression) else { return nil }
+              case .expression(let expression, _) = template.segments[0], isKnown(expression, vars: vars) else { return nil }
         return ExpressionEvaluator.evaluate(expression, in: context(vars)).arrayItems?.count
     }
 
@@ -49,8 +49,12 @@ enum PlanTimeValues {
         return true
     }
 
-    private static func isKnown(_ expression: Expression) -> Bool {
-        expression.operands.allSatisfy { !$0.path.needsRunTimeValue }
+    /// Reads no run-time value: a computed var (`{sh: …}`) is known only once its task ran.
+    private static func isKnown(_ expression: Expression, vars: [Variable]) -> Bool {
+        expression.operands.allSatisfy { operand in
+            if case .variable(let name) = operand.path { return !vars.contains { $0.name == name && $0.command != nil } }
+            return !operand.path.needsRunTimeValue
+        }
     }
 
     private static func context(_ vars: [Variable]) -> ExpressionValues {

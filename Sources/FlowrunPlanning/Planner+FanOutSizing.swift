@@ -14,7 +14,8 @@ extension Planner {
         var values: [OperandPath: ExpressionValue]?
         for index in workflow.groups.indices {
             guard let fanOut = workflow.groups[index].fanOut, case .expression(let template) = fanOut.source,
-                  template.operands.allSatisfy({ if case .variable = $0.path { true } else { false } }) else { continue }
+                  template.operands.allSatisfy({ if case .variable(let name) = $0.path { !workflow.vars.contains { $0.name == name && $0.command != nil } } else { false } })
+            else { continue }  // a computed var (sh:) is known only once its task ran
             if values == nil {
                 var known: [OperandPath: ExpressionValue] = [:]
                 for variable in workflow.vars { known[.variable(variable.name)] = .string(variable.value) }

@@ -22,15 +22,17 @@ extension Planner {
                 steps[index].sequential = true
             }
             if let index = position[group.name] { steps[index].sequential = true }
+            // A member's own needs start when it is reached (SPEC §15).
+            let sequence = group.members.map(\.name) + (group.fanOut.map { [$0.template.name] } ?? [])
+            runInOrder(&steps, sequence: sequence, graph: graph, reason: "sequential group \(group.name)", inside: group.name)
         }
-        restage(&steps, graph: graph)
     }
 
-    /// Stages again with each member after the one it runs after: the
+    /// Stages again with each step after the one it runs after: the
     /// graph's stages know only `needs`, so `--dry-run` listed a member
     /// that waits for its predecessor as starting at once. Steps are then
     /// ordered by the new stages (then by position in the file), as before.
-    private static func restage(_ steps: inout [PlanStep], graph: DependencyGraph) {
+    static func restage(_ steps: inout [PlanStep], graph: DependencyGraph) {
         let position = Dictionary(steps.indices.map { (steps[$0].name, $0) }, uniquingKeysWith: { first, _ in first })
         var waitsFor = [[Int]](repeating: [], count: steps.count)
         var dependents = [[Int]](repeating: [], count: steps.count)

@@ -15,6 +15,9 @@ package struct PlanOptions: Sendable {
     /// With no `only`, run the file's `default:` (a run does; `list`,
     /// `graph` and `export` show the whole workflow).
     package var runsDefaultTargets = false
+    /// `--parallel`: targets named on the command line start together
+    /// instead of one after another (SPEC §15).
+    package var parallelTargets = false
     /// Turn a `foreach` over `vars` into its items (`sizeFanOutsKnownAtPlanning`).
     /// `export` keeps the expression: Argo takes `vars` as parameters a
     /// submit may change, so the items are read there.
@@ -52,6 +55,7 @@ package enum Planner {
         var workflow = workflow
         try apply(options, to: &workflow)
         if options.requiresVariables { try checkRequiredVariables(&workflow, given: options.variables) }
+        try addComputedVariableTasks(&workflow)
         if options.sizesFanOutsOverVars { sizeFanOutsKnownAtPlanning(&workflow) }
         let maxParallel = workflow.maxParallel ?? (workflow.maxParallelIsCPUCount ? cpuCount : defaultMaxParallel)
         let graph = DependencyGraph(mainPhaseOf: workflow)
@@ -67,6 +71,11 @@ package enum Planner {
             }
         }
         chainSequentialMembers(&steps, workflow: workflow, graph: graph)
+        if !options.parallelTargets {
+            runInOrder(&steps, sequence: selection.orderedTargets, graph: graph, reason: "targets run in the order given")
+        }
+        // Only order can move a step to a later stage than its needs give it.
+        if steps.contains(where: { $0.runsAfter != nil }) { restage(&steps, graph: graph) }
         let finallyGraph = DependencyGraph(finallyPhaseOf: workflow)
         let finallyStages = finallyGraph.stages()
         // Definitions by index, not copied out (a kilobyte each).
@@ -107,6 +116,8 @@ package enum Planner {
                 throw PlanningError(message: "--var \(shown)=…: the workflow declares no variable '\(shown)'\(hint)")
             }
             workflow.vars[index].value = value
+            // --var overrides a computed value without running its command.
+            workflow.vars[index].command = nil
         }
         if let maxParallel = options.maxParallel {
             guard maxParallel >= 1 else { throw PlanningError(message: "--max-parallel must be at least 1") }
@@ -167,6 +178,8 @@ package enum Planner {
                     concurrency: group.concurrency, join: nil)
                 step.fanOutCount = group.fanOut.flatMap { $0.source.staticCount ?? PlanTimeValues.memberCount(of: $0.source, split: $0.split, vars: workflow.vars) }
                 step.fanOutAxes = group.fanOut?.matrixAxes
+                if group.when != .success { step.groupWhen = group.when }
+                step.groupCondition = group.condition
             case .join:
                 let join = joins[node.name]!
                 step = PlanStep(

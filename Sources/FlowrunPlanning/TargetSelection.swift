@@ -14,6 +14,10 @@ package struct TargetSelection {
     package var targets: [String]
     /// Whether `targets` came from the file's `default:`.
     package var isDefault = false
+    /// The targets named on the command line, as the nodes that settle
+    /// them (a fan-out member's group), in the order given: they run one
+    /// after another (`Planner.runInOrder`). Empty for the file's `default:`.
+    package var orderedTargets: [String] = []
     /// The main-graph nodes that run; nil: all of them.
     package var nodes: Set<Int>?
     /// By fan-out template name (`G[*]`): the items that run when only some
@@ -38,9 +42,11 @@ package struct TargetSelection {
             case .node(let index)?:
                 queue.append(index)
                 namedNodes.insert(index)
+                if !isDefault { orderedTargets.append(graph.nodes[index].name) }
             case .member(let fanOut, let group, let item)?:
                 members[fanOut, default: (group, [])].items.insert(item)
                 namedNodes.insert(fanOut)
+                if !isDefault { orderedTargets.append(graph.nodes[group].name) }
                 // The fan-out's own needs and its group's.
                 queue.append(contentsOf: graph.dependencies[fanOut])
             case nil where workflow.finally.contains { $0.name == name }:

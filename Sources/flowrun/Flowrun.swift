@@ -9,7 +9,7 @@ struct Flowrun: ParsableCommand {
         abstract: "Run declarative workflows: tasks, groups, limits, semaphores, timeouts and joins.",
         usage: """
             flowrun [FILE] [TARGET...] [--dry-run] [--var <name=value>]... [--max-parallel <n>]
-                         [--only <name>]... [--fail-fast] [--output <mode>] [--log-dir <dir>] [--keep <n>] [--stream] [--force]
+                         [--only <name>]... [--parallel] [--fail-fast] [--output <mode>] [--log-dir <dir>] [--keep <n>] [--stream] [--force]
                          [--yes] [-- WORD...]
             flowrun run [FILE] [TARGET...] [options]
             flowrun validate [--quiet] [FILE...]
@@ -36,6 +36,8 @@ struct Flowrun: ParsableCommand {
               --var <name=value>    override a variable declared under vars:
               --max-parallel <n>    running tasks at once for the whole run
               --only <name>         run only this target and its needs (as naming it)
+              --parallel            start the targets together (default: one after
+                                    another, in the order given; a failure stops the rest)
               --fail-fast           the first failure cancels everything running
               --output <mode>       auto, tty, plain or json (the plan, with --dry-run)
               --log-dir <dir>       the run record's folder (.flowrun/runs/RUN_ID)

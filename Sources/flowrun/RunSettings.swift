@@ -17,6 +17,9 @@ struct RunSettings: ParsableArguments {
     @Flag(help: "Let the first failure cancel everything still running (overrides fail_fast).")
     var failFast = false
 
+    @Flag(help: "Start the targets named on the command line together, not one after another in the order given.")
+    var parallel = false
+
     @Option(help: "auto: tty on a terminal, else plain; tty: live view; plain: one line per event; json: one JSON object per line (with --dry-run: the plan as JSON).")
     var output: RunCommand.OutputMode = .auto
 
@@ -54,6 +57,7 @@ struct RunSettings: ParsableArguments {
         options.variables = Self.pairs(variables)
         options.maxParallel = maxParallel
         options.failFast = failFast
+        options.parallelTargets = parallel
         return options
     }
 

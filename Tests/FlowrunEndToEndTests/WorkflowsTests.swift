@@ -91,5 +91,7 @@ import Testing
             + workflow.groups.map(\.name)
             + workflow.joins.map(\.name)
             + workflow.finally.map(\.name)
+            // A computed var's task (SPEC §15), which the planner adds.
+            + workflow.vars.filter { $0.command != nil }.map { "vars." + $0.name }
     }
 }

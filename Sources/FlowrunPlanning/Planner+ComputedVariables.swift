@@ -1,0 +1,60 @@
+import FlowrunModel
+
+/// `vars: { version: { sh: "git describe --tags" } }` (SPEC §15): a task of
+/// its own, `vars.version`, runs the command once per run, before every
+/// task that reads the value; its stdout (a trailing newline trimmed)
+/// becomes the value. Done with a task and needs, so the record, `--dry-run`,
+/// `resume` and a failure ("a need did not succeed") are those of any task.
+extension Planner {
+    /// The task that computes `variable`.
+    package static func computingTaskName(of variable: String) -> String { "vars." + variable }
+
+    static func addComputedVariableTasks(_ workflow: inout Workflow) throws(PlanningError) {
+        let computed = workflow.vars.filter { $0.command != nil }
+        guard !computed.isEmpty else { return }
+        for variable in computed {
+            let name = computingTaskName(of: variable.name)
+            if workflow.tasks.contains(where: { $0.name == name }) || workflow.groups.contains(where: { $0.name == name }) {
+                throw PlanningError(message: "\(variable.location.line):\(variable.location.column): vars.\(variable.name) is computed by a task named '\(name)', which the workflow already has; rename that task")
+            }
+        }
+        let names = Set(computed.map(\.name))
+        /// The computing tasks a definition's templates or `if:` read.
+        func needs(of task: TaskDefinition) -> [Reference] {
+            var read: [String] = []
+            for operand in task.templates.flatMap(\.operands) + (task.condition?.value.operands ?? []) {
+                if case .variable(let name) = operand.path, names.contains(name), !read.contains(name) { read.append(name) }
+            }
+            return read.map { Reference(computingTaskName(of: $0), at: task.location) }
+        }
+        for index in workflow.tasks.indices { workflow.tasks[index].needs += needs(of: workflow.tasks[index]) }
+        for group in workflow.groups.indices {
+            for member in workflow.groups[group].members.indices {
+                workflow.groups[group].members[member].needs += needs(of: workflow.groups[group].members[member])
+            }
+            if let template = workflow.groups[group].fanOut?.template {
+                // The fan-out waits as its group: a group's needs are every member's.
+                workflow.groups[group].needs += needs(of: template)
+            }
+            // The group's own `if:` is read before any member starts.
+            let conditionOperands = workflow.groups[group].condition?.value.operands ?? []
+            if case .expression(let template)? = workflow.groups[group].fanOut?.source {
+                for operand in template.operands {
+                    guard case .variable(let name) = operand.path, names.contains(name) else { continue }
+                    workflow.groups[group].needs.append(Reference(computingTaskName(of: name), at: workflow.groups[group].location))
+                }
+            }
+            for operand in conditionOperands {
+                guard case .variable(let name) = operand.path, names.contains(name),
+                      !workflow.groups[group].needs.contains(where: { $0.value == computingTaskName(of: name) }) else { continue }
+                workflow.groups[group].needs.append(Reference(computingTaskName(of: name), at: workflow.groups[group].location))
+            }
+        }
+        for variable in computed {
+            let script = Template(source: variable.command!, segments: [.text(variable.command!)], location: variable.location)
+            var task = TaskDefinition(name: computingTaskName(of: variable.name), location: variable.location, action: .run(script))
+            task.description = "computes vars.\(variable.name)"
+            workflow.tasks.append(task)
+        }
+    }
+}
