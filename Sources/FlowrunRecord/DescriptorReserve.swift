@@ -28,18 +28,29 @@ package enum DescriptorReserve {
         }
     }
 
-    /// `body`'s open, and once more with a reserved descriptor given back
-    /// when it failed for want of one. `body` returns -1 with errno set.
+    /// `body`'s open, tried again with reserved descriptors given back one
+    /// by one while it fails for want of one. Another thread may take a
+    /// given-back descriptor first (a request's socket), and work the run is
+    /// ending (cancelled requests) closes its own a moment later: with the
+    /// reserve spent, up to 40 pauses of 5 ms (only here, at the limit), then
+    /// -1 with errno set.
     static func opening(_ body: () -> Int32) -> Int32 {
-        let opened = body()
-        guard opened < 0, errno == EMFILE || errno == ENFILE else { return opened }
-        let reason = errno
-        guard let spare = held.withLock({ $0.popLast() }) else {
-            errno = reason
-            return opened
+        var opened = body()
+        var pauses = 0
+        while opened < 0, errno == EMFILE || errno == ENFILE {
+            let reason = errno
+            if let spare = held.withLock({ $0.popLast() }) {
+                close(spare)
+            } else if pauses < 40 {
+                pauses += 1
+                usleep(5_000)
+            } else {
+                errno = reason
+                return opened
+            }
+            opened = body()
         }
-        close(spare)
-        return body()
+        return opened
     }
 
     /// How many are held now (tests).
