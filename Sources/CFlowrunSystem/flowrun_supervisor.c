@@ -39,9 +39,12 @@ static int supervisor_link = -1;
 /// The supervisor's pid (the engine's parent at the fork); 0 when unsupervised.
 static pid_t supervisor_pid;
 
-/// Per signal: who sent it last and when, packed (sender << 32 | milliseconds),
-/// directly and through the supervisor. Written from signal handlers.
-static _Atomic uint64_t last_direct[65], last_forwarded[65];
+/// Per signal: the last half of a kill not yet matched by its other half,
+/// packed (forwarded << 63 | sender << 32 | milliseconds), 0 for none. One
+/// slot updated by compare-and-swap, because the two halves may be handled
+/// at the same moment on two of the engine's threads: with two slots, each
+/// handler could miss the other's store and count one kill twice.
+static _Atomic uint64_t unmatched_half[65];
 
 /// How close in time the two halves of one kill (pkill, kill to the group)
 /// arrive at most.
@@ -63,16 +66,16 @@ int flowrun_signal_is_echo(int signal, const siginfo_t *info) {
     pid_t sender = forwarded ? (pid_t)info->si_value.sival_int : (info->si_code <= 0 ? info->si_pid : 0);
     if (sender <= 0) return 0;
     uint32_t now = monotonic_milliseconds();
-    _Atomic uint64_t *mine = forwarded ? &last_forwarded[signal] : &last_direct[signal];
-    _Atomic uint64_t *other = forwarded ? &last_direct[signal] : &last_forwarded[signal];
-    uint64_t seen = atomic_load(other);
-    if (seen && (pid_t)(seen >> 32) == sender && now - (uint32_t)seen < echo_window_ms) {
+    uint64_t side = forwarded ? (uint64_t)1 << 63 : 0;
+    uint64_t record = side | ((uint64_t)(uint32_t)sender << 32) | now;
+    uint64_t seen = atomic_load(&unmatched_half[signal]);
+    for (;;) {
+        int matches = seen && (seen & ((uint64_t)1 << 63)) != side
+            && (pid_t)((seen >> 32) & 0x7fffffff) == sender && now - (uint32_t)seen < echo_window_ms;
         // The same sender reached both processes: one signal, not two.
-        atomic_store(other, 0);
-        return 1;
+        if (matches && atomic_compare_exchange_weak(&unmatched_half[signal], &seen, 0)) return 1;
+        if (!matches && atomic_compare_exchange_weak(&unmatched_half[signal], &seen, record)) return 0;
     }
-    atomic_store(mine, ((uint64_t)(uint32_t)sender << 32) | now);
-    return 0;
 }
 
 struct link_watch {
