@@ -18,6 +18,10 @@ struct AttemptResult: Sendable {
     /// It could not start for want of descriptors, with no other task
     /// running to free any: the run cannot go on (`DescriptorLimit`).
     var outOfDescriptors = false
+    /// The kernel killed it for its cgroup's memory limit (read from the cgroup, never guessed).
+    var outOfMemory = false
+    /// What it used; nil when it ran no process (sleep, http).
+    var usage: ResourceUsage?
 
     init(status: TaskStatus, exitCode: Int? = nil, signal: Int? = nil, reason: String? = nil) {
         self.status = status

@@ -10,8 +10,9 @@ extension RunEngine {
     /// `max_parallel`, then each semaphore, then each group whose tasks'
     /// limits name it (with its concurrency), in step order.
     static func slotPool(for plan: Plan) -> (pool: SlotPool, semaphores: [String: Int], groups: [String: Int]) {
-        var names = ["max_parallel"]
-        var capacities = [plan.maxParallel]
+        // Declared CPUs in thousandths, memory in KiB (`ResourceUnits`).
+        var names = ["max_parallel", "cpus", "memory"]
+        var capacities = [plan.maxParallel, ResourceUnits.cpus(plan.capacity.cpus), ResourceUnits.memory(plan.capacity.memoryBytes)]
         var semaphores: [String: Int] = [:]
         var groups: [String: Int] = [:]
         for semaphore in plan.semaphores where semaphores[semaphore.name] == nil {
@@ -102,7 +103,7 @@ extension RunEngine {
             // What every member will hold and its deadline, for when the group starts.
             if let group = step.group.flatMap({ indexByName[$0] }), let template = step.sharedTask, let source = step.fanOutSource {
                 fanOuts[group] = FanOut(
-                    template: template, source: source, demand: demand(for: step.limits), timeout: step.timers.timeout,
+                    template: template, source: source, demand: demand(for: step.limits, resources: template.value.resources), timeout: step.timers.timeout,
                     items: step.fanOutItems.map(Set.init), runsAfter: step.runsAfter.flatMap { indexByName[$0] },
                     sequential: step.sequential, split: step.fanOutSplit, axes: step.fanOutAxes)
             }
@@ -121,7 +122,7 @@ extension RunEngine {
             } else {
                 nodes[index].needs = step.needs.compactMap { indexByName[$0] }
             }
-            nodes[index].demand = demand(for: step.limits)
+            nodes[index].demand = demand(for: step.limits, resources: step.sharedTask?.value.resources)
             nodes[index].runsAfter = step.runsAfter.flatMap { indexByName[$0] }
             if let reason = step.runsAfterReason { runsAfterReasons[index] = reason }
         case .group:
@@ -198,13 +199,15 @@ extension RunEngine {
     /// The slots a task holds while running, as the plan gave them: a run
     /// slot, its group's, its semaphores' (weights of one semaphore named
     /// twice add up).
-    func demand(for limits: TaskLimits?) -> SlotPool.Demand {
+    func demand(for limits: TaskLimits?, resources: ResourceRequest? = nil) -> SlotPool.Demand {
         guard let limits else { return Self.runSlotOnly }
         let groupResource = limits.group.flatMap { resourceOfGroup[$0.name] }
-        if limits.semaphores.isEmpty && groupResource == nil {
+        if limits.semaphores.isEmpty && groupResource == nil && resources == nil {
             return Self.runSlotOnly  // most tasks: one value shared, not built per task
         }
         var amounts = [Self.runSlots: 1]
+        if let cpus = resources?.cpus { amounts[Self.cpuResource] = ResourceUnits.cpus(cpus) }
+        if let memory = resources?.memoryBytes { amounts[Self.memoryResource] = ResourceUnits.memory(memory) }
         if let groupResource { amounts[groupResource] = 1 }
         for use in limits.semaphores {
             if let resource = resourceOfSemaphore[use.name] { amounts[resource, default: 0] += use.weight }

@@ -84,7 +84,13 @@ extension RunEngine {
             let shortage = pool.shortage(of: demand)
             if waitsOnlyForItsFanOutsSlots(index, shortage.map(\.resource)) { return }
             let waitingOn = shortage.map { short in
-                "\(short.name) \(short.inUse)/\(short.capacity)" + holders(of: short.resource)
+                guard short.resource == Self.cpuResource || short.resource == Self.memoryResource else {
+                    return "\(short.name) \(short.inUse)/\(short.capacity)" + holders(of: short.resource)
+                }
+                // "memory: needs 2 GiB, 5 GiB of 6 GiB in use held by train, eval"
+                let text = { ResourceUnits.text($0, of: short.resource) }
+                let needs = demand.amount(of: short.resource) ?? 0
+                return "\(short.name): needs \(text(needs)), \(text(short.inUse)) of \(text(short.capacity)) in use" + holders(of: short.resource)
             }
             emit(event(.taskWaiting(.init(task: nodes[index].name, waitingOn: waitingOn))))
         }
@@ -185,9 +191,10 @@ extension RunEngine {
             // Back off without holding any slot, then queue again.
             let delay = retryDelay(for: index, after: number)
             nodes[index].status = .waiting
-            let retrying = RunEvent.TaskRetrying(
+            var retrying = RunEvent.TaskRetrying(
                 task: nodes[index].name, status: result.status, reason: result.reason, exitCode: result.exitCode,
                 signal: result.signal, attempt: number + 1, delay: delay.seconds)
+            if result.outOfMemory { retrying.memoryBytes = growMemory(index) }
             emit(event(.taskRetrying(retrying)))
             startTimer(.retry(index), after: delay) { engine in
                 guard engine.nodes.contains(index), engine.nodes[index].status == .waiting else { return }
@@ -202,6 +209,26 @@ extension RunEngine {
             shortOfDescriptors = DescriptorLimit.exhausted(openNow: DescriptorLimit.openCount())
             stop(because: .descriptors)
         }
+    }
+
+    /// The resources attempt `attempt` of a task runs with: as declared, or
+    /// as `retry_resources` grew them.
+    func resources(of index: Int) -> ResourceRequest? {
+        grownResources[index] ?? nodes[index].definition?.value.resources
+    }
+
+    /// After an out-of-memory death: the next attempt's memory, grown by
+    /// `retry_resources` (capped at `capacity`), held from its next
+    /// admission on. Nil when the task does not grow its memory.
+    private func growMemory(_ index: Int) -> UInt64? {
+        guard let factor = nodes[index].definition?.value.retryResources?.memoryFactor, let current = resources(of: index),
+              current.memoryBytes != nil, let demand = nodes[index].demand else { return nil }
+        let grown = current.withMemory(times: factor, atMost: plan.capacity.memoryBytes)
+        grownResources[index] = grown
+        var amounts = Dictionary(uniqueKeysWithValues: Array(demand.pairs))
+        amounts[Self.memoryResource] = ResourceUnits.memory(grown.memoryBytes ?? 0)
+        nodes[index].demand = SlotPool.Demand(amounts: amounts)
+        return grown.memoryBytes
     }
 
     /// The wait before attempt `number + 1`: `retry_delay × backoff^(number−1)`,
@@ -232,6 +259,7 @@ extension RunEngine {
         nodes[index].stash.exitCode = result.exitCode
         nodes[index].stash.outputs = result.outputs
         nodes[index].stash.duration = nodes[index].startedAt.map { elapsed - $0 }
+        nodes[index].stash.usage = result.usage
         if result.status == .succeeded && nodes[index].incremental != nil { recordIncrementalSuccess(index) }
         settle(index, result.status, why: result.reason, exitCode: result.exitCode, signal: result.signal)
     }
@@ -261,11 +289,13 @@ extension RunEngine {
                 allowed: status.isFailure && nodes[index].definition?.value.continueOnError == true,
                 cancelledBy: nodes[index].cancelReason == .joinSettled ? cancellingJoin(of: index) : nil,
                 reused: nodes[index].reused)
+            finished.usage = nodes[index].stash.usage
             if nodes[index].hasLog {
                 finished.log = logPath(index)
                 if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
             }
             emit(event(.taskFinished(finished)))
+            grownResources[index] = nil
             if (status == .failed || status == .timedOut) && !(nodes[index].definition?.value.continueOnError ?? false)
                 && plan.workflow.failFast && !nodes[index].isFinally {
                 stop(because: .failFast)

@@ -70,6 +70,11 @@ package final class RunEngine: @unchecked Sendable {
     var pool: SlotPool
     /// Resource 0 of the pool: the run's `max_parallel` slots.
     static let runSlots = 0
+    /// Resources 1 and 2: declared CPUs and memory against `capacity` (`ResourceUnits`).
+    static let cpuResource = 1
+    static let memoryResource = 2
+    /// A task's resources after `retry_resources` grew them (by node index); absent: as declared.
+    var grownResources: [Int: ResourceRequest] = [:]
     /// Pool resources by group and semaphore name.
     let resourceOfGroup: [String: Int]
     let resourceOfSemaphore: [String: Int]

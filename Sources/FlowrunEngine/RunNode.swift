@@ -154,6 +154,8 @@ struct Stash {
     var stdoutByteCount: Int { oversizedStdout?.value.byteCount ?? stdout.utf8.count }
     var exitCode: Int?
     var duration: Double?
+    /// What the last attempt used (peak memory, CPU time).
+    var usage: ResourceUsage?
     var outputs: [(key: String, value: String)] = []
 
     func output(_ key: String) -> String? {

@@ -66,6 +66,7 @@ extension RunEvent {
             json.add("signal", event.signal)
             json.add("reason", event.reason)
             json.add("delay", event.delay)
+            json.add("memory_bytes", event.memoryBytes.map(Int.init))
         case .taskFinished(let event):
             json.add("elapsed", elapsed)
             json.add("task", event.task)
@@ -88,6 +89,8 @@ extension RunEvent {
             json.add("allowed", event.allowed ? true : nil)
             json.add("cancelled_by", event.cancelledBy)
             json.add("reused", event.reused?.rawValue)
+            json.add("peak_memory_bytes", event.usage?.peakMemoryBytes.map(Int.init))
+            json.add("cpu_seconds", event.usage?.cpuSeconds)
         case .groupFinished(let event):
             json.add("elapsed", elapsed)
             json.add("group", event.group)

@@ -125,6 +125,8 @@ extension RunEvent {
         package var attempt: Int
         /// Seconds until it starts.
         package var delay: Double
+        /// The next attempt's memory when `retry_resources` grew it (after an out-of-memory death).
+        package var memoryBytes: UInt64?
 
         package init(task: String, status: TaskStatus, reason: String? = nil, exitCode: Int? = nil, signal: Int? = nil, attempt: Int, delay: Double) {
             self.task = task
@@ -156,6 +158,8 @@ extension RunEvent {
         package var cancelledBy: String?
         /// How it succeeded without running.
         package var reused: ReuseKind?
+        /// What its last attempt used (peak memory, CPU time); nil when it ran no process.
+        package var usage: ResourceUsage?
         /// Set by the run record when this one line stands for the attempt's
         /// `task_started` too (an attempt shorter than a moment): that start.
         /// Behind a reference: nearly every event has none.

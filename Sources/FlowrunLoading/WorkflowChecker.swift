@@ -37,6 +37,7 @@ struct WorkflowChecker {
         checkCycles(in: finallyGraph)
         checkTimeouts()
         checkSecrets()
+        checkResources()
         var fanOutChecks = FanOutChecks(workflow: workflow)
         diagnostics += fanOutChecks.check()
         checkTargets(graph: mainGraph, reachability: mainReachability)

@@ -13,7 +13,7 @@ extension WorkflowDecoder {
     static let taskKeys = actionKeys + [
         "needs", "when", "if", "timeout", "retries", "retry_delay", "backoff", "semaphores",
         "continue_on_error", "env", "cwd", "description",
-        "shell", "aliases", "prompt",
+        "shell", "aliases", "prompt", "resources", "retry_resources",
     ] + incrementalKeys
 
     mutating func task(_ name: Located<String>, _ node: YAMLNode, context: TaskContext) -> TaskDefinition? {
@@ -43,6 +43,8 @@ extension WorkflowDecoder {
         if let node = fields["retry_delay"]?.value, let value = duration(node, what: "retry_delay") { task.retryDelay = value.value }
         if let node = fields["backoff"]?.value, let value = number(node, what: "backoff", in: NumericBounds.backoff) { task.backoff = value }
         if let node = fields["semaphores"]?.value { task.semaphores = semaphoreUses(node) }
+        if let pair = fields["resources"] { task.resources = resources(pair) }
+        if let node = fields["retry_resources"]?.value { task.retryResources = retryResources(node) }
         if let node = fields["continue_on_error"]?.value, let value = bool(node, what: "continue_on_error") { task.continueOnError = value }
         if let node = fields["env"]?.value { task.env = environment(node, context: .task) }
         if let node = fields["cwd"]?.value, let text = string(node, what: "cwd") { task.cwd = template(text, node: node) }

@@ -41,7 +41,7 @@ struct WorkflowDecoder {
     static let topLevelKeys = [
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
-        "default",
+        "default", "capacity",
         "templates", "dotenv", "includes",
     ]
 
@@ -75,6 +75,7 @@ struct WorkflowDecoder {
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
         if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
         if let node = fields["semaphores"]?.value { workflow.semaphores = semaphoreDeclarations(node) }
+        if let pair = fields["capacity"] { workflow.capacity = capacity(pair) }
         if let node = fields["templates"]?.value { taskTemplates = templates(node) }
         if let node = fields["tasks"]?.value {
             workflow.tasks = tasks(named(node, what: "tasks"), context: .main)

@@ -80,6 +80,17 @@ public struct TaskDefinition: Sendable {
         set { if newValue != nil || details != nil { changeDetails { $0.prompt = newValue } } }
     }
 
+    /// `resources:` — CPUs and memory one attempt needs (SPEC §13); nil: none declared.
+    public var resources: ResourceRequest? {
+        get { details?.value.resources }
+        set { if newValue != nil || details != nil { changeDetails { $0.resources = newValue } } }
+    }
+    /// `retry_resources:` — how a retry after an out-of-memory death grows the memory.
+    public var retryResources: RetryResources? {
+        get { details?.value.retryResources }
+        set { if newValue != nil || details != nil { changeDetails { $0.retryResources = newValue } } }
+    }
+
     private struct Details: Sendable {
         static let defaultRetryDelay: Duration = .seconds(1)
         static let defaultBackoff: Double = 2
@@ -96,6 +107,8 @@ public struct TaskDefinition: Sendable {
         var templateCall: TemplateCall?
         var aliases: [Reference] = []
         var prompt: Located<String>?
+        var resources: ResourceRequest?
+        var retryResources: RetryResources?
     }
 
     /// A new `Details` with `change` applied: the old one may be shared by

@@ -31,6 +31,8 @@ public struct Workflow: Sendable {
     /// are shown as `***` wherever flowrun prints or writes them.
     public var secrets: [Located<String>] = []
     public var semaphores: [SemaphoreDeclaration] = []
+    /// `capacity:` — what declared `resources:` are admitted against (SPEC §13).
+    public var capacity = ResourceCapacity()
     public var tasks: [TaskDefinition] = []
     public var groups: [GroupDefinition] = []
     public var joins: [JoinDefinition] = []

@@ -23,6 +23,16 @@ private struct PlanDocument: Encodable {
         var max_parallel: Int, timeout_seconds: Double?, fail_fast: Bool, kill_grace_seconds: Double, shell: String
         // `{sh: …}` vars: name → command (the value is known once vars.NAME ran).
         var vars: [String: String], computed_vars: [String: String]?, env: [String: String]
+        /// What declared resources are admitted against, `auto` resolved (SPEC §13).
+        var capacity: Capacity
+    }
+
+    struct Capacity: Encodable {
+        var cpus: Double, memory_bytes: UInt64, cpus_auto: Bool, memory_auto: Bool
+    }
+
+    struct Resources: Encodable {
+        var cpus: Double?, memory_bytes: UInt64?, retry_memory_factor: Double?
     }
 
     struct Semaphore: Encodable {
@@ -95,6 +105,8 @@ private struct PlanDocument: Encodable {
         var action: Action?, when: String?, `if`: String?, timeout_seconds: Double?, group_timeout_seconds: Double?
         var retries: Int?, retry_delay_seconds: Double?, backoff: Double?, continue_on_error: Bool?
         var env: [String: String]?, cwd: String?, limits: Limits?, fan_out: FanOutInfo?
+        /// `resources:` (and `retry_resources:`'s factor) as declared.
+        var resources: Resources?
         var sources: [String]?, generates: [String]?
         /// Expressions planning evaluated already (`PlanTimeValues`).
         var values: [Value]?
@@ -128,7 +140,8 @@ private struct PlanDocument: Encodable {
             kill_grace_seconds: workflow.killGrace.seconds, shell: workflow.shell,
             vars: Dictionary(workflow.vars.filter { $0.command == nil }.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
             computed_vars: Self.computedVars(workflow.vars),
-            env: Dictionary(workflow.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }))
+            env: Dictionary(workflow.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }),
+            capacity: Capacity(cpus: plan.capacity.cpus, memory_bytes: plan.capacity.memoryBytes, cpus_auto: plan.capacity.cpusAreAuto, memory_auto: plan.capacity.memoryIsAuto))
         semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }
@@ -186,6 +199,9 @@ private struct PlanDocument: Encodable {
                     run: limits.runSlots,
                     group: limits.group.map { Limits.GroupLimit(name: $0.name, concurrency: $0.concurrency) },
                     semaphores: limits.semaphores.map { Limits.SemaphoreLimit(name: $0.name, weight: $0.weight, capacity: $0.capacity) })
+            }
+            if let resources = task.resources {
+                result.resources = Resources(cpus: resources.cpus, memory_bytes: resources.memoryBytes, retry_memory_factor: task.retryResources?.memoryFactor)
             }
             if step.kind == .fanOut, let source = step.fanOutSource {
                 result.fan_out = FanOutInfo(

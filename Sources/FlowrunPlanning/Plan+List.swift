@@ -1,7 +1,7 @@
 // FoundationEssentials, not Foundation: see Plan+JSON.swift.
 import FoundationEssentials
 import FlowrunValues
-import FlowrunModel
+package import FlowrunModel
 
 /// What a workflow can run: `flowrun list [FILE]`. Every task, fan-out,
 /// group, join and `finally` task in plan order, with its description.
@@ -22,8 +22,14 @@ extension Plan {
         package var defaultMembers: [String] = []
         /// `aliases:`: more names it runs by.
         package var aliases: [String] = []
+        /// `resources:` as declared (SPEC §13): `2 CPUs, 6 GiB memory`.
+        package var resources: ResourceRequest?
 
-        enum CodingKeys: String, CodingKey { case name, kind, description, group, isDefault = "default", defaultMembers = "default_members", aliases }
+        enum CodingKeys: String, CodingKey {
+            case name, kind, description, group, isDefault = "default", defaultMembers = "default_members", aliases, resources
+        }
+
+        struct Resources: Encodable { var cpus: Double?, memory_bytes: UInt64? }
 
         // `description` is always there (null when none); `group` only for a member.
         package func encode(to encoder: any Encoder) throws {
@@ -35,6 +41,7 @@ extension Plan {
             if isDefault { try container.encode(true, forKey: .isDefault) }
             if !defaultMembers.isEmpty { try container.encode(defaultMembers, forKey: .defaultMembers) }
             if !aliases.isEmpty { try container.encode(aliases, forKey: .aliases) }
+            if let resources { try container.encode(Resources(cpus: resources.cpus, memory_bytes: resources.memoryBytes), forKey: .resources) }
         }
     }
 
@@ -56,10 +63,13 @@ extension Plan {
             entry.isDefault = step.kind != .fanOut && defaults.contains(step.name)
             if step.kind == .fanOut { entry.defaultMembers = defaultMembers[step.name] ?? [] }
             entry.aliases = step.kind == .fanOut ? [] : aliases[step.name] ?? []
+            entry.resources = step.task?.resources
             return entry
         }
         let last = finallySteps.map {
-            ListEntry(name: $0.name, kind: "finally", description: $0.task?.description, group: $0.group, members: [])
+            var entry = ListEntry(name: $0.name, kind: "finally", description: $0.task?.description, group: $0.group, members: [])
+            entry.resources = $0.task?.resources
+            return entry
         }
         return main + last
     }
@@ -76,6 +86,7 @@ extension Plan {
             if !entry.aliases.isEmpty { detail = detail.isEmpty ? "aliases: " + entry.aliases.joined(separator: ", ") : "aliases: " + entry.aliases.joined(separator: ", ") + " · " + detail }
             // What a bare `flowrun` runs (`default:`), first.
             if entry.isDefault { detail = detail.isEmpty ? "default" : "default · " + detail }
+            if let resources = entry.resources { detail = detail.isEmpty ? resources.text : detail + " · " + resources.text }
             if !entry.defaultMembers.isEmpty { detail = "default: " + entry.defaultMembers.joined(separator: ", ") + " · " + detail }
             // Masked first (a secret sits whole in its field), then escaped.
             return [TerminalText.escapedName(shown(entry.name))]

@@ -24,6 +24,9 @@ extension Plan {
         if !workflow.env.isEmpty {
             lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, vars: workflow.vars) }.joined(separator: ", "))
         }
+        if steps.contains(where: { $0.task?.resources != nil }) || finallySteps.contains(where: { $0.task?.resources != nil }) {
+            lines.append("  capacity \(CPUText.text(capacity.cpus)) CPUs\(capacity.cpusAreAuto ? " (auto)" : ""), \(ByteSize.text(capacity.memoryBytes)) memory\(capacity.memoryIsAuto ? " (auto)" : ""): what declared resources are admitted against")
+        }
         for semaphore in semaphores {
             let users = semaphore.users.isEmpty ? "unused" : "used by " + semaphore.users.joined(separator: ", ")
             lines.append("  semaphore \(semaphore.name): capacity \(semaphore.capacity), \(users)")
@@ -102,6 +105,7 @@ extension Plan {
             if step.kind == .fanOut && step.sequential { row("order", "one member at a time, in item order") }
             if let condition = task.condition { row("if", condition.value.description) }
             if let limits = step.limits { row("limits", describe(limits)) }
+            if let resources = task.resources { row("resources", resources.text + (task.retryResources.map { ", retried out of memory with memory ×\(CPUText.text($0.memoryFactor))" } ?? "")) }
             var policy: [String] = []
             if let timeout = step.timers.timeout { policy.append("timeout \(timeout.text) per attempt") }
             if let groupTimeout = step.timers.groupTimeout { policy.append("group deadline \(groupTimeout.text)") }

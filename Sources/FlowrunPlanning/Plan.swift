@@ -24,6 +24,8 @@ package struct Plan: Sendable {
     /// Hides the values `secrets:` names in everything flowrun shows and
     /// stores; nil when the workflow has none (or all are unset).
     package var secretMasker: SecretMasker?
+    /// What declared `resources:` are admitted against (SPEC §13), `auto` resolved.
+    package var capacity = ResolvedCapacity(cpus: 1, memoryBytes: 1 << 30, cpusAreAuto: true, memoryIsAuto: true)
 
     /// Steps grouped by stage: everything in stage N can start once what it
     /// waits for in earlier stages has settled.
@@ -209,4 +211,19 @@ package struct PlannedSemaphore: Sendable {
     package var name: String
     package var capacity: Int
     package var users: [String]
+}
+
+/// `capacity:` with `auto` read from this machine.
+package struct ResolvedCapacity: Sendable {
+    package var cpus: Double
+    package var memoryBytes: UInt64
+    package var cpusAreAuto: Bool
+    package var memoryIsAuto: Bool
+
+    package init(cpus: Double, memoryBytes: UInt64, cpusAreAuto: Bool, memoryIsAuto: Bool) {
+        self.cpus = cpus
+        self.memoryBytes = memoryBytes
+        self.cpusAreAuto = cpusAreAuto
+        self.memoryIsAuto = memoryIsAuto
+    }
 }

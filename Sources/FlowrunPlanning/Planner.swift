@@ -103,8 +103,11 @@ package enum Planner {
             PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])
         }
         let secretMasker = SecretMasker(values: try secretValues(of: workflow))
+        let capacity = ResolvedCapacity(
+            cpus: workflow.capacity.cpus ?? HostCapacity.cpus, memoryBytes: workflow.capacity.memoryBytes ?? HostCapacity.memoryBytes,
+            cpusAreAuto: workflow.capacity.cpus == nil, memoryIsAuto: workflow.capacity.memoryBytes == nil)
         return Plan(workflow: workflow, maxParallel: maxParallel, runTimeout: workflow.timeout?.value, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
-                    only: selection.targets, targetsAreDefault: selection.isDefault, secretMasker: secretMasker)
+                    only: selection.targets, targetsAreDefault: selection.isDefault, secretMasker: secretMasker, capacity: capacity)
     }
 
     private static func apply(_ options: PlanOptions, to workflow: inout Workflow) throws(PlanningError) {
