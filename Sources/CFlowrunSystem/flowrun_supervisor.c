@@ -151,6 +151,20 @@ int flowrun_supervisor_keep_events(int events, double started, const char *facts
     return sent == (ssize_t)(sizeof started + facts_length) ? 0 : -1;
 }
 
+/// Starts the message that names the run's cgroup folders (sent before the events').
+static const char cgroups_magic[8] = { 'F', 'R', 'C', 'G', 'R', 'O', 'U', 'P' };
+/// The most the engine says about its cgroups.
+enum { max_cgroups = 8 * 1024 };
+
+void flowrun_supervisor_keep_cgroups(const char *folders, size_t length) {
+    if (supervisor_link < 0 || length > max_cgroups) return;
+    uint32_t size = (uint32_t)length;
+    struct iovec data[3] = { { (void *)cgroups_magic, sizeof cgroups_magic }, { &size, sizeof size }, { (void *)folders, length } };
+    struct msghdr message = { .msg_iov = data, .msg_iovlen = 3 };
+    ssize_t sent;
+    do { sent = sendmsg(supervisor_link, &message, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
+}
+
 int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context) {
     if (supervisor_link < 0) return -1;
     struct link_watch *watch = malloc(sizeof *watch);
@@ -379,18 +393,85 @@ static int write_all(int fd, const char *text, size_t length) {
 /// engine sent once the record existed (none: no record, nothing to say).
 /// A line the engine was writing when it died is ended first, so that the
 /// new line is whole (readers skip the broken one).
-static void record_engine_death(int signal, int code) {
-    // The start (a double), then the run's facts: `,"file":…` (JSON members).
-    static char received[sizeof(double) + max_facts];
-    size_t length = 0;
+/// The run's cgroup folders as the engine named them (NUL-separated), from the link.
+static char cgroup_folders[max_cgroups + 1];
+static size_t cgroup_folders_length;
+
+/// Every process in `folder`'s attempt folders (and in itself) killed: v2's
+/// cgroup.kill where there is one, else SIGKILL to each pid in cgroup.procs,
+/// read again until it is empty (a fork may land between read and kill).
+static void kill_cgroup(const char *folder) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cgroup.kill", folder);
+    int kill_file = open(path, O_WRONLY | O_CLOEXEC);
+    if (kill_file >= 0) {
+        (void)!write(kill_file, "1", 1);
+        close(kill_file);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/cgroup.procs", folder);
+    for (int round = 0; round < 100; round++) {
+        int procs = open(path, O_RDONLY | O_CLOEXEC);
+        if (procs < 0) return;
+        char text[4096];
+        ssize_t got = read(procs, text, sizeof text - 1);
+        close(procs);
+        if (got <= 0) return;
+        text[got] = 0;
+        for (char *line = text, *next; *line; line = next) {
+            long pid = strtol(line, &next, 10);
+            if (next == line) break;
+            if (pid > 0) kill((pid_t)pid, SIGKILL);
+        }
+        struct timespec pause = { 0, 1000 * 1000 };
+        nanosleep(&pause, NULL);
+    }
+}
+
+/// Calls `each` for every attempt folder in the run's cgroup folders, then for each run folder.
+static void for_each_cgroup(void (*each)(const char *)) {
+    for (size_t offset = 0; offset < cgroup_folders_length;) {
+        const char *folder = cgroup_folders + offset;
+        size_t length = strnlen(folder, cgroup_folders_length - offset);
+        offset += length + 1;
+        if (length == 0) continue;
+        DIR *directory = opendir(folder);
+        if (directory) {
+            for (struct dirent *entry; (entry = readdir(directory));) {
+                if (entry->d_type != DT_DIR || entry->d_name[0] == '.') continue;
+                char path[4096];
+                snprintf(path, sizeof path, "%s/%s", folder, entry->d_name);
+                each(path);
+            }
+            closedir(directory);
+        }
+        each(folder);
+    }
+}
+
+/// rmdir, retried a while: a cgroup is busy until its last process has exited.
+static void remove_cgroup(const char *folder) {
+    for (int round = 0; round < 200 && rmdir(folder) != 0 && errno == EBUSY; round++) {
+        struct timespec pause = { 0, 5 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+    }
+}
+
+/// The engine's messages, read once it is gone: the cgroups message
+/// (`flowrun_supervisor_keep_cgroups`), then the events one. Returns the
+/// events descriptor (-1 if none came) and fills `received`/`length` with
+/// the events message's bytes.
+static int read_engine_messages(char *received, size_t capacity, size_t *length) {
+    static char bytes[sizeof cgroups_magic + sizeof(uint32_t) + max_cgroups + sizeof(double) + max_facts];
+    size_t total = 0;
     union {
         struct cmsghdr header;
         char space[CMSG_SPACE(sizeof(int))];
     } control;
-    memset(&control, 0, sizeof control);
     int events = -1;
     for (;;) {
-        struct iovec data = { .iov_base = received + length, .iov_len = sizeof received - length };
+        memset(&control, 0, sizeof control);
+        struct iovec data = { .iov_base = bytes + total, .iov_len = sizeof bytes - total };
         struct msghdr message = { .msg_iov = &data, .msg_iovlen = 1, .msg_control = control.space, .msg_controllen = sizeof control.space };
         ssize_t got = recvmsg(engine_link, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (got < 0 && errno == EINTR) continue;
@@ -401,9 +482,26 @@ static void record_engine_death(int signal, int code) {
                 memcpy(&events, CMSG_DATA(part), sizeof(int));
             }
         }
-        length += (size_t)got;
-        if (length == sizeof received) break;
+        total += (size_t)got;
+        if (total == sizeof bytes) break;
     }
+    size_t start = 0;
+    if (total >= sizeof cgroups_magic + sizeof(uint32_t) && memcmp(bytes, cgroups_magic, sizeof cgroups_magic) == 0) {
+        uint32_t size;
+        memcpy(&size, bytes + sizeof cgroups_magic, sizeof size);
+        if (size <= max_cgroups && sizeof cgroups_magic + sizeof size + size <= total) {
+            memcpy(cgroup_folders, bytes + sizeof cgroups_magic + sizeof size, size);
+            cgroup_folders_length = size;
+            start = sizeof cgroups_magic + sizeof size + size;
+        }
+    }
+    *length = total - start < capacity ? total - start : capacity;
+    memcpy(received, bytes + start, *length);
+    return events;
+}
+
+static void record_engine_death(int signal, int code, int events, const char *received, size_t length) {
+    // The start (a double), then the run's facts: `,"file":…` (JSON members).
     if (events < 0) return;
     struct stat info;
     if (length < sizeof(double) || fstat(events, &info) != 0 || !S_ISREG(info.st_mode)) {
@@ -503,8 +601,16 @@ static void supervise(pid_t engine, const sigset_t *caller_mask) {
                  name ? name : "?", WTERMSIG(status) == SIGKILL ? " (out of memory, or kill -9)" : "");
         write_message(message);
     }
-    if (WIFSIGNALED(status)) record_engine_death(WTERMSIG(status), code);
+    static char received[sizeof(double) + max_facts];
+    size_t length = 0;
+    int events = read_engine_messages(received, sizeof received, &length);
+    if (WIFSIGNALED(status)) record_engine_death(WTERMSIG(status), code, events, received, length);
+    else if (events >= 0) close(events);
+    // A task with resources runs in a cgroup: everything in it goes, as
+    // the tree does, and the folders with it (the engine, gone, cannot).
+    for_each_cgroup(kill_cgroup);
     leave_nothing_behind(10);
+    for_each_cgroup(remove_cgroup);
     _exit(code);
 }
 

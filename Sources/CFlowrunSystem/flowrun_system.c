@@ -225,7 +225,18 @@ static int spawn_child(void *argument) {
     // controlling terminal, a task that reads /dev/tty fails at once
     // instead of stopping on SIGTTIN or stealing the terminal from flowrun.
     // Without one, flowrun's session has no terminal to reach.
-    const char *operation = tasks_lead_sessions ? "setsid" : "setpgid";
+    // Into the task's cgroups first, before exec: writing 0 to cgroup.procs
+    // moves the writer. From the child, because the parent is suspended
+    // until exec (CLONE_VFORK) and cannot write the pid in between; the
+    // memory it shares with flowrun until exec stays charged to flowrun
+    // (an mm is charged to its owner), and the new one exec makes is the
+    // task's own.
+    const char *operation = "cgroup";
+    for (int index = 0; index < 2; index++) {
+        int procs = request->cgroup_procs[index];
+        if (procs >= 0 && write(procs, "0", 1) != 1) goto failed;
+    }
+    operation = tasks_lead_sessions ? "setsid" : "setpgid";
     if ((tasks_lead_sessions ? setsid() : setpgid(0, 0)) < 0) goto failed;
     // 1 and 2 first, then 0 (the caller's descriptors are >= 3).
     operation = "dup2";

@@ -60,6 +60,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var grace: Duration
         /// Hides secrets in what goes to the log and `--stream` (nil: none).
         var secretMasker: SecretMasker?
+        /// The attempt's cgroup (a task with `resources:` where flowrun can make one).
+        var cgroup: AttemptCgroup? = nil
     }
 
     private let setup: Setup
@@ -101,6 +103,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let stdoutMasking: SecretMaskingStream?
     private let stderrMasking: SecretMaskingStream?
     private var lastProgress = -1
+    /// What the shell's `wait4` said it and its waited-for descendants used.
+    private var exitUsage: ResourceUsage?
 
     init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, descriptorsFit: @escaping () -> Bool = { true },
@@ -189,6 +193,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var request = LaunchRequest(
             shell: setup.shell, script: setup.script, shellArguments: setup.shellArguments, environment: setup.environment, inherited: setup.inherited,
             workingDirectory: setup.workingDirectory, standardOutput: stdoutPipe[1], standardError: stderrPipe[1])
+        request.cgroupProcs = setup.cgroup?.procs ?? []
         let throughShell = request
         if let words = setup.directCommand {
             request.runDirectly(words, searchPath: setup.commandSearchPath)
@@ -204,6 +209,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         do {
             pid = try launch(request, orElse: setup.directCommand == nil ? nil : throughShell)
             lifecycle = .started(exit: nil, tree: .live)
+            setup.cgroup?.closeProcs()
         } catch {
             discardPipes(stdoutPipe, stderrPipe)
             if waitsForDescriptors(error.code) { return }
@@ -234,10 +240,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private func launch(_ request: LaunchRequest, orElse throughShell: LaunchRequest?) throws(ProcessError) -> Int32 {
         do {
             // Held strongly until the exit (a weak reference would cost each attempt a side table).
-            return try reaper.launch(request, on: queue) { exit in self.exited(exit) }
+            return try reaper.launch(request, on: queue, measured: { exit, usage in self.exited(exit, usage) })
         } catch {
             guard error.failedAtExec, let throughShell else { throw error }
-            return try reaper.launch(throughShell, on: queue) { exit in self.exited(exit) }
+            return try reaper.launch(throughShell, on: queue, measured: { exit, usage in self.exited(exit, usage) })
         }
     }
 
@@ -304,9 +310,10 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         finishIfOver()
     }
 
-    private func exited(_ exit: ProcessExit) {
+    private func exited(_ exit: ProcessExit, _ usage: ResourceUsage) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard case .started(nil, let tree) = lifecycle else { return }
+        exitUsage = usage
         lifecycle = .started(exit: exit, tree: tree)
         finishIfOver()
     }
@@ -400,6 +407,17 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             result.status = stoppedAs.status
             result.reason = stoppedAs.reason
         }
+        result.usage = exitUsage
+        if let cgroup = setup.cgroup {
+            // Whatever is left in it goes (the tree killer found the rest); then what it used.
+            let reading = cgroup.end()
+            if let peak = reading.peakMemoryBytes { result.usage?.peakMemoryBytes = peak }
+            // Read from the cgroup, not guessed from the exit: the kernel killed for the limit.
+            if reading.outOfMemoryKills > 0, result.status == .failed, stoppedAs == nil, let limit = cgroup.memoryLimit {
+                result.outOfMemory = true
+                result.reason = "out of memory (limit \(ByteSize.text(limit)))"
+            }
+        }
         result.stdout = finalCapture?.stash ?? ""
         if let finalCapture, finalCapture.valueByteCount > ValueLimit.bytes {
             result.oversizedStdout = OversizedStdout(byteCount: finalCapture.valueByteCount, file: finalCapture.spilledPath)
@@ -464,6 +482,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// Stopped (a timeout, a cancel) while it waited for descriptors: it
     /// never started, so it ends at once.
     private func endWaitingForDescriptors(as status: TaskStatus, reason: String) {
+        _ = setup.cgroup?.end()
         lifecycle = .done
         log.close()
         var result = AttemptResult(status: status, reason: reason)
@@ -472,6 +491,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     }
 
     private func fail(_ reason: String) {
+        _ = setup.cgroup?.end()
         // No descriptor for a log either: the reason is in the record's events and the run's message.
         if !outOfDescriptors { log.write(shown("flowrun: \(reason)\n")) }
         log.close()

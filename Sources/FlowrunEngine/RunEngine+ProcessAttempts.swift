@@ -42,6 +42,12 @@ extension RunEngine {
                 record: record.folder, outputFileName: outputFileName,
                 tree: marker, grace: plan.workflow.killGrace,
                 secretMasker: secretMasker)
+            if let resources = resources(of: index), let runCgroups, runCgroups.version != nil {
+                switch runCgroups.attempt(named: "\(index).\(attempt)", resources: resources) {
+                case .success(let cgroup): setup.cgroup = cgroup
+                case .failure(let problem): return FailedAttempt(reason: problem.text, queue: queue, completion: completion)
+                }
+            }
             // What `sh -c` would do with one simple command, done without it,
             // with the environment sh would pass on (no `cwd:`: PWD is flowrun's).
             if launch == .shellCommand, plan.workflow.shellCommand == ["/bin/sh"], task?.value.cwd == nil, !ScriptFile.isNeeded(for: rendered),

@@ -26,6 +26,8 @@ extension RunEngine {
             // rather than one tree at a time.
             ProcessTreeKiller.killAll(runID: runID, includingEveryDescendant: true)
         }
+        // Before the events: the supervisor reads the cgroups' message first.
+        runCgroups?.handToSupervisor()
         Supervisor.keepEvents(record.eventsForTheSupervisor(), startedAt: startSeconds, facts: factsForResume())
     }
 

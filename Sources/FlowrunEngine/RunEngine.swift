@@ -75,6 +75,9 @@ package final class RunEngine: @unchecked Sendable {
     static let memoryResource = 2
     /// A task's resources after `retry_resources` grew them (by node index); absent: as declared.
     var grownResources: [Int: ResourceRequest] = [:]
+    /// The run's cgroups, made when a task declares `resources:` and flowrun
+    /// runs real processes; nil otherwise (`RunCgroups`). Set in `init`, read-only after.
+    let runCgroups: RunCgroups?
     /// Pool resources by group and semaphore name.
     let resourceOfGroup: [String: Int]
     let resourceOfSemaphore: [String: Int]
@@ -230,6 +233,10 @@ package final class RunEngine: @unchecked Sendable {
         clock_gettime(CLOCK_REALTIME, &wall)
         startWallSeconds = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
         (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
+        // A task with resources runs in a cgroup: the run's folder is made
+        // now (or why it cannot be, said at the start); none without them.
+        let declaresResources = plan.steps.contains { $0.sharedTask?.value.resources != nil } || plan.finallySteps.contains { $0.sharedTask?.value.resources != nil }
+        runCgroups = attemptFactory == nil && declaresResources ? RunCgroups(runID: record.runID) : nil
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
@@ -296,6 +303,7 @@ package final class RunEngine: @unchecked Sendable {
         // its group, cleared its environment or changed its user: every
         // descendant goes (orphans re-parent to flowrun, a child subreaper).
         if ownsProcess { ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true) }
+        runCgroups?.removeAll()
         return RunOutcome(exitCode: queue.sync { finalExitCode ?? exitCode() }, recordDirectory: record.directory)
     }
 
@@ -358,6 +366,10 @@ package final class RunEngine: @unchecked Sendable {
             timeoutSeconds: plan.runTimeout?.seconds, resumedFrom: reuse.resumedFrom,
             sizedAtRunTime: groupsSizedAtRunTime.isEmpty ? nil : groupsSizedAtRunTime)
         emit(event(.runStarted(started)))
+        if let problem = runCgroups?.notEnforced {
+            // Once, at the start: the limits are promises only here.
+            _ = writeAll(STDERR_FILENO, "flowrun: resources are admitted but not enforced: \(problem)\n")
+        }
         if let timeout = plan.runTimeout {
             startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }
         }

@@ -28,8 +28,11 @@ typedef struct {
     const char *directory;
     /// Where a `program` without '/' is looked up (a PATH value); NULL: flowrun's PATH.
     const char *search_path;
-    /// Set on failure: what failed ("exec", "chdir", "dup2", "setsid", "setpgid", "setrlimit", "clone", "mmap").
+    /// Set on failure: what failed ("exec", "chdir", "dup2", "setsid", "setpgid", "setrlimit", "clone", "mmap", "cgroup").
     const char *failed_operation;
+    /// `cgroup.procs` files (opened for writing) the child joins before it
+    /// execs: the cgroups of a task with resources (SPEC §13); -1 for none.
+    int cgroup_procs[2];
 } flowrun_spawn_request;
 
 /// Starts a child leading its own process group (pgid = pid) and, when
@@ -140,6 +143,13 @@ int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context);
 /// a `run_killed` line holding them. -1 when unsupervised.
 /// In C: the descriptor travels as SCM_RIGHTS over the link, which Swift's Glibc overlay makes awkward (CMSG_* are macros).
 int flowrun_supervisor_keep_events(int events, double started, const char *facts, size_t facts_length);
+
+/// In the engine, before `flowrun_supervisor_keep_events`: the run's cgroup
+/// folders (paths separated by NUL bytes, at most 8 KiB), which the
+/// supervisor empties (SIGKILL to every process in them) and removes, with
+/// their attempts' folders, should the engine die without doing it.
+/// In C: sent over the link, in the message the supervisor reads after the engine died.
+void flowrun_supervisor_keep_cgroups(const char *folders, size_t length);
 
 /// In the engine's signal handler: whether this delivery is the second half
 /// of one kill that reached both processes (`pkill flowrun`, a kill to the

@@ -2,6 +2,7 @@ import CFlowrunSystem
 import Dispatch
 import Glibc
 import Synchronization
+import FlowrunEvents
 
 /// Reaps child processes without a thread per child and routes each exit to
 /// the completion registered for its pid. Create exactly one, early, before
@@ -27,7 +28,7 @@ final class ChildReaper: Sendable {
     /// What a registered child's exit is reported to.
     private struct Registration {
         var queue: DispatchQueue
-        var completion: @Sendable (ProcessExit) -> Void
+        var completion: @Sendable (ProcessExit, ResourceUsage) -> Void
     }
 
     /// The registry. Owned by `state`'s mutex: `launch` runs on any thread,
@@ -36,7 +37,7 @@ final class ChildReaper: Sendable {
         var registrations: [Int32: Registration] = [:]
         /// Statuses reaped before their pid was registered: `waitpid(-1)`
         /// can win the race against the spawning thread.
-        var unclaimed: [Int32: Int32] = [:]
+        var unclaimed: [Int32: (status: Int32, usage: ResourceUsage)] = [:]
         /// Spawns between "about to spawn" and "registered". While > 0 an
         /// unknown pid may be one of ours; once 0, unclaimed pids are orphans.
         var spawnsInFlight = 0
@@ -83,7 +84,15 @@ final class ChildReaper: Sendable {
         _ request: LaunchRequest, on queue: DispatchQueue,
         completion: @escaping @Sendable (ProcessExit) -> Void
     ) throws(ProcessError) -> Int32 {
-        try watch(on: queue, completion: completion) { () throws(ProcessError) in
+        try launch(request, on: queue, measured: { exit, _ in completion(exit) })
+    }
+
+    /// `launch`, also handing on what the child used (`wait4`'s rusage).
+    func launch(
+        _ request: LaunchRequest, on queue: DispatchQueue,
+        measured completion: @escaping @Sendable (ProcessExit, ResourceUsage) -> Void
+    ) throws(ProcessError) -> Int32 {
+        try watch(on: queue, measured: completion) { () throws(ProcessError) in
             try ProcessLauncher.spawn(request)
         }
     }
@@ -93,6 +102,13 @@ final class ChildReaper: Sendable {
     /// before the registration.
     func watch(
         on queue: DispatchQueue, completion: @escaping @Sendable (ProcessExit) -> Void,
+        spawn: () throws(ProcessError) -> Int32
+    ) throws(ProcessError) -> Int32 {
+        try watch(on: queue, measured: { exit, _ in completion(exit) }, spawn: spawn)
+    }
+
+    private func watch(
+        on queue: DispatchQueue, measured completion: @escaping @Sendable (ProcessExit, ResourceUsage) -> Void,
         spawn: () throws(ProcessError) -> Int32
     ) throws(ProcessError) -> Int32 {
         let registration = Registration(queue: queue, completion: completion)
@@ -116,7 +132,7 @@ final class ChildReaper: Sendable {
             if early == nil { state.registrations[pid] = registration }
             return (early, takeOrphansIfIdle(&state))
         }
-        if let early { queue.async { completion(ProcessExit(waitStatus: early)) } }
+        if let early { queue.async { completion(ProcessExit(waitStatus: early.status), early.usage) } }
         report(orphans: orphans)
         return pid
     }
@@ -129,28 +145,32 @@ final class ChildReaper: Sendable {
     func reapPass(runningInline inlineQueue: DispatchQueue, into work: inout [() -> Void]) {
         for (registration, exit) in reapReady() {
             if registration.queue === inlineQueue {
-                work.append { registration.completion(exit) }
+                work.append { registration.completion(exit.exit, exit.usage) }
             } else {
-                registration.queue.async { registration.completion(exit) }
+                registration.queue.async { registration.completion(exit.exit, exit.usage) }
             }
         }
     }
 
     /// Waits for every child that has exited; returns the registered ones
     /// and reports the orphans.
-    private func reapReady() -> [(Registration, ProcessExit)] {
-        var finished: [(Registration, ProcessExit)] = []
+    private func reapReady() -> [(Registration, (exit: ProcessExit, usage: ResourceUsage))] {
+        var finished: [(Registration, (exit: ProcessExit, usage: ResourceUsage))] = []
         var orphans: [(Int32, Int32)] = []
         var status: Int32 = 0
+        var use = rusage()
         while true {
-            let pid = waitpid(-1, &status, WNOHANG)
+            // wait4, not waitpid: the same reaping, plus the child's rusage
+            // (its own use and that of every descendant it waited for).
+            let pid = wait4(-1, &status, WNOHANG, &use)
             if pid > 0 {
                 let status = status
+                let usage = Self.usage(use)
                 state.withLock { state in
                     if let registration = state.registrations.removeValue(forKey: pid) {
-                        finished.append((registration, ProcessExit(waitStatus: status)))
+                        finished.append((registration, (ProcessExit(waitStatus: status), usage)))
                     } else if state.spawnsInFlight > 0 {
-                        state.unclaimed[pid] = status
+                        state.unclaimed[pid] = (status, usage)
                     } else {
                         orphans.append((pid, status))
                     }
@@ -170,7 +190,13 @@ final class ChildReaper: Sendable {
     private func takeOrphansIfIdle(_ state: inout State) -> [(Int32, Int32)] {
         guard state.spawnsInFlight == 0, !state.unclaimed.isEmpty else { return [] }
         defer { state.unclaimed.removeAll() }
-        return state.unclaimed.map { ($0.key, $0.value) }
+        return state.unclaimed.map { ($0.key, $0.value.status) }
+    }
+
+    /// `ru_maxrss` (KiB on Linux) and user + system time.
+    private static func usage(_ use: rusage) -> ResourceUsage {
+        let seconds = { (time: timeval) in Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return ResourceUsage(peakMemoryBytes: UInt64(max(0, use.ru_maxrss)) * 1024, cpuSeconds: seconds(use.ru_utime) + seconds(use.ru_stime))
     }
 
     private func report(orphans: [(Int32, Int32)]) {

@@ -31,4 +31,7 @@ struct LaunchRequest: Sendable {
     var standardOutput: Int32?
     /// Becomes the child's fd 2; nil is /dev/null. May equal `standardOutput`.
     var standardError: Int32?
+    /// `cgroup.procs` descriptors (at most two: cgroup v1's memory and cpu
+    /// hierarchies) the child joins before exec; empty for none.
+    var cgroupProcs: [Int32] = []
 }

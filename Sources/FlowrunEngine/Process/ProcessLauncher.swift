@@ -64,7 +64,8 @@ enum ProcessLauncher {
                         program: shell, arguments: arguments.pointers, environment: environment.pointers,
                         standard_input: standardInput, standard_output: request.standardOutput ?? -1,
                         standard_error: request.standardError ?? -1, directory: directory, search_path: searchPath,
-                        failed_operation: nil)
+                        failed_operation: nil,
+                        cgroup_procs: (request.cgroupProcs.first ?? -1, request.cgroupProcs.dropFirst().first ?? -1))
                     let result = flowrun_spawn(&spawn, &pid)
                     failedOperation = spawn.failed_operation.map { String(cString: $0) }
                     return result
