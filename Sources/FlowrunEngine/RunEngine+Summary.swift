@@ -112,6 +112,8 @@ extension RunEngine {
         object.add("attempts", nodes[index].attempt)
         object.add("exit_code", nodes[index].stash.exitCode)
         object.add("duration", nodes[index].stash.duration)
+        object.add("peak_memory_bytes", nodes[index].stash.usage?.peakMemoryBytes.map(Int.init))
+        object.add("cpu_seconds", nodes[index].stash.usage?.cpuSeconds)
         if nodes[index].hasLog { object.add("log", record.logPath(index: index, name: nodes[index].name)) }
         // Its files' name in the record (logs/NAME.log, outputs/NAME.N), for readers of the record (`RecordedRun`).
         object.add("record_name", record.recordName(index: index, name: nodes[index].name))

@@ -42,6 +42,8 @@ extension RecordedRun {
             task.attempts = entry["attempts"]?.int ?? 0
             task.exitCode = entry["exit_code"]?.int
             task.duration = entry["duration"]?.double
+            task.peakMemoryBytes = entry["peak_memory_bytes"]?.int.map { UInt64(max(0, $0)) }
+            task.cpuSeconds = entry["cpu_seconds"]?.double
             task.logPath = entry["log"]?.string
             task.recordName = entry["record_name"]?.string
             task.stdout = entry["stdout"]?.string
@@ -159,6 +161,8 @@ extension RecordedRun {
                 tasks[index].finished = elapsed
                 tasks[index].allowed = event["allowed"]?.bool ?? false
                 tasks[index].attempts = attempt
+                tasks[index].peakMemoryBytes = event["peak_memory_bytes"]?.int.map { UInt64(max(0, $0)) }
+                tasks[index].cpuSeconds = event["cpu_seconds"]?.double
                 if let path = event["path"]?.string { tasks[index].logPath = inRecord(path) }
             case "group_finished":
                 guard let name = event["group"]?.string else { continue }

@@ -45,6 +45,9 @@ package struct RecordedRun: Sendable {
         package var attempts = 0
         package var exitCode: Int?
         package var duration: Double?
+        /// What its last attempt used (SPEC §13): the most memory at once, and CPU seconds.
+        package var peakMemoryBytes: UInt64?
+        package var cpuSeconds: Double?
         /// Seconds since the run started: its first attempt's start, its end.
         package var started: Double?
         package var finished: Double?

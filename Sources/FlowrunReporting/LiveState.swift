@@ -1,4 +1,5 @@
 import FlowrunValues
+import FlowrunModel
 import FlowrunEvents
 
 /// What the live view knows about a run, built from its events alone: which
@@ -137,7 +138,7 @@ struct LiveState {
             let why = retryingEvent.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             var line = StyledLine("↻ ", .warning)
             line.append(name, .bold)
-            line.append(" \(retryingEvent.status.rawValue)\(why), attempt \(attempt) in \(PlainReporter.seconds(retryingEvent.delay))", .dim)
+            line.append(" \(retryingEvent.status.rawValue)\(why), attempt \(attempt)\(retryingEvent.memoryBytes.map { " with \(ByteSize.text($0)) memory" } ?? "") in \(PlainReporter.seconds(retryingEvent.delay))", .dim)
             return [line]
         case .taskFinished(let finished):
             running[name] = nil

@@ -3,6 +3,7 @@ import Synchronization
 import Glibc
 #endif
 import FlowrunValues
+import FlowrunModel
 package import FlowrunEvents
 
 /// `--output plain`: one line per event with a timestamp, stable and easy to
@@ -54,7 +55,7 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
             lines.append("\(stamp) progress \(name) \(progress.percent)%")
         case .taskRetrying(let retrying):
             let why = retrying.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
-            lines.append("\(stamp) retry    \(name): \(retrying.status.rawValue)\(why), attempt \(retrying.attempt) in \(Self.seconds(retrying.delay))")
+            lines.append("\(stamp) retry    \(name): \(retrying.status.rawValue)\(why), attempt \(retrying.attempt)\(retrying.memoryBytes.map { " with \(ByteSize.text($0)) memory" } ?? "") in \(Self.seconds(retrying.delay))")
         case .taskFinished(let finished):
             lines += taskFinished(finished, stamp: stamp)
         case .groupFinished(let group):

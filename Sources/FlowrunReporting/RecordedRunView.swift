@@ -133,6 +133,9 @@ package struct RecordedRunView {
         } else if let duration = task.duration, task.attempts > 0 {
             facts.append(PlainReporter.seconds(duration))
         }
+        // What it used (SPEC §13): `cpu 0.31s  peak mem 308.6 MiB`.
+        if let cpu = task.cpuSeconds { facts.append("cpu " + PlainReporter.seconds(cpu)) }
+        if let peak = task.peakMemoryBytes { facts.append("peak mem " + ByteSize.text(peak)) }
         if let why = Self.why(task) { facts.append(why) }
         if task.allowed { facts.append("allowed") }
         if task.attempts > 1 { facts.append("\(task.attempts) attempts") }
@@ -227,6 +230,8 @@ package struct RecordedRunView {
             object.add("attempts", task.attempts)
             object.add("exit_code", task.exitCode)
             object.add("duration", task.duration)
+            object.add("peak_memory_bytes", task.peakMemoryBytes.map(Int.init))
+            object.add("cpu_seconds", task.cpuSeconds)
             object.add("started", task.started)
             object.add("finished", task.finished)
             if task.allowed { object.add("allowed", true) }

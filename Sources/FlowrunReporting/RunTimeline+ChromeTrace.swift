@@ -42,6 +42,8 @@ extension RunTimeline {
             args.add("exit_code", attempt.exitCode)
             args.add("signal", attempt.signal)
             args.add("reason", attempt.reason)
+            args.add("peak_memory_bytes", attempt.peakMemoryBytes.map(Int.init))
+            args.add("cpu_seconds", attempt.cpuSeconds)
             args.add("group", attempt.group)
             if !attempt.semaphores.isEmpty { args.add("semaphores", attempt.semaphores) }
             if let needs = needs[attempt.task], attempt.attempt == 1 { args.add("needs", needs) }

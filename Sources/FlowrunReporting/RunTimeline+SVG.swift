@@ -1,3 +1,5 @@
+import FlowrunModel
+
 /// The run as a self-contained SVG Gantt chart (no script, no external
 /// style or font): one row per slot lane, packed, each attempt a bar
 /// coloured by status with a tooltip (`<title>`), the name written on bars
@@ -88,6 +90,8 @@ extension RunTimeline {
             if let code = attempt.exitCode { tooltip += " · exit \(code)" }
             if let signal = attempt.signal { tooltip += " · signal \(signal)" }
             if let reason = attempt.reason { tooltip += " · " + reason }
+            if let cpu = attempt.cpuSeconds { tooltip += " · cpu " + Self.durationText(cpu) }
+            if let peak = attempt.peakMemoryBytes { tooltip += " · peak mem " + ByteSize.text(peak) }
             if let group = attempt.group { tooltip += " · group " + group }
             if let needs = needs[attempt.task], attempt.attempt == 1 { tooltip += " · needs " + needs.joined(separator: ", ") }
             out += "<rect class=\"\(Self.statusClass(attempt.status))\" data-task=\"\(Self.escaped(attempt.task))\" data-attempt=\"\(attempt.attempt)\""

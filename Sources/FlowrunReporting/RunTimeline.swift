@@ -21,6 +21,9 @@ package struct RunTimeline: Sendable {
         package var reason: String?
         package var group: String?
         package var semaphores: [String]
+        /// What it used (a finished task's last attempt, SPEC §13).
+        package var peakMemoryBytes: UInt64?
+        package var cpuSeconds: Double?
         /// The slot lane (0-based), packed: the lowest lane free at `start`.
         package var lane = 0
     }
@@ -206,6 +209,8 @@ package struct RunTimeline: Sendable {
             attempt.exitCode = event.exitCode ?? (event.event == "task_finished" && event.status == nil ? 0 : nil)
             attempt.signal = event.signal
             attempt.reason = event.reason
+            attempt.peakMemoryBytes = event.peakMemoryBytes
+            attempt.cpuSeconds = event.cpuSeconds
             timeline.attempts.append(attempt)
         }
 
@@ -253,6 +258,8 @@ package struct RunTimeline: Sendable {
         var succeeded: Int?
         var required: Int?
         var timedOut: Bool?
+        var peakMemoryBytes: UInt64?
+        var cpuSeconds: Double?
 
         /// The `task_started` a short attempt's `task_finished` stands for too.
         init(startOf finished: RecordedEvent) {
@@ -263,6 +270,8 @@ package struct RunTimeline: Sendable {
             exitCode = nil
             signal = nil
             reason = nil
+            peakMemoryBytes = nil
+            cpuSeconds = nil
         }
     }
 }
