@@ -18,7 +18,7 @@ extension WorkflowChecker {
             guard let request = task.resources else { continue }
             if let asked = request.cpus, asked > cpus {
                 diagnostics.append(.error(
-                    "task '\(task.name)' declares \(CPUText.text(asked)) CPUs, more than \(whose(capacity.cpus != nil)) of \(CPUText.text(cpus)): it could never start; lower resources.cpus or raise capacity.cpus",
+                    "task '\(task.name)' declares \(CPUText.text(asked)) CPUs, more than \(whose(capacity.cpus != nil)) of \(CPUText.text(cpus)) CPU\(cpus == 1 ? "" : "s"): it could never start; lower resources.cpus or raise capacity.cpus",
                     at: request.location))
             }
             if let asked = request.memoryBytes, asked > memory {
