@@ -222,6 +222,20 @@ extension RunEndToEnd {
             }
         }
 
+        /// The trace's args and the SVG timeline's tooltips carry what each attempt used.
+        @Test func theTraceAndTheTimelineShowWhatEachTaskUsed() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("tasks:\n  work: {run: 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'}\n")
+            #expect(run.exitStatus == 0, "\(run)")
+            let show = try FlowrunBinary.run(
+                ["show", "--log-dir", sandbox.logDirectory, "--trace", sandbox.file("trace.json"), "--timeline", sandbox.file("timeline.svg")], in: sandbox.path)
+            #expect(show.exitStatus == 0, "\(show)")
+            let trace = try #require(sandbox.read("trace.json"))
+            #expect(trace.contains("\"peak_memory_bytes\":") && trace.contains("\"cpu_seconds\":"), "\(trace)")
+            let svg = try #require(sandbox.read("timeline.svg"))
+            #expect(svg.contains(" · cpu ") && svg.contains(" · peak mem "), "\(svg)")
+        }
+
         /// As a user with no right to make cgroups (uid 65534), a run with
         /// resources says once, at the start, that they are admitted but not
         /// enforced and why — and still admits them.
