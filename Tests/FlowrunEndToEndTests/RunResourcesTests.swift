@@ -64,6 +64,9 @@ extension RunEndToEnd {
             #expect(record.finished("big")?["attempt"] as? Int == 3)
             #expect(run.stdout.contains("attempt 2 with 200 MiB memory"), "\(run.stdout)")
             #expect(run.stdout.contains("attempt 3 with 400 MiB memory"), "\(run.stdout)")
+            // `memory_bytes`, `peak_memory_bytes` and `cpu_seconds` as docs/events-schema.json says.
+            let problems = try EventsSchemaTests.validate(try EventsSchemaTests.eventsFile(in: sandbox))
+            #expect(problems.isEmpty, "\(problems)")
         }
 
         /// A retry never grows past `capacity`: 100M × 4 is capped at 250M.
