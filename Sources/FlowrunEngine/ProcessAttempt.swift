@@ -415,7 +415,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             // Read from the cgroup, not guessed from the exit: the kernel killed for the limit.
             if reading.outOfMemoryKills > 0, result.status == .failed, stoppedAs == nil, let limit = cgroup.memoryLimit {
                 result.outOfMemory = true
-                result.reason = "out of memory (limit \(ByteSize.text(limit)))"
+                result.reason = OutOfMemory.reason(limitBytes: limit)
             }
         }
         result.stdout = finalCapture?.stash ?? ""

@@ -33,6 +33,14 @@ public struct ResourceRequest: Sendable, Hashable {
     }
 }
 
+/// The reason every executor gives an attempt the kernel (or Slurm's
+/// `OUT_OF_MEMORY`) killed for its memory limit: `out of memory (limit 6 GiB)`.
+public enum OutOfMemory {
+    public static func reason(limitBytes: UInt64?) -> String {
+        limitBytes.map { "out of memory (limit \(ByteSize.text($0)))" } ?? "out of memory"
+    }
+}
+
 /// `retry_resources: { memory: x2 }` — how an attempt that died out of
 /// memory grows the next one's memory (capped at `capacity`).
 public struct RetryResources: Sendable, Hashable {
