@@ -191,6 +191,20 @@ extension RunEngine {
             }
         }
         if !semaphores.isEmpty { json.addRaw("semaphores", "[" + semaphores.joined(separator: ",") + "]") }
+        let cpus = demand.amount(of: Self.cpuResource), memory = demand.amount(of: Self.memoryResource)
+        if cpus != nil || memory != nil {
+            // Declared resources, in the units people wrote (the pool holds thousandths and KiB).
+            var resources = JSONObjectWriter()
+            if let cpus {
+                resources.add("cpus", Double(cpus) / 1000)
+                resources.add("capacity_cpus", plan.capacity.cpus)
+            }
+            if let memory {
+                resources.add("memory_bytes", memory * 1024)
+                resources.add("capacity_memory_bytes", Int(plan.capacity.memoryBytes))
+            }
+            json.addRaw("resources", resources.result)
+        }
         let text = json.result
         limitsTexts[demand] = text
         return text

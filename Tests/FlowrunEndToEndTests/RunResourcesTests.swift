@@ -64,6 +64,11 @@ extension RunEndToEnd {
             #expect(record.finished("big")?["attempt"] as? Int == 3)
             #expect(run.stdout.contains("attempt 2 with 200 MiB memory"), "\(run.stdout)")
             #expect(run.stdout.contains("attempt 3 with 400 MiB memory"), "\(run.stdout)")
+            // Each attempt's task_started says the memory it holds.
+            let held = record.events("task_started", task: "big").map {
+                (($0["limits"] as? [String: Any])?["resources"] as? [String: Any])?["memory_bytes"] as? Int
+            }
+            #expect(held == [100 << 20, 200 << 20, 400 << 20], "\(record.events("task_started", task: "big"))")
             // `memory_bytes`, `peak_memory_bytes` and `cpu_seconds` as docs/events-schema.json says.
             let problems = try EventsSchemaTests.validate(try EventsSchemaTests.eventsFile(in: sandbox))
             #expect(problems.isEmpty, "\(problems)")
