@@ -413,7 +413,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
             let reading = cgroup.end()
             if let peak = reading.peakMemoryBytes { result.usage?.peakMemoryBytes = peak }
             // Read from the cgroup, not guessed from the exit: the kernel killed for the limit.
-            if reading.outOfMemoryKills > 0, result.status == .failed, stoppedAs == nil, let limit = cgroup.memoryLimit {
+            let killed = reading.outOfMemoryKills.map { $0 > 0 } ?? (reading.limitHits > 0 && result.signal == Int(SIGKILL))
+            if killed, result.status == .failed, stoppedAs == nil, let limit = cgroup.memoryLimit {
                 result.outOfMemory = true
                 result.reason = OutOfMemory.reason(limitBytes: limit)
             }

@@ -78,12 +78,21 @@ final class AttemptCgroup {
         return value.flatMap { $0 > 0 ? UInt64($0) : nil }
     }
 
-    /// Whether the kernel's OOM killer killed in it for its limit: `oom_kill`
-    /// of v2 `memory.events` or v1 `memory.oom_control`.
-    var outOfMemoryKills: Int64 {
-        guard let folder = folders.first else { return 0 }
+    /// How often the kernel's OOM killer killed in it for its limit:
+    /// `oom_kill` of v2 `memory.events` or v1 `memory.oom_control`; nil on a
+    /// kernel whose file has no such line (v1 before Linux 4.13).
+    var outOfMemoryKills: Int64? {
+        guard let folder = folders.first else { return nil }
         let text = SystemFile.read(folder + (version == .v2 ? "/memory.events" : "/memory.oom_control"))
-        return SystemFile.field("oom_kill", in: text) ?? 0
+        return SystemFile.field("oom_kill", in: text)
+    }
+
+    /// v1's `memory.failcnt`: how often usage hit the limit (reclaim, not
+    /// necessarily a kill); with no `oom_kill` line, a hit and a SIGKILL
+    /// together are what the cgroup can tell of an out-of-memory death.
+    var limitHits: Int64 {
+        guard version == .v1, let folder = folders.first else { return 0 }
+        return SystemFile.number(folder + "/memory.failcnt") ?? 0
     }
 
     private var ended = false
@@ -91,12 +100,12 @@ final class AttemptCgroup {
     /// At the attempt's end: kills everything left in it, reads what it
     /// used and whether the kernel killed for the limit, removes its folders.
     /// Once; later calls return nothing.
-    func end() -> (peakMemoryBytes: UInt64?, outOfMemoryKills: Int64) {
-        guard !ended else { return (nil, 0) }
+    func end() -> (peakMemoryBytes: UInt64?, outOfMemoryKills: Int64?, limitHits: Int64) {
+        guard !ended else { return (nil, nil, 0) }
         ended = true
         closeProcs()
         for folder in folders { Self.killMembers(of: folder, version: version) }
-        let reading = (peakMemoryBytes, outOfMemoryKills)
+        let reading = (peakMemoryBytes, outOfMemoryKills, limitHits)
         for folder in folders { Self.remove(folder) }
         return reading
     }
