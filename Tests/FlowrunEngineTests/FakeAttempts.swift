@@ -113,6 +113,18 @@ final class FakeAttempts: @unchecked Sendable {
         let reason: String? = status == .succeeded ? nil : "fake \(status.rawValue)"
         attempt.end(AttemptResult(status: status, exitCode: status == .succeeded ? 0 : (status == .failed ? 1 : nil), reason: reason))
     }
+
+    /// Ends the running attempt of `task` with `result` as it is.
+    func end(_ task: String, with result: AttemptResult, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+        condition.lock()
+        let attempt = live.removeValue(forKey: task)
+        condition.unlock()
+        guard let attempt else {
+            Issue.record("\(task) is not running (running: \(running.sorted()))", sourceLocation: sourceLocation)
+            return
+        }
+        attempt.end(result)
+    }
 }
 
 /// The events a run reported, in order.
