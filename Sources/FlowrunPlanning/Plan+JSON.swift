@@ -23,8 +23,8 @@ private struct PlanDocument: Encodable {
         var max_parallel: Int, timeout_seconds: Double?, fail_fast: Bool, kill_grace_seconds: Double, shell: String
         // `{sh: …}` vars: name → command (the value is known once vars.NAME ran).
         var vars: [String: String], computed_vars: [String: String]?, env: [String: String]
-        /// What declared resources are admitted against, `auto` resolved (SPEC §13).
-        var capacity: Capacity
+        /// What declared resources are admitted against, `auto` resolved (SPEC §13); only when a task declares some.
+        var capacity: Capacity?
     }
 
     struct Capacity: Encodable {
@@ -141,7 +141,9 @@ private struct PlanDocument: Encodable {
             vars: Dictionary(workflow.vars.filter { $0.command == nil }.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
             computed_vars: Self.computedVars(workflow.vars),
             env: Dictionary(workflow.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }),
-            capacity: Capacity(cpus: plan.capacity.cpus, memory_bytes: plan.capacity.memoryBytes, cpus_auto: plan.capacity.cpusAreAuto, memory_auto: plan.capacity.memoryIsAuto))
+            capacity: (plan.steps + plan.finallySteps).contains { $0.task?.resources != nil }
+                ? Capacity(cpus: plan.capacity.cpus, memory_bytes: plan.capacity.memoryBytes, cpus_auto: plan.capacity.cpusAreAuto, memory_auto: plan.capacity.memoryIsAuto)
+                : nil)
         semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }

@@ -103,8 +103,12 @@ package enum Planner {
             PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])
         }
         let secretMasker = SecretMasker(values: try secretValues(of: workflow))
+        // This machine's capacity is read (a few /proc and cgroup files) only when a task declares resources.
+        let declares = workflow.tasks.contains { $0.resources != nil } || workflow.finally.contains { $0.resources != nil }
+            || workflow.groups.contains { group in group.fanOut?.template.resources != nil || group.members.contains { $0.resources != nil } }
         let capacity = ResolvedCapacity(
-            cpus: workflow.capacity.cpus ?? HostCapacity.cpus, memoryBytes: workflow.capacity.memoryBytes ?? HostCapacity.memoryBytes,
+            cpus: workflow.capacity.cpus ?? (declares ? HostCapacity.cpus : 1),
+            memoryBytes: workflow.capacity.memoryBytes ?? (declares ? HostCapacity.memoryBytes : 1 << 30),
             cpusAreAuto: workflow.capacity.cpus == nil, memoryIsAuto: workflow.capacity.memoryBytes == nil)
         return Plan(workflow: workflow, maxParallel: maxParallel, runTimeout: workflow.timeout?.value, steps: steps, finallySteps: finallySteps, semaphores: semaphores,
                     only: selection.targets, targetsAreDefault: selection.isDefault, secretMasker: secretMasker, capacity: capacity)
