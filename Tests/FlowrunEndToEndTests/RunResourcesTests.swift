@@ -228,6 +228,10 @@ extension RunEndToEnd {
                 #expect(abs(mebibytes - 300) <= 30, "\(line)")
                 #expect(line.contains(" cpu "), "\(line)")
             }
+            let json = try FlowrunBinary.run(["show", "--log-dir", sandbox.logDirectory, "--output", "json"], in: sandbox.path)
+            let shown = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+            let limited = try #require((shown["tasks"] as? [[String: Any]])?.first { $0["name"] as? String == "limited" })
+            #expect(limited["peak_memory_bytes"] is NSNumber && limited["cpu_seconds"] is NSNumber, "\(limited)")
         }
 
         /// The trace's args and the SVG timeline's tooltips carry what each attempt used.
