@@ -35,6 +35,9 @@ import Testing
               shards:
                 foreach: [a, b]
                 task: {run: "true", resources: {cpus: 0.5}}
+              builds:
+                matrix: {os: [linux, mac], arch: [x86, arm]}
+                task: {run: "true", resources: {memory: 1.5G}}
             """)
         #expect(decoded.capacity.cpus == 8)
         #expect(decoded.capacity.memoryBytes == 16 << 30)
@@ -44,6 +47,7 @@ import Testing
         #expect(train.retryResources?.memoryFactor == 1.5)
         #expect(decoded.tasks.first { $0.name == "called" }?.resources?.memoryBytes == 2 << 30)
         #expect(decoded.groups.first?.fanOut?.template.resources?.cpus == 0.5)
+        #expect(decoded.groups.first { $0.name == "builds" }?.fanOut?.template.resources?.memoryBytes == 3 << 29)
     }
 
     @Test func mistakesAreNamedAtTheirPlace() {
