@@ -228,6 +228,8 @@ extension RunEngine {
     func retireMember(_ index: Int) {
         guard nodes.contains(index), let group = nodes[index].group, let progress = fanOutProgress[group] else { return }
         if progress.keepsMembers { return }
+        // A member serving still has its process: retired when it ends (`serviceEnded`).
+        if isServing(index) { return }
         if fanOuts[group]?.sequential == true, progress.previous == index, !progress.exhausted {
             progress.retireWhenNextMade = index
             return

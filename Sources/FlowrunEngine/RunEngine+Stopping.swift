@@ -61,6 +61,10 @@ extension RunEngine {
                 settle(index, .cancelled, reason: .signal)
             }
         }
+        for (index, service) in services where service.ready {
+            service.stopping = true
+            attempts[index]?.kill()
+        }
         for group in fanOutProgress.keys { refillFanOut(group) }
         finishIfDone()
     }

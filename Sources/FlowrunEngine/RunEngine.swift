@@ -115,6 +115,10 @@ package final class RunEngine: @unchecked Sendable {
     var groupsWithAStartedMember: Set<Int> = []
 
     var attempts: [Int: any TaskAttempt] = [:]
+    /// Services started and not yet ended, by node index (RunEngine+Services.swift).
+    var services: [Int: ServiceRun] = [:]
+    /// `ready: {run: …}` probes running now.
+    var probeProcesses: [ObjectIdentifier: any TaskAttempt] = [:]
     /// The one thread that waits for pipes, exits and signals, and runs the engine's batches.
     let loop: EventLoop
     /// Reads every task's output on the loop's thread.
@@ -135,7 +139,9 @@ package final class RunEngine: @unchecked Sendable {
     /// closure for every attempt, not one each.
     private(set) lazy var escapeesExist: () -> Bool = { [weak self] in
         guard let self else { return false }
-        return EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
+        return EscapedChildren.exist(besides: {
+            Set((Array(self.attempts.values) + Array(self.probeProcesses.values)).compactMap { ($0 as? ProcessAttempt)?.pid })
+        })
     }
     private var treeSerial = 0
     /// What a timer is for: a node's deadline or retry delay, or the run's deadline.
@@ -381,6 +387,8 @@ package final class RunEngine: @unchecked Sendable {
             startFinally()
         }
         guard unsettledMain == 0, finallyStarted, unsettledFinally == 0 else { return }
+        // Services last: `finally` may still have used them. Each one's end calls here again.
+        if stopServices() { return }
         finished = true
         for timer in timers.values { timer.cancel() }
         timers.removeAll()

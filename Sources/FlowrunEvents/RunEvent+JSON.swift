@@ -48,6 +48,12 @@ extension RunEvent {
             json.add("attempt", event.attempt == 1 ? nil : event.attempt)
             Self.addStartFields(event, to: &json)
             Self.addLog(event.log, to: &json)
+            json.add("probe", event.probe)
+        case .taskReady(let event):
+            json.add("elapsed", elapsed)
+            json.add("task", event.task)
+            json.add("after", event.after)
+            json.add("probe", event.probe)
         case .taskProgress(let event):
             json.add("elapsed", elapsed)
             json.add("task", event.task)

@@ -32,4 +32,6 @@ package enum CancelReason: String, Sendable, Codable {
     case signal
     /// A task found no file descriptor left, with none running to free one.
     case descriptors
+    /// A service it needed exited on its own (SPEC §14).
+    case serviceExited = "service_exited"
 }

@@ -20,6 +20,9 @@ struct LiveState {
         var progress: Int?
         /// Arrival order, for a stable listing.
         var serial: Int
+        /// A service: its probe (`tcp 127.0.0.1:8000`, `none`), and whether it has passed.
+        var probe: String? = nil
+        var ready = false
     }
 
     struct Waiting {
@@ -123,8 +126,14 @@ struct LiveState {
         case .taskStarted(let startedEvent):
             leaveWaiting(name)
             retrying[name] = nil
-            running[name] = Running(name: name, started: event.elapsed, attempt: startedEvent.attempt, progress: nil, serial: takeSerial())
+            running[name] = Running(name: name, started: event.elapsed, attempt: startedEvent.attempt, progress: nil, serial: takeSerial(), probe: startedEvent.probe)
             return []
+        case .taskReady(let ready):
+            running[name]?.ready = true
+            var line = StyledLine("● ", .success)
+            line.append(name, .bold)
+            line.append(" ready (\(PlainReporter.seconds(ready.after))\(ready.probe.map { ", " + TerminalText.sanitized($0) } ?? ""))", .dim)
+            return [line]
         case .taskProgress(let progress):
             running[name]?.progress = progress.percent
             return []

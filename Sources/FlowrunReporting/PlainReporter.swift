@@ -52,6 +52,8 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
             break  // always `commonLine`'s
         case .taskProgress(let progress):
             lines.append("\(stamp) progress \(name) \(progress.percent)%")
+        case .taskReady(let ready):
+            lines.append("\(stamp) ready    \(name) (\(Self.seconds(ready.after))\(ready.probe.map { ", " + TerminalText.escaped($0) } ?? ""))")
         case .taskRetrying(let retrying):
             let why = retrying.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             lines.append("\(stamp) retry    \(name): \(retrying.status.rawValue)\(why), attempt \(retrying.attempt) in \(Self.seconds(retrying.delay))")
@@ -124,6 +126,11 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
             if started.attempt > 1 {
                 line += " (attempt "
                 line += String(started.attempt)
+                line += ")"
+            }
+            if let probe = started.probe {
+                line += " starting (probe "
+                line += TerminalText.escaped(probe)
                 line += ")"
             }
         default:
