@@ -1,0 +1,69 @@
+import FlowrunModel
+
+/// `service: true` on Argo: a daemoned step (`daemon: true`), whose
+/// dependents start once the container's readiness probe passes — Argo's
+/// own form of SPEC §14. A `line` probe has no Kubernetes equivalent and
+/// is refused at its line.
+extension ArgoCompiler {
+    /// The container's `readinessProbe` for a service's `ready:`; nil without one (ready when started).
+    mutating func readinessProbe(of task: TaskDefinition) -> ManifestValue? {
+        guard let probe = task.ready else { return nil }
+        if probe.templates.contains(where: { !$0.isLiteral }) {
+            problems.refuse("a ready: probe with ${{ }} cannot be exported: Kubernetes probes take no values; write the address out", at: probe.location)
+            return nil
+        }
+        var result = ManifestMap()
+        switch probe.check {
+        case .tcp(let address):
+            guard let (host, port) = ReadyProbe.hostAndPort(address.source) else { return nil }
+            if !Self.isLoopback(host) {
+                problems.emulate("ready.tcp checks port \(port) of the service's own pod, not \(host)", at: probe.location)
+            }
+            result.set("tcpSocket", .map([("port", .int(port))]))
+        case .http(let url, let status):
+            guard let parts = Self.urlParts(url.source) else {
+                problems.refuse("ready.http '\(url.source)' has no host and port Kubernetes can probe", at: probe.location)
+                return nil
+            }
+            if !Self.isLoopback(parts.host) {
+                problems.emulate("ready.http probes the service's own pod on port \(parts.port), not \(parts.host)", at: probe.location)
+            }
+            if status != 200 {
+                problems.emulate("Kubernetes counts any status from 200 to 399 as ready, not only \(status)", at: probe.location)
+            }
+            var get = ManifestMap()
+            get.set("path", parts.path)
+            get.set("port", .int(parts.port))
+            if parts.https { get.set("scheme", "HTTPS") }
+            result.set("httpGet", get.value)
+        case .line:
+            problems.refuse("a ready: {line: …} probe cannot run on Argo: a container's readiness is a tcp, http or command probe; use one of them", at: probe.location)
+            return nil
+        case .run(let command):
+            result.set("exec", .map([("command", .list([.string("/bin/sh"), .string("-c"), .string(command.source)]))]))
+        }
+        let period = max(1, Int((probe.interval.seconds).rounded(.up)))
+        result.set("periodSeconds", .int(period))
+        // Argo waits for a daemon's readiness without a deadline of its own: the probe's timeout is not kept.
+        problems.note("the ready: timeout (\(probe.timeout.text)) is not enforced on Argo, which waits for a daemon's readiness probe without one", at: probe.location)
+        return result.value
+    }
+
+    private static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.") || host == "0.0.0.0"
+    }
+
+    /// `http://host:port/path` → its parts (port 80/443 when not given).
+    static func urlParts(_ url: String) -> (https: Bool, host: String, port: Int, path: String)? {
+        let https = url.hasPrefix("https://")
+        guard https || url.hasPrefix("http://") else { return nil }
+        let rest = url.dropFirst(https ? 8 : 7)
+        let authority = rest.prefix { $0 != "/" }
+        let path = rest.dropFirst(authority.count)
+        var host = String(authority)
+        var port = https ? 443 : 80
+        if let (parsedHost, parsedPort) = ReadyProbe.hostAndPort(host) { (host, port) = (parsedHost, parsedPort) }
+        guard !host.isEmpty else { return nil }
+        return (https, host, port, path.isEmpty ? "/" : String(path))
+    }
+}
