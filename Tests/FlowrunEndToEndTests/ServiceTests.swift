@@ -1,0 +1,238 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A TCP port nothing listens on now (bound to port 0, then let go).
+func freePort() throws -> Int {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw FlowrunBinaryError("socket: \(errno)") }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+    }
+    guard bound else { throw FlowrunBinaryError("bind: \(errno)") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+extension RunEndToEnd {
+    /// `service: true` with `ready:` probes (SPEC §14, issue 36): dependents
+    /// start when the probe passes; the service is stopped at the run's end.
+    @Suite struct ServiceTests {
+        /// A python3 http.server on `port`, and what fetches its page.
+        static func server(_ port: Int) -> String { "exec python3 -m http.server \(port) --bind 127.0.0.1" }
+        static func fetch(_ port: Int) -> String {
+            "python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://127.0.0.1:\(port)/\").status)'"
+        }
+
+        @Test func dependentsStartWhenTheTCPProbePassesAndTheServiceIsStoppedAfterFinally() throws {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            let run = try sandbox.run("""
+                tasks:
+                  web:
+                    service: true
+                    run: \(Self.server(port))
+                    ready: { tcp: "127.0.0.1:\(port)", timeout: 20s }
+                  test:
+                    needs: [web]
+                    run: \(Self.fetch(port))
+                finally:
+                  still-up:
+                    run: \(Self.fetch(port))
+                """, output: "json")
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.statuses == ["web": "succeeded", "test": "succeeded", "still-up": "succeeded"], "\(run)")
+            #expect(record.stdout("test") == "200")
+            #expect(record.stdout("still-up") == "200", "finally ran while the service was up")
+            // The order of events: started, ready, the dependent, then the service's end.
+            let order = record.events.compactMap { $0 }.compactMap { event -> String? in
+                guard let kind = event["event"] as? String, let task = event["task"] as? String else { return nil }
+                return "\(kind) \(task)"
+            }
+            #expect(order.firstIndex(of: "task_ready web")! < order.firstIndex(of: "task_started test")!, "\(order)")
+            #expect(order.last == "task_finished web", "\(order)")
+            #expect(record.events("task_started", task: "web").first?["probe"] as? String == "tcp 127.0.0.1:\(port)")
+            #expect(record.finished("web")?["reason"] as? String == "service stopped by flowrun")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        @Test func aServiceThatNeverBecomesReadyFailsAfterItsTimeoutWithTheProbesLastError() throws {
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            let run = try sandbox.run("""
+                tasks:
+                  db:
+                    service: true
+                    run: sleep 60
+                    ready: { tcp: "127.0.0.1:\(port)", timeout: 1s, interval: 100ms }
+                  test:
+                    needs: [db]
+                    run: echo never
+                """)
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.statuses == ["db": "failed", "test": "skipped"], "\(run)")
+            #expect(record.finished("db")?["reason"] as? String == "not ready after 1s: connection refused (127.0.0.1:\(port))", "\(run)")
+            #expect(run.wallSeconds < 12, "the probe's timeout, then kill_grace at most: \(run.wallSeconds)s")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        @Test func aServiceThatExitsOnItsOwnFailsAndCancelsItsRunningDependents() throws {
+            let sandbox = try RunSandbox()
+            // The service waits for its dependent to have started (a handshake), then exits 3.
+            let run = try sandbox.run("""
+                tasks:
+                  broker:
+                    service: true
+                    run: |
+                      echo "broker listening"
+                      while [ ! -e "$SANDBOX/consumer-started" ]; do sleep 0.02; done
+                      exit 3
+                    ready: { line: "listening$" }
+                  consumer:
+                    needs: [broker]
+                    run: touch "$SANDBOX/consumer-started"; sleep 60
+                  report:
+                    needs: [consumer]
+                    run: echo never
+                """)
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.statuses == ["broker": "failed", "consumer": "cancelled", "report": "skipped"], "\(run)")
+            #expect(record.finished("broker")?["reason"] as? String == "the service exited on its own (exit 3)")
+            #expect(record.finished("consumer")?["reason"] as? String == "service_exited")
+            #expect(run.wallSeconds < 20, "the consumer was stopped, not waited for: \(run.wallSeconds)s")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        @Test func aServiceThatExitsBeforeItIsReadyFails() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  web:
+                    service: true
+                    run: echo starting
+                    ready: { line: "never printed" }
+                  test:
+                    needs: [web]
+                    run: echo never
+                """)
+            #expect(run.exitStatus == 1, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.statuses == ["web": "failed", "test": "skipped"], "\(run)")
+            #expect(record.finished("web")?["reason"] as? String == "the service exited before it was ready (exit 0)")
+        }
+
+        @Test func httpAndRunProbesWaitForTheirCheckToPass() throws {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            // The second service is ready when a file exists, which it makes after a handshake with nothing: a delay of its own.
+            let run = try sandbox.run("""
+                tasks:
+                  web:
+                    service: true
+                    run: \(Self.server(port))
+                    ready: { http: "http://127.0.0.1:\(port)/", status: 200, interval: 50ms }
+                  flag:
+                    service: true
+                    run: |
+                      sleep 0.3
+                      touch "$SANDBOX/flag-ready"
+                      exec sleep 60
+                    ready: { run: 'test -e "$SANDBOX/flag-ready"', interval: 50ms }
+                  test:
+                    needs: [web, flag]
+                    run: \(Self.fetch(port)); test -e "$SANDBOX/flag-ready" && echo flag
+                """)
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.statuses == ["web": "succeeded", "flag": "succeeded", "test": "succeeded"], "\(run)")
+            #expect(record.stdout("test") == "200\nflag")
+            #expect(record.events("task_ready", task: "web").first?["probe"] as? String == "http http://127.0.0.1:\(port)/ → 200")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        @Test func ctrlCStopsAReadyServiceAndLeavesNothingRunning() throws {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            let live = try sandbox.start("""
+                tasks:
+                  web:
+                    service: true
+                    run: \(Self.server(port))
+                    ready: { tcp: "localhost:\(port)" }
+                  wait:
+                    needs: [web]
+                    run: sleep 60
+                """)
+            #expect(sandbox.waitForEvent("task_ready"), "the service never became ready")
+            live.signalGroup(SIGINT)
+            let ended = live.finish()
+            #expect(ended.exitStatus == 130, "\(ended)")
+            #expect(!ended.hung)
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        @Test func aServiceIsStartedAgainByResumeNeverRestored() throws {
+            let sandbox = try RunSandbox()
+            let workflow = """
+                tasks:
+                  svc:
+                    service: true
+                    run: echo up; exec sleep 60
+                    ready: { line: "^up$" }
+                  test:
+                    needs: [svc]
+                    run: test -e "$SANDBOX/pass"
+                """
+            let first = try sandbox.run(workflow)
+            #expect(first.exitStatus == 1, "\(first)")
+            let firstRun = runFolders(in: sandbox.logDirectory)
+            _ = FileManager.default.createFile(atPath: sandbox.file("pass"), contents: nil)
+            let resumed = try FlowrunBinary.run(
+                ["resume", "--log-dir", sandbox.logDirectory, "--output", "plain"], in: sandbox.path, environment: sandbox.environment)
+            #expect(resumed.exitStatus == 0, "\(resumed)")
+            // Two runs in one second: told apart by which came first, not by their names' order.
+            let runs = runFolders(in: sandbox.logDirectory).filter { !firstRun.contains($0) }
+            #expect(runs.count == 1)
+            let second = try RunRecordFiles(directory: sandbox.logDirectory + "/" + (runs.first ?? "none"))
+            #expect(second.statuses == ["svc": "succeeded", "test": "succeeded"])
+            #expect(second.events("task_started", task: "svc").count == 1, "the service ran again")
+            #expect(second.finished("svc")?["reused"] == nil)
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        @Test func aMatrixOfServicesStartsOneServicePerMember() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                groups:
+                  replicas:
+                    matrix: { n: [1, 2, 3] }
+                    task:
+                      service: true
+                      run: echo "replica ${{ item.n }} up"; exec sleep 60
+                      ready: { line: "up$" }
+                tasks:
+                  use:
+                    needs: [replicas]
+                    run: echo all ready
+                """)
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            #expect(record.names("task_ready").count == 3, "\(run)")
+            #expect(record.status("use") == "succeeded")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+    }
+}
