@@ -236,3 +236,94 @@ extension RunEndToEnd {
         }
     }
 }
+
+/// Mistakes in `service:` and `ready:` are reported at their line, all at once (exit 2).
+@Suite struct ServiceValidationTests {
+    @Test func probeMistakesAreErrorsAtTheirLine() throws {
+        let directory = try TemporaryDirectory(prefix: "flowrun-service")
+        let path = try directory.write("""
+            tasks:
+              a:
+                run: echo
+                ready: { tcp: "127.0.0.1:1" }
+              b:
+                service: true
+                run: x
+                ready: { tcp: "127.0.0.1:1", tiemout: 3s }
+              c:
+                service: true
+                run: x
+                ready: { line: "([a-" }
+              d:
+                service: true
+                run: x
+                ready: { tcp: "nohostport" }
+              e:
+                service: true
+                sleep: 1s
+              f:
+                service: true
+                run: x
+                ready: { tcp: "127.0.0.1:1", run: "true" }
+            """, to: "bad.yaml")
+        let run = try FlowrunBinary.run(["validate", path])
+        #expect(run.exitStatus == 2, "\(run)")
+        let lines = run.stderr.split(separator: "\n").map { String($0).replacingOccurrences(of: directory.path + "/", with: "") }
+        #expect(lines == [
+            "bad.yaml:4:5: error: ready: is a service's probe; add 'service: true' to task 'a', or remove 'ready:'",
+            "bad.yaml:8:34: error: unknown key 'tiemout' in ready (did you mean 'timeout'?)",
+            "bad.yaml:12:20: error: ready.line is not a valid regular expression: expected ']'",
+            "bad.yaml:16:19: error: ready.tcp must be HOST:PORT (like 127.0.0.1:5432 or localhost:8000), found 'nohostport'",
+            "bad.yaml:18:14: error: service: true needs a 'run:' (a process that keeps running); task 'e' has no run",
+            "bad.yaml:23:34: error: ready already has 'tcp'; a probe has exactly one of 'tcp', 'http', 'line' or 'run'",
+            "6 errors",
+        ], "\(run)")
+    }
+
+    @Test func theDryRunAndListShowServicesAndTheirProbes() throws {
+        let directory = try TemporaryDirectory(prefix: "flowrun-service")
+        let path = try directory.write("""
+            tasks:
+              db:
+                service: true
+                run: postgres -p 5433
+                ready: { tcp: "127.0.0.1:5433", timeout: 45s }
+              test:
+                needs: [db]
+                run: go test ./...
+            """, to: "flowrun.yaml")
+        let dry = try FlowrunBinary.run([path, "--dry-run"])
+        #expect(dry.exitStatus == 0, "\(dry)")
+        #expect(dry.stdout.contains("  db  [service]\n      ready:     tcp 127.0.0.1:5433, every 200ms, timeout 45s\n"), "\(dry)")
+        let list = try FlowrunBinary.run(["list", path])
+        #expect(list.stdout.contains("db    service"), "\(list)")
+    }
+
+    @Test func argoExportMakesADaemonedStepAndRefusesALineProbeAtItsLine() throws {
+        let directory = try TemporaryDirectory(prefix: "flowrun-service")
+        let good = try directory.write("""
+            tasks:
+              web:
+                service: true
+                run: python3 -m http.server 8000
+                ready: { http: "http://localhost:8000/health" }
+              test:
+                needs: [web]
+                run: echo test
+            """, to: "good.yaml")
+        let exported = try FlowrunBinary.run(["export", good, "--to", "argo"])
+        #expect(exported.exitStatus == 0, "\(exported)")
+        #expect(exported.stdout.contains("      daemon: true\n"), "\(exported)")
+        #expect(exported.stdout.contains("        readinessProbe:\n          httpGet:\n            path: /health\n            port: 8000\n"), "\(exported)")
+        let bad = try directory.write("""
+            tasks:
+              web:
+                service: true
+                run: python3 -m http.server 8000
+                ready: { line: "Serving HTTP" }
+            """, to: "bad.yaml")
+        let refused = try FlowrunBinary.run(["export", bad, "--to", "argo"])
+        #expect(refused.exitStatus == 2, "\(refused)")
+        #expect(refused.stderr.contains("bad.yaml:5:12: error: cannot export to Argo: a ready: {line: …} probe cannot run on Argo"), "\(refused)")
+    }
+}
