@@ -35,6 +35,7 @@ extension RunEvent {
             json.add("members", event.members)
             json.add("resumed_from", event.resumedFrom)
             json.add("sized_at_run_time", event.sizedAtRunTime)
+            json.add("trigger", event.trigger)
         case .taskWaiting(let event):
             json.add("elapsed", elapsed)
             json.add("task", event.task)

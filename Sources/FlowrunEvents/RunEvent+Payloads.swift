@@ -29,6 +29,8 @@ extension RunEvent {
         package var resumedFrom: String?
         /// Groups whose fan-out's items are known only once it starts (not counted in `members`).
         package var sizedAtRunTime: [String]?
+        /// `flowrun watch`: the file whose change started this run (nil for the first run).
+        package var trigger: String?
 
         package init(
             runID: String, workflow: String, path: String, maxParallel: Int, members: Int, timeoutSeconds: Double? = nil,

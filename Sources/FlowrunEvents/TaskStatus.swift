@@ -34,4 +34,6 @@ package enum CancelReason: String, Sendable, Codable {
     case descriptors
     /// A service it needed exited on its own (SPEC §14).
     case serviceExited = "service_exited"
+    /// `flowrun watch`: a file in its sources changed while it ran; the next run starts it again.
+    case sourcesChanged = "sources_changed"
 }

@@ -114,7 +114,8 @@ struct LiveState {
             workflow = TerminalText.escaped(run.workflow)
             knownTasks = run.members
             groupsSizedAtRunTime = Set(run.sizedAtRunTime ?? [])
-            return []
+            // `flowrun watch`: which file this run is for.
+            return run.trigger.map { [StyledLine("↺ after a change to \(TerminalText.escaped($0))", .accent)] } ?? []
         case .taskWaiting(let waitingEvent):
             leaveWaiting(name)
             let entries = waitingEvent.waitingOn

@@ -47,7 +47,8 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
             let unsized = started.sizedAtRunTime?.count ?? 0
             // The words `validate` and `--dry-run` use for a fan-out whose items only a run has.
             let more = unsized > 0 ? " + \(unsized) fan-out\(unsized == 1 ? "" : "s") sized at run time" : ""
-            lines.append("\(stamp) run      \(TerminalText.escaped(started.workflow)) started (\(tasks) task\(tasks == 1 ? "" : "s")\(more), record \(TerminalText.escaped(started.path)))")
+            lines.append("\(stamp) run      \(TerminalText.escaped(started.workflow)) started (\(tasks) task\(tasks == 1 ? "" : "s")\(more), record \(TerminalText.escaped(started.path)))"
+                + (started.trigger.map { " after a change to \(TerminalText.escaped($0))" } ?? ""))
         case .taskWaiting, .taskStarted, .taskOutput:
             break  // always `commonLine`'s
         case .taskProgress(let progress):

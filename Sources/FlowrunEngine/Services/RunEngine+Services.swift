@@ -1,4 +1,6 @@
 import Dispatch
+import Glibc
+import FlowrunRecord
 import FlowrunModel
 import FlowrunValues
 import FlowrunEvents
@@ -163,7 +165,12 @@ extension RunEngine {
             finished.log = RunEvent.LogPath(path: record.logPath(index: index, name: service.name), offsetInRecord: record.directory.utf8.count + 1)
             if !service.stopping { finished.logTail = logTail(of: index) }
         }
-        emit(event(.taskFinished(finished)))
+        if watchState?.idle == true {
+            // Between two runs of `watch`: the last run's record is closed; the next one starts it again.
+            if !service.stopping { _ = writeAll(STDERR_FILENO, "flowrun watch: service \(service.name) exited on its own (\(result.exitCode.map { "exit \($0)" } ?? "signal")); it starts again at the next change of its sources\n") }
+        } else {
+            emit(event(.taskFinished(finished)))
+        }
         if exists { nodes[index].stash.duration = duration }
         if !service.stopping, exists {
             nodes[index].status = .failed
@@ -182,6 +189,7 @@ extension RunEngine {
             if plan.workflow.failFast && !(nodes[index].definition?.value.continueOnError ?? false) { stop(because: .failFast) }
         }
         if exists { retireMember(index) }
+        serviceStoppedForWatch(index)
         finishIfDone()
     }
 
