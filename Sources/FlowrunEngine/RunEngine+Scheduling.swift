@@ -152,7 +152,7 @@ extension RunEngine {
         if case .sleep = nodes[index].definition?.value.action {} else { started.log = logPath(index) }
         if nodes[index].attempt == 1 { started.needs = needNames(index) }
         let service = isService(index)
-        if service { started.probe = nodes[index].definition?.value.ready?.summary ?? "none" }
+        if service { started.probe = probeSummary(index) }
         emit(event(.taskStarted(started)))
 
         let attemptNumber = nodes[index].attempt

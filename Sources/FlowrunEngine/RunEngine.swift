@@ -252,10 +252,7 @@ package final class RunEngine: @unchecked Sendable {
         }
         loop = EventLoop(engineQueue: queue)
         pump = OutputPump(loop: loop)
-        record.writesEvents { [queue, loop] write in
-            if !loop.runAtBatchEnd(write) { queue.async(execute: write) }
-        }
-        record.holdsStarts { [queue] seconds, work in queue.asyncAfter(deadline: .now() + seconds, execute: work) }
+        Self.attach(record, queue: queue, loop: loop)
         if let reaper {
             do {
                 childExits = try ChildExitWatch(reaper: reaper, loop: loop, outputs: pump)
@@ -279,6 +276,14 @@ package final class RunEngine: @unchecked Sendable {
         // shared); the steps themselves (~300 bytes a task) are not read again.
         self.plan.steps = []
         self.plan.finallySteps = []
+    }
+
+    /// How a record writes its events: gathered per engine step, starts held back a moment.
+    static func attach(_ record: RunRecord, queue: DispatchQueue, loop: EventLoop) {
+        record.writesEvents { [queue, loop] write in
+            if !loop.runAtBatchEnd(write) { queue.async(execute: write) }
+        }
+        record.holdsStarts { [queue] seconds, work in queue.asyncAfter(deadline: .now() + seconds, execute: work) }
     }
 
     /// Seconds since the run started. Read a few times per task: straight

@@ -327,3 +327,20 @@ extension RunEndToEnd {
         #expect(refused.stderr.contains("bad.yaml:5:12: error: cannot export to Argo: a ready: {line: …} probe cannot run on Argo"), "\(refused)")
     }
 }
+
+extension RunEndToEnd.ServiceTests {
+    /// `workflows/dev-loop.yaml`, run as its header says, on a free port.
+    @Test func theDevLoopRecipeServesTestsAndStops() throws {
+        _ = try RunSandbox.tool("python3")
+        let sandbox = try RunSandbox()
+        let recipe = WorkflowsTests.folder + "/dev-loop.yaml"
+        let run = try FlowrunBinary.run(
+            sandbox.arguments(recipe, ["--var", "port=\(try freePort())", "--var", "dir=\(WorkflowsTests.folder)/dev-loop"]),
+            in: sandbox.path, environment: sandbox.environment, timeout: .seconds(60))
+        #expect(run.exitStatus == 0, "\(run)")
+        let record = try sandbox.record()
+        #expect(record.statuses == ["serve": "succeeded", "test": "succeeded"], "\(run)")
+        #expect(record.stdout("test") == "ok: 2 pages")
+        #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+    }
+}

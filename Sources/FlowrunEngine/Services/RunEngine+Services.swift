@@ -35,6 +35,17 @@ extension RunEngine {
         nodes[index].definition?.value.isService ?? false
     }
 
+    /// What a service's probe checks, with its values filled in (`tcp 127.0.0.1:8765`), `none` without a probe.
+    func probeSummary(_ index: Int) -> String {
+        guard let probe = nodes[index].definition?.value.ready else { return "none" }
+        func filled(_ template: Template) -> String { (try? renderText(template, for: index)) ?? template.source }
+        switch probe.check {
+        case .tcp(let address): return "tcp " + filled(address)
+        case .http(let url, let status): return "http \(filled(url)) → \(status)"
+        case .line, .run: return probe.summary
+        }
+    }
+
     /// Before the attempt is made: what its output reader needs (a `line` probe).
     func prepareService(_ index: Int) {
         let service = ServiceRun(attempt: nodes[index].attempt, name: nodes[index].name)
@@ -131,7 +142,7 @@ extension RunEngine {
     /// The `task_ready` event of a service that just settled as ready.
     func emitReady(_ index: Int) {
         let started = nodes[index].startedAt ?? elapsed
-        emit(event(.taskReady(.init(task: nodes[index].name, after: elapsed - started, probe: nodes[index].definition?.value.ready?.summary))))
+        emit(event(.taskReady(.init(task: nodes[index].name, after: elapsed - started, probe: probeSummary(index)))))
     }
 
     /// An attempt of a service ended before it was ready: the result as a task's, said as a service's.

@@ -60,15 +60,16 @@ extension RunEngine {
         var roots: [(folder: String, recursive: Bool)] = []
         for index in nodes.indices where nodes[index].kind == .task && !nodes[index].isFinally {
             guard let task = nodes[index].definition?.value else { continue }
-            let base = task.cwd.flatMap { $0.isLiteral ? $0.source : nil } ?? ""
-            for source in task.sources where source.isLiteral {
-                guard let pattern = try? GlobPattern.parse(source.source) else { continue }
+            // Filled in as the run fills them in (`${{ vars.dir }}/src/**`); one that reads another task's value cannot be.
+            let base = task.cwd.flatMap { try? renderText($0, for: index) } ?? ""
+            for source in task.sources {
+                guard let text = try? renderText(source, for: index), let pattern = try? GlobPattern.parse(text) else { continue }
                 watch.sources.append((index, pattern, base))
                 let root = pattern.watchRoot
                 roots.append((Self.joined(base, root.folder), root.recursive))
             }
-            for generated in task.generates where generated.isLiteral {
-                if let pattern = try? GlobPattern.parse(generated.source) { watch.generates.append((pattern, base)) }
+            for generated in task.generates {
+                if let text = try? renderText(generated, for: index), let pattern = try? GlobPattern.parse(text) { watch.generates.append((pattern, base)) }
             }
         }
         let recordFolder = Self.relativeToHere(Self.parent(of: record.directory))
@@ -227,6 +228,7 @@ extension RunEngine {
         watch.pending = []
         watch.trigger = nil
         record = next.record
+        Self.attach(record, queue: queue, loop: loop)
         reporters = [next.record] + next.reporters
         startSeconds = Self.monotonicSeconds()
         startWallSeconds = startSeconds.wallClock
