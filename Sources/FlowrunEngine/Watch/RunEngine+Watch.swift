@@ -56,6 +56,7 @@ extension RunEngine {
     /// On the queue, before the first run's tasks: the watches, on every
     /// folder the targets' `sources:` can match (new folders included).
     func startWatching() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let watch = watchState else { return }
         var roots: [(folder: String, recursive: Bool)] = []
         for index in nodes.indices where nodes[index].kind == .task && !nodes[index].isFinally {
@@ -119,6 +120,7 @@ extension RunEngine {
 
     /// The burst is over: which tasks it touches, and what depends on them.
     private func changesSettled() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let watch = watchState, stopping == nil else { return }
         watch.debounce?.cancel()
         watch.debounce = nil
@@ -189,6 +191,7 @@ extension RunEngine {
 
     /// A service the watch stopped has ended: once its port is free, the next run may begin.
     func serviceStoppedForWatch(_ index: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let watch = watchState, watch.stoppingServices.remove(index) != nil else { return }
         if case .tcp(let address)? = nodes[index].definition?.value.ready?.check, address.isLiteral,
            let (host, port) = ReadyProbe.hostAndPort(address.source) {
@@ -211,6 +214,7 @@ extension RunEngine {
     }
 
     private func beginNextRun() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let watch = watchState else { return }
         let next: (record: RunRecord, reporters: [any RunReporter])
         do {
