@@ -245,7 +245,7 @@ extension RunEngine {
         for index in nodes.indices where nodes[index].kind == .task {
             if nodes[index].isFinally || pending.contains(index) {
                 again.append(index)
-            } else if !isServing(index), nodes[index].status.isFinal {
+            } else if !isServing(index), nodes[index].status == .succeeded {
                 nodes[index].reused = .restored  // kept from the run before, as `resume` keeps a task
             }
         }
