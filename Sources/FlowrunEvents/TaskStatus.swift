@@ -36,4 +36,6 @@ package enum CancelReason: String, Sendable, Codable {
     case serviceExited = "service_exited"
     /// `flowrun watch`: a file in its sources changed while it ran; the next run starts it again.
     case sourcesChanged = "sources_changed"
+    /// `flowrun watch` could not set up or keep its watches (a kernel limit): it stops.
+    case watchFailed = "watch_failed"
 }

@@ -214,6 +214,27 @@ extension RunEndToEnd {
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
 
+        /// The watch limit, lowered to 3 in a user namespace of the test's own
+        /// (`user.max_inotify_watches`), with 5 folders to watch: said, never a silent miss.
+        @Test func theWatchLimitIsSaidNamingTheSysctl() throws {
+            let unshare = try RunSandbox.tool("unshare")
+            let sandbox = try RunSandbox()
+            for folder in ["src/a", "src/b", "src/c", "src/d"] {
+                try FileManager.default.createDirectory(atPath: sandbox.file(folder), withIntermediateDirectories: true)
+            }
+            let workflow = try sandbox.write(workflow: "tasks:\n  build:\n    sources: [\"src/**/*.c\"]\n    run: echo built\n")
+            let outcome = try ChildProcess.run(
+                executable: unshare,
+                arguments: ["-Ur", "/bin/sh", "-c", "echo 3 > /proc/sys/user/max_inotify_watches && exec \"$0\" \"$@\"",
+                            try FlowrunBinary.path(), "watch", workflow, "--log-dir", sandbox.logDirectory, "--output", "plain"],
+                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"],
+                directory: sandbox.path, stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(30), launcher: nil)
+            let stderr = sandbox.read("stderr") ?? ""
+            #expect(outcome.exitStatus == 1, "\(stderr)")
+            #expect(stderr.contains("the inotify watch limit is reached; raise it with sysctl fs.inotify.max_user_watches=524288"), "\(stderr)")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
         @Test func watchRefusesWhatItCannotRunAgain() throws {
             let sandbox = try RunSandbox()
             let noSources = try sandbox.write(workflow: "tasks:\n  a:\n    run: echo a\n")

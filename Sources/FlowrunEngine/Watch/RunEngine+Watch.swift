@@ -92,7 +92,7 @@ extension RunEngine {
             // Never a silent miss: the watch cannot keep its promise, so it ends, saying why.
             _ = writeAll(STDERR_FILENO, "flowrun watch: \(error.description)\n")
             watchFailed = true
-            stop(because: .signal)
+            stop(because: .watchFailed)
         }
     }
 
@@ -103,7 +103,7 @@ extension RunEngine {
         if let problem {
             _ = writeAll(STDERR_FILENO, "flowrun watch: \(problem.description)\n")
             watchFailed = true
-            stop(because: .signal)
+            stop(because: .watchFailed)
             return
         }
         watch.noticed += paths
@@ -222,7 +222,7 @@ extension RunEngine {
         } catch {
             _ = writeAll(STDERR_FILENO, "flowrun watch: cannot start the next run: \(error)\n")
             watchFailed = true
-            stop(because: .signal)
+            stop(because: .watchFailed)
             return
         }
         watch.idle = false

@@ -68,7 +68,7 @@ final class SourceWatcher: Sendable {
             guard watch >= 0 else {
                 let error = errno
                 if error == ENOSPC {
-                    throw Problem(description: "cannot watch \(path): the inotify watch limit is reached; raise it with sysctl fs.inotify.max_user_watches=524288 (now \(Self.sysctl("max_user_watches")))")
+                    throw Problem(description: "cannot watch \(path): the inotify watch limit is reached; raise it with sysctl fs.inotify.max_user_watches=524288 (now \(Self.sysctl("max_user_watches")); in a container, user.max_inotify_watches)")
                 }
                 if error == ENOENT || error == ENOTDIR { continue }  // gone already, or not a folder
                 throw Problem(description: "cannot watch \(path): \(String(cString: strerror(error)))")
