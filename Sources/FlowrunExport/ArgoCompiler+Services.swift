@@ -1,4 +1,5 @@
 import FlowrunModel
+import FlowrunPlanning
 
 /// `service: true` on Argo: a daemoned step (`daemon: true`), whose
 /// dependents start once the container's readiness probe passes — Argo's
@@ -8,21 +9,30 @@ extension ArgoCompiler {
     /// The container's `readinessProbe` for a service's `ready:`; nil without one (ready when started).
     mutating func readinessProbe(of task: TaskDefinition) -> ManifestValue? {
         guard let probe = task.ready else { return nil }
-        if probe.templates.contains(where: { !$0.isLiteral }) {
-            problems.refuse("a ready: probe with ${{ }} cannot be exported: Kubernetes probes take no values; write the address out", at: probe.location)
-            return nil
+        // A probe reading vars is filled in with their values now: a Kubernetes probe takes no parameters.
+        var filled: [String] = []
+        for template in probe.templates {
+            if template.isLiteral {
+                filled.append(template.source)
+            } else if let value = PlanTimeValue.of(template, vars: workflow.vars) {
+                filled.append(value)
+                problems.emulate("ready: '\(template.source)' is exported as '\(value)', the vars' values now: a -p at submit does not change the probe", at: probe.location)
+            } else {
+                problems.refuse("a ready: probe that reads a task's value cannot be exported: Kubernetes probes take no values", at: probe.location)
+                return nil
+            }
         }
         var result = ManifestMap()
         switch probe.check {
-        case .tcp(let address):
-            guard let (host, port) = ReadyProbe.hostAndPort(address.source) else { return nil }
+        case .tcp:
+            guard let (host, port) = ReadyProbe.hostAndPort(filled[0]) else { return nil }
             if !Self.isLoopback(host) {
                 problems.emulate("ready.tcp checks port \(port) of the service's own pod, not \(host)", at: probe.location)
             }
             result.set("tcpSocket", .map([("port", .int(port))]))
-        case .http(let url, let status):
-            guard let parts = Self.urlParts(url.source) else {
-                problems.refuse("ready.http '\(url.source)' has no host and port Kubernetes can probe", at: probe.location)
+        case .http(_, let status):
+            guard let parts = Self.urlParts(filled[0]) else {
+                problems.refuse("ready.http '\(filled[0])' has no host and port Kubernetes can probe", at: probe.location)
                 return nil
             }
             if !Self.isLoopback(parts.host) {
@@ -39,8 +49,8 @@ extension ArgoCompiler {
         case .line:
             problems.refuse("a ready: {line: …} probe cannot run on Argo: a container's readiness is a tcp, http or command probe; use one of them", at: probe.location)
             return nil
-        case .run(let command):
-            result.set("exec", .map([("command", .list([.string("/bin/sh"), .string("-c"), .string(command.source)]))]))
+        case .run:
+            result.set("exec", .map([("command", .list([.string("/bin/sh"), .string("-c"), .string(filled[0])]))]))
         }
         let period = max(1, Int((probe.interval.seconds).rounded(.up)))
         result.set("periodSeconds", .int(period))
