@@ -29,7 +29,7 @@ extension ArgoCompiler {
             if !Self.isLoopback(host) {
                 problems.emulate("ready.tcp checks port \(port) of the service's own pod, not \(host)", at: probe.location)
             }
-            result.set("tcpSocket", .map([("port", .int(port))]))
+            result.set("tcpSocket", .map([("port", .string(String(port)))]))  // IntOrString: written quoted, as the other such fields
         case .http(_, let status):
             guard let parts = Self.urlParts(filled[0]) else {
                 problems.refuse("ready.http '\(filled[0])' has no host and port Kubernetes can probe", at: probe.location)
@@ -43,7 +43,7 @@ extension ArgoCompiler {
             }
             var get = ManifestMap()
             get.set("path", parts.path)
-            get.set("port", .int(parts.port))
+            get.set("port", .string(String(parts.port)))
             if parts.https { get.set("scheme", "HTTPS") }
             result.set("httpGet", get.value)
         case .line:

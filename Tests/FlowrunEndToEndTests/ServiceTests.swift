@@ -314,7 +314,7 @@ extension RunEndToEnd {
         let exported = try FlowrunBinary.run(["export", good, "--to", "argo"])
         #expect(exported.exitStatus == 0, "\(exported)")
         #expect(exported.stdout.contains("      daemon: true\n"), "\(exported)")
-        #expect(exported.stdout.contains("        readinessProbe:\n          httpGet:\n            path: /health\n            port: 8000\n"), "\(exported)")
+        #expect(exported.stdout.contains("        readinessProbe:\n          httpGet:\n            path: /health\n            port: \"8000\"\n"), "\(exported)")
         let bad = try directory.write("""
             tasks:
               web:
