@@ -344,3 +344,29 @@ extension RunEndToEnd.ServiceTests {
         #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
     }
 }
+
+extension RunEndToEnd.ServiceTests {
+    /// A service from a template (`uses:`/`with:`): its probe's values filled in per call.
+    @Test func aTemplateMakesServicesWithTheirOwnProbes() throws {
+        let sandbox = try RunSandbox()
+        let run = try sandbox.run("""
+            templates:
+              worker:
+                params: { name: ~ }
+                service: true
+                run: echo "worker ${{ params.name }} up"; exec sleep 60
+                ready: { line: "up$", timeout: 10s }
+            tasks:
+              one: { uses: worker, with: { name: one } }
+              two: { uses: worker, with: { name: two } }
+              use:
+                needs: [one, two]
+                run: echo both
+            """)
+        #expect(run.exitStatus == 0, "\(run)")
+        let record = try sandbox.record()
+        #expect(record.statuses == ["one": "succeeded", "two": "succeeded", "use": "succeeded"], "\(run)")
+        #expect(Set(record.names("task_ready")) == ["one", "two"])
+        #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+    }
+}
