@@ -259,7 +259,11 @@ extension RunEngine {
             nodes[index] = node
         }
         let againSet = Set(again)
-        for index in again { nodes[index].unsettledNeeds = nodes[index].needs.count(where: { againSet.contains($0) }) }
+        // Waits for its needs that run again, and for the step it runs after (targets in the order given) if that runs again.
+        for index in again {
+            let after = nodes[index].runsAfter.map { againSet.contains($0) && !nodes[index].needs.contains($0) ? 1 : 0 } ?? 0
+            nodes[index].unsettledNeeds = nodes[index].needs.count(where: { againSet.contains($0) }) + after
+        }
         unsettledFinally = again.count(where: { nodes[$0].isFinally })
         unsettledMain = again.count - unsettledFinally
         var started = RunEvent.RunStarted(
