@@ -77,6 +77,7 @@ extension RunEngine {
         guard name != nil, let check = lineCheck(for: index) else { return streamed }
         let attempt = nodes[index].attempt
         return { [loop, weak self] line, isError in
+            loop.preconditionOnLoopThread()  // the check's regex is the pump's, on the loop's thread
             streamed?(line, isError)
             if check.matches(line) { loop.deliver { self?.serviceLineMatched(index, attempt: attempt) } }
         }

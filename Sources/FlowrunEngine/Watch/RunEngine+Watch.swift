@@ -27,8 +27,8 @@ package final class WatchState: @unchecked Sendable {
     /// Nodes the next run runs again, and the file that first asked for it.
     var pending: Set<Int> = []
     var trigger: String?
-    /// Changed paths not yet looked at (the debounce's), and its timer.
-    var noticed: [String] = []
+    /// Changed paths not yet looked at (the debounce's), each once however often it changed, and its timer.
+    var noticed: Set<String> = []
     var debounce: (any DispatchSourceTimer)?
     var firstNoticed: DispatchTime?
     /// The next run waits for these services to be gone (and their ports free).
@@ -106,7 +106,7 @@ extension RunEngine {
             stop(because: .watchFailed)
             return
         }
-        watch.noticed += paths
+        watch.noticed.formUnion(paths)
         let now = DispatchTime.now()
         if watch.firstNoticed == nil { watch.firstNoticed = now }
         let due = min(now + WatchState.quiet, watch.firstNoticed! + WatchState.longest)
@@ -125,7 +125,7 @@ extension RunEngine {
         watch.debounce?.cancel()
         watch.debounce = nil
         watch.firstNoticed = nil
-        let paths = watch.noticed
+        let paths = watch.noticed.sorted()
         watch.noticed = []
         var touched: Set<Int> = []
         var trigger: String?
