@@ -16,7 +16,7 @@ struct WatchCommand: ParsableCommand {
             run starts them again. Each run is a run of its own in `flowrun runs`, saying which \
             file it is for. Services (service: true) keep running between runs, and are started \
             again only when their own sources changed. Ctrl-C stops everything, services \
-            included. Groups and joins are not run again by watch: name tasks as targets.
+            included. Joins and fan-outs (foreach, matrix) are not run again by watch: name tasks as targets.
             """
     )
 
@@ -39,8 +39,8 @@ struct WatchCommand: ParsableCommand {
         let logDir = file == nil ? settings.logDir.map(WorkflowFileLookup.absolute) : settings.logDir
         let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options, startsRun: true).plan
         // What the watch cannot run again is refused before anything starts, naming it.
-        if let step = (plan.steps + plan.finallySteps).first(where: { $0.kind != .task || $0.group != nil }) {
-            Terminal.standardError.write("flowrun watch: '\(step.name)' is a \(step.kind == .task ? "group member" : step.kind.rawValue); watch runs tasks again, not groups or joins: name the tasks to watch as targets\n")
+        if let step = (plan.steps + plan.finallySteps).first(where: { $0.kind == .join || $0.kind == .fanOut }) {
+            Terminal.standardError.write("flowrun watch: '\(step.name)' is a \(step.kind.rawValue); watch runs tasks and groups of named members again, not joins or fan-outs yet: name the tasks to watch as targets\n")
             throw ExitCode(2)
         }
         if !IncrementalSetup.hasIncrementalTasks(plan) {

@@ -235,6 +235,35 @@ extension RunEndToEnd {
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
 
+        @Test func aMemberChangeRunsThatMemberAndWhatNeedsItsGroupAGroupNeedChangeRunsTheGroup() throws {
+            let sandbox = try RunSandbox()
+            try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
+            for name in ["a", "b", "x"] { try Self.write(sandbox, "src/\(name)", "1\n") }
+            let live = try Self.watch(sandbox, """
+                tasks:
+                  x: { sources: [src/x], run: echo x }
+                  after: { needs: [checks], run: echo after }
+                groups:
+                  checks:
+                    needs: [x]
+                    tasks:
+                      a: { sources: [src/a], run: echo a }
+                      b: { run: echo b }
+                """)
+            #expect(Self.waitForRuns(sandbox, 1))
+            try Self.write(sandbox, "src/a", "2\n")
+            #expect(Self.waitForRuns(sandbox, 2))
+            let second = Self.runs(sandbox)[1]
+            #expect(Self.started(second) == ["a", "after"], "\(second.names("task_started"))")
+            #expect(second.events("group_finished").first?["group"] as? String == "checks")
+            try Self.write(sandbox, "src/x", "2\n")
+            #expect(Self.waitForRuns(sandbox, 3))
+            // The group's need changed: the group runs again whole (a is up to date, b has no sources).
+            #expect(Self.started(Self.runs(sandbox)[2]) == ["x", "b", "after"], "\(Self.runs(sandbox)[2].names("task_started"))")
+            live.signalGroup(SIGINT)
+            #expect(live.finish().exitStatus == 130)
+        }
+
         @Test func watchRefusesWhatItCannotRunAgain() throws {
             let sandbox = try RunSandbox()
             let noSources = try sandbox.write(workflow: "tasks:\n  a:\n    run: echo a\n")

@@ -158,12 +158,20 @@ extension RunEngine {
     }
 
     /// `touched` and every node that depends on one of them, transitively.
+    /// A group that depends on one runs again whole (its members wait for
+    /// its needs); a member's group is decided again with only that member
+    /// run again, and what needs the group runs again.
     private func closure(of touched: Set<Int>) -> Set<Int> {
         var result = touched
         var queue = Array(touched)
+        func add(_ index: Int) {
+            if nodes.contains(index), result.insert(index).inserted { queue.append(index) }
+        }
         while let next = queue.popLast() {
-            for dependent in nodes[next].dependents where nodes.contains(dependent) && result.insert(dependent).inserted {
-                queue.append(dependent)
+            if let group = nodes[next].group { add(group) }
+            for dependent in nodes[next].dependents where nodes.contains(dependent) {
+                add(dependent)
+                if nodes[dependent].kind == .group { nodes[dependent].members.forEach(add) }
             }
         }
         return result
@@ -249,6 +257,16 @@ extension RunEngine {
                 nodes[index].reused = .restored  // kept from the run before, as `resume` keeps a task
             }
         }
+        // Static groups decided again: pending, their counters as before their first start.
+        let groups = pending.filter { nodes.contains($0) && nodes[$0].kind == .group }.sorted()
+        for group in groups {
+            cancelTimer(.group(group))
+            nodes[group].status = .pending
+            (nodes[group].startedAt, nodes[group].finishedAt, nodes[group].cancelReason) = (nil, nil, nil)
+            nodes[group].groupTimedOut = false
+            nodes[group].unsettledMembers = 0
+            nodes[group].skippedByOwnCondition = false
+        }
         for index in again {
             let keep = (name: nodes[index].name, needs: nodes[index].needs, dependents: nodes[index].dependents, definition: nodes[index].definition,
                         isFinally: nodes[index].isFinally, timeout: nodes[index].timeout, demand: nodes[index].demand, runsAfter: nodes[index].runsAfter,
@@ -258,17 +276,20 @@ extension RunEngine {
                 (keep.needs, keep.dependents, keep.definition, keep.isFinally, keep.timeout, keep.demand, keep.runsAfter, keep.group, keep.joins)
             nodes[index] = node
         }
+        again += groups
         let againSet = Set(again)
-        // Waits for its needs that run again, and for the step it runs after (targets in the order given) if that runs again.
+        // Waits for its needs that run again, for the step it runs after (targets in the
+        // order given) if that runs again, and for its group to start.
         for index in again {
             let after = nodes[index].runsAfter.map { againSet.contains($0) && !nodes[index].needs.contains($0) ? 1 : 0 } ?? 0
-            nodes[index].unsettledNeeds = nodes[index].needs.count(where: { againSet.contains($0) }) + after
+            let group = nodes[index].group.map { againSet.contains($0) ? 1 : 0 } ?? 0
+            nodes[index].unsettledNeeds = nodes[index].needs.count(where: { againSet.contains($0) }) + after + group
         }
         unsettledFinally = again.count(where: { nodes[$0].isFinally })
         unsettledMain = again.count - unsettledFinally
         var started = RunEvent.RunStarted(
             runID: record.runID, workflow: plan.workflow.name, path: record.directory,
-            maxParallel: pool.capacity(of: Self.runSlots), members: unsettledMain)
+            maxParallel: pool.capacity(of: Self.runSlots), members: again.count(where: { nodes[$0].kind == .task && !nodes[$0].isFinally }))
         started.trigger = trigger ?? "(a change)"
         emit(event(.runStarted(started)))
         for index in again where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 { needsSettled(index) }
