@@ -17,7 +17,7 @@ package final class WatchState: @unchecked Sendable {
     // @unchecked: touched only on the engine's queue once the watch starts (checked at the entries).
     /// Makes the next run's record and console reporters.
     let nextRun: () throws -> (record: RunRecord, reporters: [any RunReporter])
-    /// The watched folder roots and where the record lives (never a trigger).
+    /// The inotify instance (read on the event loop's thread).
     var watcher: SourceWatcher?
     /// Each task's sources and generated files, as patterns with their base folder.
     var sources: [(index: Int, pattern: GlobPattern, base: String)] = []
