@@ -14,7 +14,10 @@ extension RunEngine {
             return
         }
         let members = nodes[index].members
-        nodes[index].unsettledMembers = members.count
+        // Members settled already are not waited for: under `flowrun watch` a group runs
+        // again with only its affected members (all of them in any ordinary run).
+        let waiting = members.filter { !nodes[$0].status.isFinal }
+        nodes[index].unsettledMembers = waiting.count
         if let timeout = nodes[index].timeout {
             startTimer(.group(index), after: timeout) { $0.groupTimedOut(index) }
         }
@@ -22,7 +25,11 @@ extension RunEngine {
             settle(index, .succeeded, why: "no members")
             return
         }
-        for member in members {
+        if waiting.isEmpty {
+            membersAllSettled(index)
+            return
+        }
+        for member in waiting {
             nodes[member].unsettledNeeds -= 1
             if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
         }
@@ -228,6 +235,8 @@ extension RunEngine {
     func retireMember(_ index: Int) {
         guard nodes.contains(index), let group = nodes[index].group, let progress = fanOutProgress[group] else { return }
         if progress.keepsMembers { return }
+        // A member serving still has its process: retired when it ends (`serviceEnded`).
+        if isServing(index) { return }
         if fanOuts[group]?.sequential == true, progress.previous == index, !progress.exhausted {
             progress.retireWhenNextMade = index
             return
@@ -283,6 +292,11 @@ extension RunEngine {
         }
         nodes[group].unsettledMembers -= 1
         guard nodes[group].unsettledMembers == 0 else { return }
+        membersAllSettled(group)
+    }
+
+    /// A static group's members have all settled: its own status from theirs.
+    private func membersAllSettled(_ group: Int) {
         cancelTimer(.group(group))
         let members = nodes[group].members
         if nodes[group].groupTimedOut {

@@ -7,11 +7,14 @@ import FlowrunRecord
 import FlowrunValues
 /// Making the attempt that runs a task's `run:` script as a process tree.
 extension RunEngine {
-    func makeProcessAttempt(for index: Int, script: Template, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
+    /// `logName`: the log (and outputs file) is named so, not after the
+    /// task: a service's `ready: {run: …}` probe writes beside its log.
+    func makeProcessAttempt(for index: Int, script: Template, logName: String? = nil, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
         guard let reaper else {
             return FailedAttempt(reason: "cannot watch child processes: \(reaperProblem ?? "unknown error")", queue: queue, completion: completion)
         }
-        let name = nodes[index].name
+        let taskName = nodes[index].name
+        let name = logName ?? taskName
         let attempt = nodes[index].attempt
         let task = nodes[index].definition  // the reference: its fields are read in place
         do throws(TemplateRenderError) {
@@ -22,7 +25,7 @@ extension RunEngine {
             for entry in plan.workflow.env { overrides.append((entry.name, try environmentValue(entry, for: index))) }
             for entry in task?.value.env ?? [] { overrides.append((entry.name, try environmentValue(entry, for: index))) }
             let outputFileName = record.outputFileName(index: index, name: name, attempt: attempt)
-            overrides.append(("FLOWRUN_TASK", name))
+            overrides.append(("FLOWRUN_TASK", taskName))
             overrides.append(("FLOWRUN_RUN_ID", record.runID))
             overrides.append(("FLOWRUN_OUTPUT", record.outputPathForTask(outputFileName)))
             overrides.append(("FLOWRUN_ATTEMPT", String(attempt)))
@@ -36,7 +39,7 @@ extension RunEngine {
                 shell: launch.program(shell: plan.workflow.shellCommand[0]), shellArguments: launch == .shellCommand ? Array(plan.workflow.shellCommand.dropFirst()) : [],
                 script: rendered, launch: launch, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
-                log: record.log(index: index, name: name, exists: nodes[index].hasLog),
+                log: record.log(index: index, name: name, exists: logName == nil && nodes[index].hasLog),
                 logPathForFiles: record.logPathForFiles(index: index, name: name),
                 attempt: attempt,
                 record: record.folder, outputFileName: outputFileName,
@@ -63,12 +66,26 @@ extension RunEngine {
                 escapeesExist: escapeesExist,
                 descriptorsFit: descriptorsFit, waitForDescriptors: descriptorWait,
                 onProgress: { [unowned self] percent in progressed(index, percent) },
-                onLine: streamsOutput ? { [reporters] line, isError in
-                    for reporter in reporters { reporter.output(task: name, line: line, isError: isError) }
-                } : nil,
+                onLine: lineHandler(for: index, streaming: logName == nil ? taskName : nil),
                 completion: completion)
         } catch {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
+        }
+    }
+
+    /// What sees each line of a task's output, on the loop's thread: the
+    /// reporters with `--stream`, and a service's `line` probe. Nil when
+    /// nothing does (lines are then not even split).
+    private func lineHandler(for index: Int, streaming name: String?) -> ((String, Bool) -> Void)? {
+        let streamed: ((String, Bool) -> Void)? = streamsOutput ? name.map { name in { [reporters] line, isError in
+            for reporter in reporters { reporter.output(task: name, line: line, isError: isError) }
+        } } : nil
+        guard name != nil, let check = lineCheck(for: index) else { return streamed }
+        let attempt = nodes[index].attempt
+        return { [loop, weak self] line, isError in
+            loop.preconditionOnLoopThread()  // the check's regex is the pump's, on the loop's thread
+            streamed?(line, isError)
+            if check.matches(line) { loop.deliver { self?.serviceLineMatched(index, attempt: attempt) } }
         }
     }
 

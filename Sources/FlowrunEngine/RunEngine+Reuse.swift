@@ -9,6 +9,8 @@ extension RunEngine {
     /// failed because its globs could not be filled in).
     func settlesWithoutRunning(_ index: Int) -> Bool {
         let name = nodes[index].name
+        // A service is started again, never restored nor up to date: its dependents need it running.
+        if isService(index) { return false }
         if !nodes[index].isFinally, let restored = reuse.restored[name], restored.item == nodes[index].item?.text {
             nodes[index].stash.stdout = restored.stdout
             nodes[index].stash.exitCode = restored.exitCode

@@ -157,9 +157,12 @@ extension RunEngine {
         // A `sleep:` runs nothing and writes no log (naming one was a tenth of a long fan-out's time).
         if case .sleep = nodes[index].definition?.value.action {} else { started.log = logPath(index) }
         if nodes[index].attempt == 1 { started.needs = needNames(index) }
+        let service = isService(index)
+        if service { started.probe = probeSummary(index) }
         emit(event(.taskStarted(started)))
 
         let attemptNumber = nodes[index].attempt
+        if service { prepareService(index) }
         let attempt = makeAttempt(for: index) { [weak self] result in
             self?.attemptFinished(index, attempt: attemptNumber, result)
         }
@@ -172,12 +175,16 @@ extension RunEngine {
             }
         }
         attempt.start()
+        if service { startServiceProbe(index) }
     }
 
     private func attemptFinished(_ index: Int, attempt number: Int, _ result: AttemptResult) {
         // The executors' way back in: every attempt reports on the engine's queue.
         dispatchPrecondition(condition: .onQueue(queue))
+        if services[index]?.attempt == number, isServing(index) { return serviceEnded(index, result) }
         guard nodes.contains(index), nodes[index].attempt == number, nodes[index].status == .running else { return }
+        var result = result
+        if services[index] != nil { serviceEndedBeforeReady(index, &result) }
         attempts[index] = nil
         retryDescriptorWaiters()
         if result.wroteLog { nodes[index].hasLog = true }
@@ -294,7 +301,7 @@ extension RunEngine {
                 finished.log = logPath(index)
                 if status == .failed || status == .timedOut { finished.logTail = logTail(of: index) }
             }
-            emit(event(.taskFinished(finished)))
+            if isServing(index) { emitReady(index) } else { emit(event(.taskFinished(finished))) }
             grownResources[index] = nil
             if (status == .failed || status == .timedOut) && !(nodes[index].definition?.value.continueOnError ?? false)
                 && plan.workflow.failFast && !nodes[index].isFinally {

@@ -39,7 +39,11 @@ extension RunEvent {
             event.payload = .taskWaiting(waiting)
         case .taskStarted(var started):
             if let log = started.log { started.log?.path = masker.mask(log.path) }
+            started.probe = started.probe.map(masker.mask)
             event.payload = .taskStarted(started)
+        case .taskReady(var ready):
+            ready.probe = ready.probe.map(masker.mask)
+            event.payload = .taskReady(ready)
         case .taskRetrying(var retrying):
             retrying.reason = retrying.reason.map(masker.mask)
             event.payload = .taskRetrying(retrying)

@@ -32,6 +32,13 @@ extension RunEngine {
     /// Stops the main phase: nothing new starts, running tasks are stopped,
     /// then `finally` runs.
     func stop(because reason: CancelReason) {
+        // Between two runs of `flowrun watch`: only its services are left to stop.
+        if let watch = watchState, watch.idle {
+            stopping = stopping ?? reason
+            _ = stopServices()
+            finishIfDone()
+            return
+        }
         // Once stopping, or once finally has begun, there is nothing more to stop.
         guard stopping == nil, !finallyStarted else { return }
         stopping = reason
@@ -60,6 +67,10 @@ extension RunEngine {
             } else {
                 settle(index, .cancelled, reason: .signal)
             }
+        }
+        for (index, service) in services where service.ready {
+            service.stopping = true
+            attempts[index]?.kill()
         }
         for group in fanOutProgress.keys { refillFanOut(group) }
         finishIfDone()

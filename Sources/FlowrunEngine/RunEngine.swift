@@ -34,13 +34,18 @@ package final class RunEngine: @unchecked Sendable {
     /// whose fan-out only the run can size (run_started's counts).
     private var knownFanOutMembers = 0
     private var groupsSizedAtRunTime: [String] = []
-    let record: RunRecord
-    let reporters: [any RunReporter]
-    /// CLOCK_MONOTONIC at the start, in seconds.
-    let startSeconds: Double
+    /// The run's record and reporters; `flowrun watch` gives each of its runs new ones (RunEngine+Watch.swift).
+    var record: RunRecord
+    var reporters: [any RunReporter]
+    /// CLOCK_MONOTONIC at the start, in seconds (of this run, under `watch`).
+    var startSeconds: Double
     /// The wall-clock time then (CLOCK_REALTIME): an event's time is this
     /// plus its `elapsed`, one clock read per event instead of two.
-    let startWallSeconds: Double
+    var startWallSeconds: Double
+    /// Set for `flowrun watch`: the watch between runs.
+    var watchState: WatchState?
+    /// The watch could not keep watching (a limit, a record): the run ends, exit 1.
+    var watchFailed = false
 
     var nodes = RunNodes()
     /// Each running (or finished) fan-out's feed and counts, by the group's node index.
@@ -123,6 +128,10 @@ package final class RunEngine: @unchecked Sendable {
     var groupsWithAStartedMember: Set<Int> = []
 
     var attempts: [Int: any TaskAttempt] = [:]
+    /// Services started and not yet ended, by node index (RunEngine+Services.swift).
+    var services: [Int: ServiceRun] = [:]
+    /// `ready: {run: …}` probes running now.
+    var probeProcesses: [ObjectIdentifier: any TaskAttempt] = [:]
     /// The one thread that waits for pipes, exits and signals, and runs the engine's batches.
     let loop: EventLoop
     /// Reads every task's output on the loop's thread.
@@ -143,7 +152,9 @@ package final class RunEngine: @unchecked Sendable {
     /// closure for every attempt, not one each.
     private(set) lazy var escapeesExist: () -> Bool = { [weak self] in
         guard let self else { return false }
-        return EscapedChildren.exist(besides: { Set(self.attempts.values.compactMap { ($0 as? ProcessAttempt)?.pid }) })
+        return EscapedChildren.exist(besides: {
+            Set((Array(self.attempts.values) + Array(self.probeProcesses.values)).compactMap { ($0 as? ProcessAttempt)?.pid })
+        })
     }
     private var treeSerial = 0
     /// What a timer is for: a node's deadline or retry delay, or the run's deadline.
@@ -191,7 +202,7 @@ package final class RunEngine: @unchecked Sendable {
     var finished = false
     /// The exit code, worked out once when the run has finished.
     var finalExitCode: Int32?
-    private let done = DispatchSemaphore(value: 0)
+    let done = DispatchSemaphore(value: 0)
 
     /// Stashes to restore (`resume`) and the incremental state: set before `run()`.
     package var reuse = TaskReuse()
@@ -253,10 +264,7 @@ package final class RunEngine: @unchecked Sendable {
         }
         loop = EventLoop(engineQueue: queue)
         pump = OutputPump(loop: loop)
-        record.writesEvents { [queue, loop] write in
-            if !loop.runAtBatchEnd(write) { queue.async(execute: write) }
-        }
-        record.holdsStarts { [queue] seconds, work in queue.asyncAfter(deadline: .now() + seconds, execute: work) }
+        Self.attach(record, queue: queue, loop: loop)
         if let reaper {
             do {
                 childExits = try ChildExitWatch(reaper: reaper, loop: loop, outputs: pump)
@@ -280,6 +288,14 @@ package final class RunEngine: @unchecked Sendable {
         // shared); the steps themselves (~300 bytes a task) are not read again.
         self.plan.steps = []
         self.plan.finallySteps = []
+    }
+
+    /// How a record writes its events: gathered per engine step, starts held back a moment.
+    static func attach(_ record: RunRecord, queue: DispatchQueue, loop: EventLoop) {
+        record.writesEvents { [queue, loop] write in
+            if !loop.runAtBatchEnd(write) { queue.async(execute: write) }
+        }
+        record.holdsStarts { [queue] seconds, work in queue.asyncAfter(deadline: .now() + seconds, execute: work) }
     }
 
     /// Seconds since the run started. Read a few times per task: straight
@@ -358,6 +374,7 @@ package final class RunEngine: @unchecked Sendable {
     }
 
     private func begin() {
+        if watchState != nil { startWatching() }
         let started = RunEvent.RunStarted(
             runID: record.runID, workflow: plan.workflow.name, path: record.directory,
             maxParallel: pool.capacity(of: Self.runSlots),
@@ -393,11 +410,15 @@ package final class RunEngine: @unchecked Sendable {
 
     /// Called when the main phase and `finally` have both settled.
     func finishIfDone() {
+        if watchState != nil, finishWatchIfStopped() { return }
         guard !finished else { return }
         if unsettledMain == 0 && !finallyStarted {
             startFinally()
         }
         guard unsettledMain == 0, finallyStarted, unsettledFinally == 0 else { return }
+        // Services last: `finally` may still have used them. Each one's end calls here again.
+        // Under `watch` they keep running into the next run, until the watch is stopped.
+        if watchState == nil || stopping != nil, stopServices() { return }
         finished = true
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
@@ -419,6 +440,10 @@ package final class RunEngine: @unchecked Sendable {
             _ = writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")  // stderr: nowhere else to say it
         }
         if let shortOfDescriptors { _ = writeAll(STDERR_FILENO, shortOfDescriptors + "\n") }
+        if watchState != nil, stopping == nil, killedBy == nil {
+            runEndedUnderWatch()
+            return
+        }
         done.signal()
     }
 
@@ -435,6 +460,7 @@ package final class RunEngine: @unchecked Sendable {
     func exitCode() -> Int32 {
         // The shell saw the supervisor die of it: the record says the same.
         if let killedBy { return 128 + killedBy }
+        if watchFailed { return 1 }
         if let stopSignal { return 128 + stopSignal }
         if stopping == .runTimeout { return 124 }
         // By index: copying every node to look at it showed at 100,000 tasks.

@@ -35,6 +35,7 @@ extension RunEvent {
             json.add("members", event.members)
             json.add("resumed_from", event.resumedFrom)
             json.add("sized_at_run_time", event.sizedAtRunTime)
+            json.add("trigger", event.trigger)
         case .taskWaiting(let event):
             json.add("elapsed", elapsed)
             json.add("task", event.task)
@@ -48,6 +49,12 @@ extension RunEvent {
             json.add("attempt", event.attempt == 1 ? nil : event.attempt)
             Self.addStartFields(event, to: &json)
             Self.addLog(event.log, to: &json)
+            json.add("probe", event.probe)
+        case .taskReady(let event):
+            json.add("elapsed", elapsed)
+            json.add("task", event.task)
+            json.add("after", event.after)
+            json.add("probe", event.probe)
         case .taskProgress(let event):
             json.add("elapsed", elapsed)
             json.add("task", event.task)

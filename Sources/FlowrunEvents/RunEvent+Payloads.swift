@@ -29,6 +29,8 @@ extension RunEvent {
         package var resumedFrom: String?
         /// Groups whose fan-out's items are known only once it starts (not counted in `members`).
         package var sizedAtRunTime: [String]?
+        /// `flowrun watch`: the file whose change started this run (nil for the first run).
+        package var trigger: String?
 
         package init(
             runID: String, workflow: String, path: String, maxParallel: Int, members: Int, timeoutSeconds: Double? = nil,
@@ -72,6 +74,8 @@ extension RunEvent {
         package var needs: [String]?
         /// Where its log goes (made at its first byte); nil for a `sleep:`.
         package var log: LogPath?
+        /// A service: what its `ready:` probe checks (`tcp 127.0.0.1:8000`), `none` without one; nil for a task.
+        package var probe: String?
 
         package init(
             task: String, attempt: Int, timeoutSeconds: Double? = nil, groupTimeoutSeconds: Double? = nil, limits: String? = nil,
@@ -84,6 +88,20 @@ extension RunEvent {
             self.limits = limits
             self.needs = needs
             self.log = log
+        }
+    }
+
+    /// A service's probe passed: its dependents start; it keeps running (SPEC §14).
+    package struct TaskReady: Sendable {
+        package var task: String
+        /// Seconds from its start.
+        package var after: Double
+        package var probe: String?
+
+        package init(task: String, after: Double, probe: String?) {
+            self.task = task
+            self.after = after
+            self.probe = probe
         }
     }
 

@@ -32,4 +32,10 @@ package enum CancelReason: String, Sendable, Codable {
     case signal
     /// A task found no file descriptor left, with none running to free one.
     case descriptors
+    /// A service it needed exited on its own (SPEC §14).
+    case serviceExited = "service_exited"
+    /// `flowrun watch`: a file in its sources changed while it ran; the next run starts it again.
+    case sourcesChanged = "sources_changed"
+    /// `flowrun watch` could not set up or keep its watches (a kernel limit): it stops.
+    case watchFailed = "watch_failed"
 }

@@ -66,7 +66,13 @@ extension ArgoCompiler {
                 environment: plan.environment, cwd: plan.cwd, retries: task.retries > 0,
                 writesResult: plan.isFanOut && group(of: task.name).map { resultsRead.contains($0) } == true,
                 publishesStash: publishes, readsOutputs: !(readKeys[task.name] ?? []).isEmpty))
-            template.set("script", script(environment: environment, source: source))
+            if task.isService {
+                // Its dependents start when the container is ready; Argo stops it when the DAG is done.
+                template.set("daemon", .bool(true))
+                template.set("script", script(environment: environment, source: source, readiness: readinessProbe(of: task)))
+            } else {
+                template.set("script", script(environment: environment, source: source))
+            }
         case .sleep(.fixed(let duration)):
             setLimits(&template, plan, attemptTimeout)
             template.set("suspend", .map([("duration", .string(duration.text))]))
@@ -92,12 +98,13 @@ extension ArgoCompiler {
         return template.value
     }
 
-    private func script(environment: [ManifestValue], source: String) -> ManifestValue {
+    private func script(environment: [ManifestValue], source: String, readiness: ManifestValue? = nil) -> ManifestValue {
         var script = ManifestMap()
         script.set("image", options.image)
         script.set("command", .list([.string("/bin/sh")]))
         if !environment.isEmpty { script.set("env", .list(environment)) }
         script.set("source", source)
+        script.set("readinessProbe", readiness)
         return script.value
     }
 

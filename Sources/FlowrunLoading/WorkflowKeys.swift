@@ -5,7 +5,7 @@
 /// The contexts are named after the schema's definitions: `workflow` is the
 /// top level, `fanOutTask` a group's `task:` template, `template` an entry
 /// of `templates:`, `http` a task's
-/// `http:` mapping.
+/// `http:` mapping, `readyProbe` a service's `ready:`.
 package enum WorkflowKeys {
     package static let byContext: [String: [String]] = [
         "workflow": WorkflowDecoder.topLevelKeys,
@@ -16,5 +16,6 @@ package enum WorkflowKeys {
         "group": WorkflowDecoder.groupKeys,
         "join": WorkflowDecoder.joinKeys,
         "http": WorkflowDecoder.httpKeys,
+        "readyProbe": WorkflowDecoder.probeKeys,
     ]
 }

@@ -90,6 +90,16 @@ public struct TaskDefinition: Sendable {
         get { details?.value.retryResources }
         set { if newValue != nil || details != nil { changeDetails { $0.retryResources = newValue } } }
     }
+    /// `service: true` — runs until the run ends; "done" for its dependents once ready (SPEC §14).
+    package var isService: Bool {
+        get { details?.value.isService ?? false }
+        set { if newValue || details != nil { changeDetails { $0.isService = newValue } } }
+    }
+    /// `ready:` — a service's readiness probe (nil: ready as soon as it started).
+    package var ready: ReadyProbe? {
+        get { details?.value.ready }
+        set { if newValue != nil || details != nil { changeDetails { $0.ready = newValue } } }
+    }
 
     private struct Details: Sendable {
         static let defaultRetryDelay: Duration = .seconds(1)
@@ -109,6 +119,8 @@ public struct TaskDefinition: Sendable {
         var prompt: Located<String>?
         var resources: ResourceRequest?
         var retryResources: RetryResources?
+        var isService = false
+        var ready: ReadyProbe?
     }
 
     /// A new `Details` with `change` applied: the old one may be shared by
@@ -182,7 +194,7 @@ extension TaskDefinition {
         case .sleep: break
         case .http(let request): templates += [request.url] + request.headers.map(\.value) + [request.body].compactMap { $0 }
         }
-        return templates + env.map(\.value) + [cwd, nameTemplate].compactMap { $0 }
+        return templates + env.map(\.value) + [cwd, nameTemplate].compactMap { $0 } + (ready?.templates ?? [])
     }
 
     /// Every `item.KEY` operand the task reads (templates and `if:`).

@@ -97,6 +97,22 @@ private struct PlanDocument: Encodable {
         var expression: String, value: String
     }
 
+    /// A service's probe: `{"check":"tcp","target":"127.0.0.1:8000","timeout_seconds":30,"interval_seconds":0.2}`.
+    struct ReadyProbeJSON: Encodable {
+        var check: String, target: String, status: Int?, timeout_seconds: Double, interval_seconds: Double
+
+        init(_ probe: ReadyProbe) {
+            switch probe.check {
+            case .tcp(let address): (check, target, status) = ("tcp", address.source, nil)
+            case .http(let url, let expected): (check, target, status) = ("http", url.source, expected)
+            case .line(let pattern): (check, target, status) = ("line", pattern, nil)
+            case .run(let command): (check, target, status) = ("run", command.source, nil)
+            }
+            timeout_seconds = probe.timeout.seconds
+            interval_seconds = probe.interval.seconds
+        }
+    }
+
     struct Step: Encodable {
         var name: String, kind: String, stage: Int, line: Int, column: Int
         var needs: [String], group: String?, joins: [String]
@@ -117,6 +133,8 @@ private struct PlanDocument: Encodable {
         var uses: TemplateUse?
         /// More names it runs by (tasks and groups), and a task's `prompt:`.
         var aliases: [String]?, prompt: String?
+        /// `service: true`, and its `ready:` probe.
+        var service: Bool?, ready: ReadyProbeJSON?
         // Groups.
         var members: [String]?, concurrency: Int?, sequential: Bool?
         // Joins.
@@ -194,6 +212,10 @@ private struct PlanDocument: Encodable {
             if !values.isEmpty { result.values = values.map { Value(expression: $0.expression, value: $0.value) } }
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
+            if task.isService {
+                result.service = true
+                result.ready = task.ready.map(ReadyProbeJSON.init)
+            }
             result.runs_after = step.runsAfter
             result.runs_after_reason = step.runsAfterReason
             if let limits = step.limits {

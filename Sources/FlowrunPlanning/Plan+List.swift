@@ -9,7 +9,7 @@ extension Plan {
     /// One row of the listing; the JSON form is documented in docs/FORMAT.md.
     package struct ListEntry: Sendable, Encodable, Equatable {
         package var name: String
-        /// task, fan-out, group, join or finally.
+        /// task, service, fan-out, group, join or finally.
         package var kind: String
         package var description: String?
         /// The group a task or fan-out belongs to.
@@ -59,7 +59,9 @@ extension Plan {
             case .join: description = step.join?.description
             }
             let members = step.kind == .group || step.kind == .join ? step.members : []
-            var entry = ListEntry(name: step.name, kind: step.kind.rawValue, description: description, group: step.group, members: members)
+            // A service is listed as one: running it means starting something that keeps running.
+            let kind = step.kind == .task && step.task?.isService == true ? "service" : step.kind.rawValue
+            var entry = ListEntry(name: step.name, kind: kind, description: description, group: step.group, members: members)
             entry.isDefault = step.kind != .fanOut && defaults.contains(step.name)
             if step.kind == .fanOut { entry.defaultMembers = defaultMembers[step.name] ?? [] }
             entry.aliases = step.kind == .fanOut ? [] : aliases[step.name] ?? []

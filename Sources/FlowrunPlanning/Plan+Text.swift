@@ -72,10 +72,14 @@ extension Plan {
         case .task, .fanOut:
             let heading = step.kind == .fanOut
                 ? "fan-out, \(step.fanOutCount.map { "\($0) member\($0 == 1 ? "" : "s")" } ?? "member count known at run time (\(step.name))")"
-                : "task"
-            lines.append("  \(step.name)  [\(heading)]")
+                : step.task?.isService == true ? "service" : "task"
+            lines.append("  \(step.name)  [\(heading)\(step.kind == .fanOut && step.task?.isService == true ? ", services" : "")]")
             guard let task = step.task else { break }
             if let description = task.description { row("about", description) }
+            if task.isService {
+                // What its dependents wait for (SPEC §14); without a probe, for its start.
+                row("ready", task.ready.map { "\($0.summary), every \($0.interval.text), timeout \($0.timeout.text)" } ?? "when started (no ready: probe)")
+            }
             if !task.aliases.isEmpty { row("aliases", task.aliases.map(\.value).joined(separator: ", ")) }
             if let prompt = task.prompt { row("prompt", prompt.value + " (asked before the run; --yes answers y)") }
             if let call = task.templateCall { row("uses", call.template + " " + call.arguments.map { "\($0.name)=\(quoted($0.value))" }.joined(separator: ", ")) }

@@ -1,16 +1,16 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FlowrunModel
+package import FlowrunModel
 import FlowrunValues
 
 /// A template's value when a plan already knows it: it reads only `vars.*`
 /// and flowrun's own `env.*` (the workflow's `env:` can read nothing
 /// else), so `--dry-run` shows `${{ env.PATH }}` filled in, as the run will.
-enum PlanTimeValue {
+package enum PlanTimeValue {
     /// The filled-in text, or nil when the template is literal or reads a
     /// value only a run has (a task's output, `item`, …).
-    static func of(_ template: Template, vars: [Variable]) -> String? {
+    package static func of(_ template: Template, vars: [Variable]) -> String? {
         guard !template.isLiteral else { return nil }
         var values: [OperandPath: ExpressionValue] = [:]
         for operand in template.operands {

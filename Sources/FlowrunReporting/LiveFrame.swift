@@ -90,6 +90,8 @@ enum LiveFrame {
         line.append(TerminalText.padded(left: task.progress.map { "\($0)%" } ?? "", to: 4))
         line.append("  " + TerminalText.padded(left: clock(max(0, now - task.started)), to: 6), .dim)
         if task.attempt > 1 { line.append("  attempt \(task.attempt)", .warning) }
+        // A service: what its dependents wait for, then that they need not.
+        if let probe = task.probe { line.append(task.ready ? "  ready" : "  starting (probe \(TerminalText.sanitized(probe)))", task.ready ? .success : .dim) }
         // The task's latest line of output, dimmed (cut to the width by the screen).
         if let latest = state?.latestOutput[task.name] { line.append("  " + latest, .dim) }
         return line

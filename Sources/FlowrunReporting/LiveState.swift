@@ -21,6 +21,9 @@ struct LiveState {
         var progress: Int?
         /// Arrival order, for a stable listing.
         var serial: Int
+        /// A service: its probe (`tcp 127.0.0.1:8000`, `none`), and whether it has passed.
+        var probe: String? = nil
+        var ready = false
     }
 
     struct Waiting {
@@ -112,7 +115,8 @@ struct LiveState {
             workflow = TerminalText.escaped(run.workflow)
             knownTasks = run.members
             groupsSizedAtRunTime = Set(run.sizedAtRunTime ?? [])
-            return []
+            // `flowrun watch`: which file this run is for.
+            return run.trigger.map { [StyledLine("↺ after a change to \(TerminalText.escaped($0))", .accent)] } ?? []
         case .taskWaiting(let waitingEvent):
             leaveWaiting(name)
             let entries = waitingEvent.waitingOn
@@ -124,8 +128,14 @@ struct LiveState {
         case .taskStarted(let startedEvent):
             leaveWaiting(name)
             retrying[name] = nil
-            running[name] = Running(name: name, started: event.elapsed, attempt: startedEvent.attempt, progress: nil, serial: takeSerial())
+            running[name] = Running(name: name, started: event.elapsed, attempt: startedEvent.attempt, progress: nil, serial: takeSerial(), probe: startedEvent.probe)
             return []
+        case .taskReady(let ready):
+            running[name]?.ready = true
+            var line = StyledLine("● ", .success)
+            line.append(name, .bold)
+            line.append(" ready (\(PlainReporter.seconds(ready.after))\(ready.probe.map { ", " + TerminalText.sanitized($0) } ?? ""))", .dim)
+            return [line]
         case .taskProgress(let progress):
             running[name]?.progress = progress.percent
             return []

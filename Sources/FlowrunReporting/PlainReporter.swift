@@ -48,11 +48,14 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
             let unsized = started.sizedAtRunTime?.count ?? 0
             // The words `validate` and `--dry-run` use for a fan-out whose items only a run has.
             let more = unsized > 0 ? " + \(unsized) fan-out\(unsized == 1 ? "" : "s") sized at run time" : ""
-            lines.append("\(stamp) run      \(TerminalText.escaped(started.workflow)) started (\(tasks) task\(tasks == 1 ? "" : "s")\(more), record \(TerminalText.escaped(started.path)))")
+            lines.append("\(stamp) run      \(TerminalText.escaped(started.workflow)) started (\(tasks) task\(tasks == 1 ? "" : "s")\(more), record \(TerminalText.escaped(started.path)))"
+                + (started.trigger.map { " after a change to \(TerminalText.escaped($0))" } ?? ""))
         case .taskWaiting, .taskStarted, .taskOutput:
             break  // always `commonLine`'s
         case .taskProgress(let progress):
             lines.append("\(stamp) progress \(name) \(progress.percent)%")
+        case .taskReady(let ready):
+            lines.append("\(stamp) ready    \(name) (\(Self.seconds(ready.after))\(ready.probe.map { ", " + TerminalText.escaped($0) } ?? ""))")
         case .taskRetrying(let retrying):
             let why = retrying.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             lines.append("\(stamp) retry    \(name): \(retrying.status.rawValue)\(why), attempt \(retrying.attempt)\(retrying.memoryBytes.map { " with \(ByteSize.text($0)) memory" } ?? "") in \(Self.seconds(retrying.delay))")
@@ -125,6 +128,11 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
             if started.attempt > 1 {
                 line += " (attempt "
                 line += String(started.attempt)
+                line += ")"
+            }
+            if let probe = started.probe {
+                line += " starting (probe "
+                line += TerminalText.escaped(probe)
                 line += ")"
             }
         default:

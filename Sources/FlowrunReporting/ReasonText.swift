@@ -33,6 +33,9 @@ enum ReasonText {
         case CancelReason.groupTimeout.rawValue: return "its group's deadline passed"
         case CancelReason.signal.rawValue: return "the run was stopped by a signal"
         case CancelReason.descriptors.rawValue: return "flowrun ran out of file descriptors (ulimit -n)"
+        case CancelReason.serviceExited.rawValue: return "a service it needs exited on its own"
+        case CancelReason.sourcesChanged.rawValue: return "its sources changed; the next run starts it again"
+        case CancelReason.watchFailed.rawValue: return "flowrun watch could not keep watching (see above)"
         default: return reason
         }
     }

@@ -12,6 +12,7 @@ struct Flowrun: ParsableCommand {
                          [--only <name>]... [--parallel] [--fail-fast] [--output <mode>] [--log-dir <dir>] [--keep <n>] [--stream] [--force]
                          [--yes] [-- WORD...]
             flowrun run [FILE] [TARGET...] [options]
+            flowrun watch [FILE] [TARGET...] [run's options]
             flowrun validate [--quiet] [FILE...]
             flowrun graph [FILE] [--format dot|mermaid]
             flowrun list [FILE] [--output text|json]
@@ -53,7 +54,7 @@ struct Flowrun: ParsableCommand {
             stopped the run.
             """,
         version: BuildInfo.versionText,
-        subcommands: [RunCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self, RunsCommand.self, ShowCommand.self, LogsCommand.self, ResumeCommand.self],
+        subcommands: [RunCommand.self, WatchCommand.self, ValidateCommand.self, GraphCommand.self, ListCommand.self, ExportCommand.self, RunsCommand.self, ShowCommand.self, LogsCommand.self, ResumeCommand.self],
         defaultSubcommand: RunCommand.self
     )
 

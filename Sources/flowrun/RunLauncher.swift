@@ -14,7 +14,7 @@ enum RunLauncher {
     /// starts). `identities`: nil computes them when the engine needs them.
     static func run(
         _ plan: consuming Plan, logDirectory: String?, keep: Int, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse,
-        identities: [String: TaskIdentity]? = nil
+        identities: [String: TaskIdentity]? = nil, watch: Bool = false
     ) throws {
         // Before the record and before Dispatch, which traps when it finds no descriptor.
         if let problem = DescriptorLimit.problemForARun() {
@@ -23,17 +23,46 @@ enum RunLauncher {
         }
         let record: RunRecord
         do {
-            record = try RunRecord(baseDirectory: logDirectory)
+            record = try newRecord(logDirectory: logDirectory, keep: keep)
         } catch {
             Terminal.standardError.write("flowrun: \(error)\n")
             throw ExitCode(2)
         }
+        let (reporter, hearsLines) = consoleReporter(output: output, stream: stream)
+        // Handed over (`consume`): the engine keeps the only copy, without the workflow's own definitions.
+        let engine = RunEngine(plan: (consume plan).forRunning(), record: record, reporters: [reporter], streamsOutput: hearsLines)
+        engine.reuse = reuse
+        if let identities { engine.identities = identities }
+        if watch {
+            // Each later run of the watch: a record and a console of its own, made the same way.
+            engine.watches {
+                let record = try newRecord(logDirectory: logDirectory, keep: keep)
+                return (record, [consoleReporter(output: output, stream: stream).reporter])
+            }
+        }
+        let outcome = engine.run()
+        // The console's last lines, waited for a bounded time only (a reader
+        // that stalls must not hold the exit), and the count of lines dropped.
+        ConsoleWriter.settle()
+        // Out at once: freeing every node, and ArgumentParser describing an
+        // ExitCode, is a millisecond or two nobody waits for.
+        withExtendedLifetime(engine) { Terminal.exit(outcome.exitCode) }
+    }
+
+    /// A run's record, marked the latest, older ones pruned.
+    private static func newRecord(logDirectory: String?, keep: Int) throws -> RunRecord {
+        let record = try RunRecord(baseDirectory: logDirectory)
         if let problem = record.markLatest() {
             Terminal.standardError.write("flowrun: warning: \(problem)\n")
         }
         for problem in record.pruneOlderRecords(keeping: keep) {
             Terminal.standardError.write("flowrun: pruning old run records: \(problem)\n")
         }
+        return record
+    }
+
+    /// The console reporter `--output` asks for, and whether it hears every line of output.
+    private static func consoleReporter(output: RunCommand.OutputMode, stream: Bool) -> (reporter: any RunReporter, hearsLines: Bool) {
         let reporter: any RunReporter
         // The live view's rows show each running task's latest line: it hears every line on a terminal.
         var hearsLines = stream
@@ -51,16 +80,6 @@ enum RunLauncher {
                 reporter = live
             }
         }
-        // Handed over (`consume`): the engine keeps the only copy, without the workflow's own definitions.
-        let engine = RunEngine(plan: (consume plan).forRunning(), record: record, reporters: [reporter], streamsOutput: hearsLines)
-        engine.reuse = reuse
-        if let identities { engine.identities = identities }
-        let outcome = engine.run()
-        // The console's last lines, waited for a bounded time only (a reader
-        // that stalls must not hold the exit), and the count of lines dropped.
-        ConsoleWriter.settle()
-        // Out at once: freeing every node, and ArgumentParser describing an
-        // ExitCode, is a millisecond or two nobody waits for.
-        withExtendedLifetime(engine) { Terminal.exit(outcome.exitCode) }
+        return (reporter, hearsLines)
     }
 }

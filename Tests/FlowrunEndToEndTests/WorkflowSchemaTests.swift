@@ -20,7 +20,7 @@ import Testing
         let definitions = try #require(schema["$defs"] as? [String: Any])
         var keys: [String: Set<String>] = [:]
         keys["workflow"] = Set(try #require(schema["properties"] as? [String: Any]).keys)
-        for context in ["task", "fanOutTask", "template", "group", "join", "http"] {
+        for context in ["task", "fanOutTask", "template", "group", "join", "http", "readyProbe"] {
             let definition = try #require(definitions[context] as? [String: Any], "the schema has no $defs/\(context)")
             #expect(definition["additionalProperties"] as? Bool == false, "$defs/\(context) must refuse unknown keys")
             keys[context] = Set(try #require(definition["properties"] as? [String: Any]).keys)

@@ -62,6 +62,8 @@ import FlowrunRecord
                 join: "late", status: .failed, members: 2, succeeded: 0, required: 2, timedOut: true, duration: 3, missing: ["m1", "m2"]))),
             RunEvent(elapsed: 9, timestamp: 9, .runFinished(.init(
                 runID: "20261129-044500-abcd", duration: 9, counts: [(.succeeded, 5), (.failed, 1)], exitCode: 1, path: "/tmp/rec"))),
+            // Kinds added since (issue 36), at the end so the indices above stay: a service ready.
+            RunEvent(elapsed: 3.25, timestamp: 3, .taskReady(.init(task: "db", after: 0.75, probe: "tcp 127.0.0.1:5432"))),
         ]
         return events
     }()
@@ -89,6 +91,7 @@ import FlowrunRecord
         #"{"event":"join_completed","elapsed":8,"join":"quorum","status":"succeeded","duration":1.25,"members":3,"succeeded":2,"required":2,"timed_out":false,"missing":[],"report":[{"name":"a.stdout","value":"hello"},{"name":"b.x","value":"\"y\""}],"results":[{"name":"a","outcome":"succeeded","duration":0.5,"log":"logs/a.log","values":[{"key":"stdout","value":"hello"}]},{"name":"b","group":"g","item":"it","outcome":"not_needed","values":[]}],"report_path":"joins/quorum.json"}"#,
         #"{"event":"join_completed","elapsed":8,"join":"late","status":"failed","duration":3,"members":2,"succeeded":0,"required":2,"timed_out":true,"missing":["m1","m2"],"report":[]}"#,
         #"{"event":"run_finished","elapsed":9,"run_id":"20261129-044500-abcd","duration":9,"path":"/tmp/rec","counts":{"succeeded":5,"failed":1},"exit_code":1}"#,
+        #"{"event":"task_ready","elapsed":3.25,"task":"db","after":0.75,"probe":"tcp 127.0.0.1:5432"}"#,
     ]
 
     @Test func everyKindEncodesToTheBytesTheEncoderBeforeWrote() {

@@ -1,0 +1,362 @@
+import Dispatch
+import Glibc
+import FlowrunModel
+package import FlowrunRecord
+package import FlowrunEvents
+
+/// `flowrun watch` (SPEC §14): one engine, run after run. The first run
+/// runs the targets; then a change to a file a task's `sources:` can match
+/// (debounced: a burst of writes is one change) marks that task and what
+/// depends on it to run again, and the next run — with its own record and
+/// console — runs exactly those; the rest keep their results (and ready
+/// services keep running, unless their own sources changed: then they are
+/// stopped, their port waited for, and started again). A change during a
+/// run cancels the affected tasks that are running; the next run starts
+/// them again as soon as this one ends.
+package final class WatchState: @unchecked Sendable {
+    // @unchecked: touched only on the engine's queue once the watch starts (checked at the entries).
+    /// Makes the next run's record and console reporters.
+    let nextRun: () throws -> (record: RunRecord, reporters: [any RunReporter])
+    /// The inotify instance (read on the event loop's thread).
+    var watcher: SourceWatcher?
+    /// Each task's sources and generated files, as patterns with their base folder.
+    var sources: [(index: Int, pattern: GlobPattern, base: String)] = []
+    var generates: [(pattern: GlobPattern, base: String)] = []
+    /// Between runs: waiting for a change.
+    var idle = false
+    /// Nodes the next run runs again, and the file that first asked for it.
+    var pending: Set<Int> = []
+    var trigger: String?
+    /// Changed paths not yet looked at (the debounce's), each once however often it changed, and its timer.
+    var noticed: Set<String> = []
+    var debounce: (any DispatchSourceTimer)?
+    var firstNoticed: DispatchTime?
+    /// The next run waits for these services to be gone (and their ports free).
+    var stoppingServices: Set<Int> = []
+    var portWaits = 0
+    /// Runs so far.
+    var runs = 1
+
+    /// How long a burst of writes may go quiet before it counts as one change.
+    static let quiet: DispatchTimeInterval = .milliseconds(150)
+    /// However long a burst goes on, a change is looked at after this.
+    static let longest: DispatchTimeInterval = .milliseconds(700)
+
+    package init(nextRun: @escaping () throws -> (record: RunRecord, reporters: [any RunReporter])) {
+        self.nextRun = nextRun
+    }
+}
+
+extension RunEngine {
+    /// Makes this engine's run the first of a watch (`flowrun watch`); set before `run()`.
+    package func watches(nextRun: @escaping () throws -> (record: RunRecord, reporters: [any RunReporter])) {
+        watchState = WatchState(nextRun: nextRun)
+    }
+
+    /// On the queue, before the first run's tasks: the watches, on every
+    /// folder the targets' `sources:` can match (new folders included).
+    func startWatching() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let watch = watchState else { return }
+        var roots: [(folder: String, recursive: Bool)] = []
+        for index in nodes.indices where nodes[index].kind == .task && !nodes[index].isFinally {
+            guard let task = nodes[index].definition?.value else { continue }
+            // Filled in as the run fills them in (`${{ vars.dir }}/src/**`); one that reads another task's value cannot be.
+            let base = task.cwd.flatMap { try? renderText($0, for: index) } ?? ""
+            for source in task.sources {
+                guard let text = try? renderText(source, for: index), let pattern = try? GlobPattern.parse(text) else { continue }
+                watch.sources.append((index, pattern, base))
+                let root = pattern.watchRoot
+                roots.append((Self.joined(base, root.folder), root.recursive))
+            }
+            for generated in task.generates {
+                if let text = try? renderText(generated, for: index), let pattern = try? GlobPattern.parse(text) { watch.generates.append((pattern, base)) }
+            }
+        }
+        let recordFolder = Self.relativeToHere(Self.parent(of: record.directory))
+        let skip: @Sendable (String) -> Bool = { path in
+            path == ".flowrun" || path.hasPrefix(".flowrun/") || path.hasSuffix("/.flowrun") || path.contains("/.flowrun/")
+                || (!recordFolder.isEmpty && (path == recordFolder || path.hasPrefix(recordFolder + "/")))
+        }
+        do throws(SourceWatcher.Problem) {
+            let watcher = try SourceWatcher(skip: skip)
+            for root in roots { try watcher.add(Self.existingFolder(root.folder), recursive: root.recursive || !Self.exists(root.folder)) }
+            watch.watcher = watcher
+            loop.watch(watcher.descriptor) { [loop, weak self] in
+                let changed = watcher.drain()
+                let problem = watcher.takeLateProblem()
+                guard !changed.isEmpty || problem != nil else { return }
+                loop.deliver { self?.noticed(changed, problem: problem) }
+            }
+        } catch {
+            // Never a silent miss: the watch cannot keep its promise, so it ends, saying why.
+            _ = writeAll(STDERR_FILENO, "flowrun watch: \(error.description)\n")
+            watchFailed = true
+            stop(because: .watchFailed)
+        }
+    }
+
+    /// On the queue: paths the watcher saw change; looked at once the burst goes quiet.
+    private func noticed(_ paths: [String], problem: SourceWatcher.Problem?) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let watch = watchState, stopping == nil else { return }
+        if let problem {
+            _ = writeAll(STDERR_FILENO, "flowrun watch: \(problem.description)\n")
+            watchFailed = true
+            stop(because: .watchFailed)
+            return
+        }
+        watch.noticed.formUnion(paths)
+        let now = DispatchTime.now()
+        if watch.firstNoticed == nil { watch.firstNoticed = now }
+        let due = min(now + WatchState.quiet, watch.firstNoticed! + WatchState.longest)
+        watch.debounce?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: due)
+        timer.setEventHandler { [weak self] in self?.changesSettled() }
+        watch.debounce = timer
+        timer.resume()
+    }
+
+    /// The burst is over: which tasks it touches, and what depends on them.
+    private func changesSettled() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let watch = watchState, stopping == nil else { return }
+        watch.debounce?.cancel()
+        watch.debounce = nil
+        watch.firstNoticed = nil
+        let paths = watch.noticed.sorted()
+        watch.noticed = []
+        var touched: Set<Int> = []
+        var trigger: String?
+        for path in paths {
+            // An overflow of the kernel's queue lost events: every watched task counts as changed.
+            if path.isEmpty {
+                touched.formUnion(watch.sources.map(\.index))
+                trigger = trigger ?? "(events lost: everything watched)"
+                continue
+            }
+            if watch.generates.contains(where: { Self.matches($0.pattern, $0.base, path) }) { continue }
+            let owners = watch.sources.filter { Self.matches($0.pattern, $0.base, path) }.map(\.index)
+            if !owners.isEmpty, trigger == nil { trigger = path }
+            touched.formUnion(owners)
+        }
+        guard !touched.isEmpty else { return }
+        let affected = closure(of: touched)
+        watch.trigger = watch.trigger ?? trigger
+        watch.pending.formUnion(affected)
+        if watch.idle {
+            startNextRun()
+        } else {
+            // During a run: the affected tasks running now are stopped; the next run starts them again.
+            for index in affected.sorted() where nodes.contains(index) {
+                if isServing(index) { continue }  // stopped before the next run, not counted as cancelled here
+                let status = nodes[index].status
+                if status == .running || status == .waiting { cancel(index, reason: .sourcesChanged) }
+            }
+        }
+    }
+
+    /// `touched` and every node that depends on one of them, transitively.
+    /// A group that depends on one runs again whole (its members wait for
+    /// its needs); a member's group is decided again with only that member
+    /// run again, and what needs the group runs again.
+    private func closure(of touched: Set<Int>) -> Set<Int> {
+        var result = touched
+        var queue = Array(touched)
+        func add(_ index: Int) {
+            if nodes.contains(index), result.insert(index).inserted { queue.append(index) }
+        }
+        while let next = queue.popLast() {
+            if let group = nodes[next].group { add(group) }
+            for dependent in nodes[next].dependents where nodes.contains(dependent) {
+                add(dependent)
+                if nodes[dependent].kind == .group { nodes[dependent].members.forEach(add) }
+            }
+        }
+        return result
+    }
+
+    /// A run of the watch has ended (its record and console are finished): wait for the next change.
+    func runEndedUnderWatch() {
+        guard let watch = watchState else { return }
+        watch.idle = true
+        if !watch.pending.isEmpty { startNextRun() }
+    }
+
+    /// Between runs, with changes to run: first the affected services are
+    /// stopped and their ports freed, then the next run begins.
+    private func startNextRun() {
+        guard let watch = watchState, watch.idle, stopping == nil else { return }
+        for index in watch.pending where isServing(index) && !watch.stoppingServices.contains(index) {
+            watch.stoppingServices.insert(index)
+            services[index]?.stopping = true
+            attempts[index]?.stop(as: .succeeded, reason: "service stopped by flowrun: its sources changed")
+        }
+        guard watch.stoppingServices.isEmpty, watch.portWaits == 0 else { return }
+        beginNextRun()
+    }
+
+    /// A service the watch stopped has ended: once its port is free, the next run may begin.
+    func serviceStoppedForWatch(_ index: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let watch = watchState, watch.stoppingServices.remove(index) != nil else { return }
+        if case .tcp(let address)? = nodes[index].definition?.value.ready?.check, address.isLiteral,
+           let (host, port) = ReadyProbe.hostAndPort(address.source) {
+            watch.portWaits += 1
+            waitForFreePort(host: host, port: port, tries: 0)
+        } else {
+            startNextRun()
+        }
+    }
+
+    /// Its old tree is reaped; a listener may still hold the port for a moment (another process of its, gone now, a socket closing).
+    private func waitForFreePort(host: String, port: Int, tries: Int) {
+        guard let watch = watchState else { return }
+        if TCPReadinessCheck.isFree(host: host, port: port) || tries >= 100 {
+            watch.portWaits -= 1
+            startNextRun()
+            return
+        }
+        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in self?.waitForFreePort(host: host, port: port, tries: tries + 1) }
+    }
+
+    private func beginNextRun() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let watch = watchState else { return }
+        let next: (record: RunRecord, reporters: [any RunReporter])
+        do {
+            next = try watch.nextRun()
+        } catch {
+            _ = writeAll(STDERR_FILENO, "flowrun watch: cannot start the next run: \(error)\n")
+            watchFailed = true
+            stop(because: .watchFailed)
+            return
+        }
+        watch.idle = false
+        watch.runs += 1
+        let pending = watch.pending
+        let trigger = watch.trigger
+        watch.pending = []
+        watch.trigger = nil
+        record = next.record
+        Self.attach(record, queue: queue, loop: loop)
+        reporters = [next.record] + next.reporters
+        startSeconds = Self.monotonicSeconds()
+        startWallSeconds = startSeconds.wallClock
+        finished = false
+        finalExitCode = nil
+        finallyStarted = false
+        groupsWithAStartedMember = []
+        // What runs again: the affected tasks, and `finally` (it closes every run).
+        var again: [Int] = []
+        for index in nodes.indices where nodes[index].kind == .task {
+            if nodes[index].isFinally || pending.contains(index) {
+                again.append(index)
+            } else if !isServing(index), nodes[index].status == .succeeded {
+                nodes[index].reused = .restored  // kept from the run before, as `resume` keeps a task
+            }
+        }
+        // Static groups decided again: pending, their counters as before their first start.
+        let groups = pending.filter { nodes.contains($0) && nodes[$0].kind == .group }.sorted()
+        for group in groups {
+            cancelTimer(.group(group))
+            nodes[group].status = .pending
+            (nodes[group].startedAt, nodes[group].finishedAt, nodes[group].cancelReason) = (nil, nil, nil)
+            nodes[group].groupTimedOut = false
+            nodes[group].unsettledMembers = 0
+            nodes[group].skippedByOwnCondition = false
+        }
+        for index in again {
+            let keep = (name: nodes[index].name, needs: nodes[index].needs, dependents: nodes[index].dependents, definition: nodes[index].definition,
+                        isFinally: nodes[index].isFinally, timeout: nodes[index].timeout, demand: nodes[index].demand, runsAfter: nodes[index].runsAfter,
+                        group: nodes[index].group, joins: nodes[index].joins)
+            var node = RunNode(kind: .task, name: keep.name)
+            (node.needs, node.dependents, node.definition, node.isFinally, node.timeout, node.demand, node.runsAfter, node.group, node.joins) =
+                (keep.needs, keep.dependents, keep.definition, keep.isFinally, keep.timeout, keep.demand, keep.runsAfter, keep.group, keep.joins)
+            nodes[index] = node
+        }
+        again += groups
+        let againSet = Set(again)
+        // Waits for its needs that run again, for the step it runs after (targets in the
+        // order given) if that runs again, and for its group to start.
+        for index in again {
+            let after = nodes[index].runsAfter.map { againSet.contains($0) && !nodes[index].needs.contains($0) ? 1 : 0 } ?? 0
+            let group = nodes[index].group.map { againSet.contains($0) ? 1 : 0 } ?? 0
+            nodes[index].unsettledNeeds = nodes[index].needs.count(where: { againSet.contains($0) }) + after + group
+        }
+        unsettledFinally = again.count(where: { nodes[$0].isFinally })
+        unsettledMain = again.count - unsettledFinally
+        var started = RunEvent.RunStarted(
+            runID: record.runID, workflow: plan.workflow.name, path: record.directory,
+            maxParallel: pool.capacity(of: Self.runSlots), members: again.count(where: { nodes[$0].kind == .task && !nodes[$0].isFinally }))
+        started.trigger = trigger ?? "(a change)"
+        emit(event(.runStarted(started)))
+        for index in again where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 { needsSettled(index) }
+        finishIfDone()
+    }
+
+    /// Stopped between runs (Ctrl-C, a problem with the watch): once its services are gone, the watch ends.
+    /// True when the watch is between runs (nothing else to finish).
+    func finishWatchIfStopped() -> Bool {
+        guard let watch = watchState, watch.idle else { return false }
+        if stopping != nil && services.isEmpty {
+            watch.idle = false
+            watch.debounce?.cancel()
+            if finalExitCode == 0 || finalExitCode == nil { finalExitCode = exitCode() }
+            done.signal()
+        }
+        return true
+    }
+
+    private static func matches(_ pattern: GlobPattern, _ base: String, _ path: String) -> Bool {
+        if pattern.isAbsolute { return pattern.matches(path: path) }
+        guard !base.isEmpty else { return pattern.matches(path: path) }
+        guard path.hasPrefix(base + "/") else { return false }
+        return pattern.matches(path: String(path.dropFirst(base.count + 1)))
+    }
+
+    private static func joined(_ base: String, _ folder: String) -> String {
+        if folder.hasPrefix("/") || base.isEmpty { return folder }
+        return folder.isEmpty ? base : base + "/" + folder
+    }
+
+    private static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        var parent = String(path[..<slash])
+        if parent.hasPrefix("./") { parent.removeFirst(2) }
+        return parent
+    }
+
+    /// An absolute path under the current folder, as the watch spells paths (relative); others unchanged.
+    private static func relativeToHere(_ path: String) -> String {
+        guard path.hasPrefix("/") else { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let here = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return path.hasPrefix(here + "/") ? String(path.dropFirst(here.count + 1)) : path
+    }
+
+    private static func exists(_ folder: String) -> Bool {
+        var info = stat()
+        return stat(folder.isEmpty ? "." : folder, &info) == 0
+    }
+
+    /// `folder`, or its nearest parent that exists (watched for the rest of the path to appear).
+    private static func existingFolder(_ folder: String) -> String {
+        var folder = folder
+        while !folder.isEmpty && folder != "/" && !exists(folder) {
+            folder = folder.lastIndex(of: "/").map { String(folder[..<$0]) } ?? ""
+        }
+        return folder
+    }
+}
+
+extension Double {
+    /// CLOCK_REALTIME now, seen from this CLOCK_MONOTONIC reading taken just before.
+    var wallClock: Double {
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        return Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
+    }
+}

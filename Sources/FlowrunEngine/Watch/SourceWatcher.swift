@@ -1,0 +1,189 @@
+import Glibc
+import Synchronization
+
+/// `flowrun watch`'s ears: one inotify instance (`inotify_init1`,
+/// `inotify_add_watch`) over every folder a `sources:` glob can match,
+/// read on the event loop's thread — no thread of its own, no polling.
+/// A file counts as changed once written and closed (`IN_CLOSE_WRITE`),
+/// moved in or out, or deleted; a folder made under a recursive root is
+/// watched at once, and the files already in it count as changed (they
+/// may have been written before its watch existed).
+final class SourceWatcher: Sendable {
+    /// What went wrong setting a watch up, said with the limit to raise.
+    struct Problem: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private struct State {
+        /// Watch descriptor → folder path (as the roots spell it) and whether folders under it are watched too.
+        var folders: [Int32: (path: String, recursive: Bool)] = [:]
+        /// Folder path → its watch descriptor.
+        var watched: [String: Int32] = [:]
+        /// A watch that could not be added after the start (a new folder): reported once.
+        var lateProblem: Problem?
+    }
+
+    let descriptor: Int32
+    private let state = Mutex(State())
+    /// Folders never watched nor walked: the record, `.flowrun/`.
+    private let skip: @Sendable (String) -> Bool
+
+    static let mask: UInt32 = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_DELETE_SELF)
+
+    init(skip: @escaping @Sendable (String) -> Bool) throws(Problem) {
+        let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard descriptor >= 0 else {
+            let error = errno
+            if error == EMFILE {
+                throw Problem(description: "cannot watch files: the inotify instance limit is reached; raise it with sysctl fs.inotify.max_user_instances=1024 (now \(Self.sysctl("max_user_instances")))")
+            }
+            throw Problem(description: "cannot watch files: inotify_init1: \(String(cString: strerror(error)))")
+        }
+        self.descriptor = descriptor
+        self.skip = skip
+    }
+
+    deinit { close(descriptor) }
+
+    /// Watches `folder` (and, if `recursive`, every folder under it but
+    /// hidden ones and those `skip` names). Returns how many watches it added.
+    @discardableResult
+    func add(_ folder: String, recursive: Bool) throws(Problem) -> Int {
+        var added = 0
+        var pending = [folder]
+        while let next = pending.popLast() {
+            let path = next.isEmpty ? "." : next
+            guard !skip(next) else { continue }
+            // Watched already: made recursive if asked (two globs may share a folder), else nothing to do.
+            let known: Bool = state.withLock { state in
+                guard let watch = state.watched[next] else { return false }
+                if recursive, state.folders[watch]?.recursive == false {
+                    state.folders[watch]?.recursive = true
+                    pending += Self.subfolders(of: next)
+                }
+                return true
+            }
+            guard !known else { continue }
+            let watch = inotify_add_watch(descriptor, path, Self.mask | UInt32(IN_ONLYDIR))
+            guard watch >= 0 else {
+                let error = errno
+                if error == ENOSPC {
+                    throw Problem(description: "cannot watch \(path): the inotify watch limit is reached; raise it with sysctl fs.inotify.max_user_watches=524288 (now \(Self.sysctl("max_user_watches")); in a container, user.max_inotify_watches)")
+                }
+                if error == ENOENT || error == ENOTDIR { continue }  // gone already, or not a folder
+                throw Problem(description: "cannot watch \(path): \(String(cString: strerror(error)))")
+            }
+            state.withLock { state in
+                state.folders[watch] = (next, recursive)
+                state.watched[next] = watch
+            }
+            added += 1
+            if recursive { pending += Self.subfolders(of: next) }
+        }
+        return added
+    }
+
+    /// On the loop's thread: reads every pending event; returns the paths that changed.
+    func drain() -> [String] {
+        var changed: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let (watch, mask, length, name) = buffer.withUnsafeBytes { raw -> (Int32, UInt32, Int, String) in
+                    let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                    let start = offset + MemoryLayout<inotify_event>.size
+                    let bytes = raw[start..<(start + Int(event.len))].prefix { $0 != 0 }
+                    return (event.wd, event.mask, Int(event.len), String(decoding: bytes, as: UTF8.self))
+                }
+                offset += MemoryLayout<inotify_event>.size + length
+                handle(watch: watch, mask: mask, name: name, into: &changed)
+            }
+        }
+        return changed
+    }
+
+    /// A watch that could not be added for a folder made after the start.
+    func takeLateProblem() -> Problem? {
+        state.withLock { state in
+            defer { state.lateProblem = nil }
+            return state.lateProblem
+        }
+    }
+
+    private func handle(watch: Int32, mask: UInt32, name: String, into changed: inout [String]) {
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+            changed.append("")  // events were lost: everything counts as changed
+            return
+        }
+        guard let folder = state.withLock({ $0.folders[watch] }) else { return }
+        if mask & UInt32(IN_IGNORED) != 0 || mask & UInt32(IN_DELETE_SELF) != 0 {
+            state.withLock { state in
+                state.folders[watch] = nil
+                state.watched[folder.path] = nil
+            }
+            return
+        }
+        let path = folder.path.isEmpty ? name : (folder.path.hasSuffix("/") ? folder.path + name : folder.path + "/" + name)
+        guard !skip(path) else { return }
+        if mask & UInt32(IN_ISDIR) != 0 {
+            // A new folder (made, or moved in) under a recursive root: watch it, and count what is in it already.
+            guard folder.recursive, mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, !name.hasPrefix(".") else { return }
+            do throws(Problem) {
+                try add(path, recursive: true)
+            } catch {
+                state.withLock { $0.lateProblem = error }
+            }
+            changed += Self.files(under: path)
+            return
+        }
+        // A file created is read once written and closed (IN_CLOSE_WRITE follows).
+        if mask & UInt32(IN_CREATE) != 0 { return }
+        changed.append(path)
+    }
+
+    private static func subfolders(of folder: String) -> [String] {
+        entries(of: folder).filter { $0.isFolder && !$0.name.hasPrefix(".") }.map { folder.isEmpty ? $0.name : folder + "/" + $0.name }
+    }
+
+    private static func files(under folder: String) -> [String] {
+        var result: [String] = []
+        for entry in entries(of: folder) {
+            let path = folder + "/" + entry.name
+            if entry.isFolder {
+                if !entry.name.hasPrefix(".") { result += files(under: path) }
+            } else {
+                result.append(path)
+            }
+        }
+        return result
+    }
+
+    private static func entries(of folder: String) -> [(name: String, isFolder: Bool)] {
+        guard let handle = opendir(folder.isEmpty ? "." : folder) else { return [] }
+        defer { closedir(handle) }
+        var result: [(String, Bool)] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name != ".", name != ".." else { continue }
+            var isFolder = entry.pointee.d_type == UInt8(DT_DIR)
+            if entry.pointee.d_type == UInt8(DT_UNKNOWN) {
+                var info = stat()
+                isFolder = lstat((folder.isEmpty ? "" : folder + "/") + name, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+            }
+            result.append((name, isFolder))
+        }
+        return result
+    }
+
+    /// `/proc/sys/fs/inotify/NAME`, for the message.
+    private static func sysctl(_ name: String) -> String {
+        guard let file = fopen("/proc/sys/fs/inotify/" + name, "r") else { return "unknown" }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 32)
+        guard fgets(&line, 32, file) != nil else { return "unknown" }
+        return String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
