@@ -1,0 +1,36 @@
+import Synchronization
+
+/// The content hashes one run has taken, by path, each with the stamp the
+/// file had (`FileStamp`): a header that seventy tasks list as a source is
+/// read once per run, and a file whose stamp is as `.flowrun/state`
+/// recorded it is not read at all. Content stays the truth: a stamp that
+/// differs, or one not settled when it was read, means reading again.
+///
+/// Shared by the engine's checks and the generated files' hashes after a
+/// task; the table is behind a `Mutex`, the reads outside it.
+package final class ContentHashCache: Sendable {
+    private let entries = Mutex<[String: Entry]>([:])
+
+    private struct Entry {
+        var stamp: FileStamp
+        var hash: String
+    }
+
+    package init() {}
+
+    /// What `path` holds, hashed, and the stamp that may find it again (nil
+    /// when it was not settled). `recorded` is what the state holds for it.
+    /// Nil when the path cannot be read.
+    package func hash(_ path: String, recorded: IncrementalRecord.PathHash? = nil) -> (hash: String, stamp: FileStamp?)? {
+        // Before the stat: a write after this moment gets a later ctime.
+        let readStart = FileStamp.coarseNow()
+        guard let stamp = FileStamp.of(path) else { return nil }
+        // A recorded stamp was settled when it was recorded (only those are kept).
+        if let recorded, recorded.stamp == stamp { return (recorded.hash, stamp) }
+        if let known = entries.withLock({ $0[path] }), known.stamp == stamp { return (known.hash, stamp) }
+        guard let hash = ContentHash.of(path) else { return nil }
+        guard stamp.isSettled(readStart: readStart) else { return (hash, nil) }
+        entries.withLock { $0[path] = Entry(stamp: stamp, hash: hash) }
+        return (hash, stamp)
+    }
+}
