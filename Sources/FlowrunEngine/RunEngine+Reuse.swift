@@ -32,7 +32,9 @@ extension RunEngine {
             settle(index, .failed, why: error.description)
             return true
         }
-        if let record, check.isUpToDate(with: record, hashes: store.hashes) {
+        if let record, let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) {
+            // Stamps settled since the record was written: kept, so that the next run reads nothing.
+            if let refreshed = record.withStamps(sources: check.sources, generates: generated) { store.write(refreshed, task: name) }
             nodes[index].stash.stdout = record.stdout
             nodes[index].stash.exitCode = record.exitCode
             nodes[index].stash.outputs = record.outputs.map { ($0.key, $0.value) }
@@ -161,7 +163,14 @@ extension IncrementalCheck {
     /// Whether `record` (the last successful run) still holds: same identity,
     /// same sources, and the generated files as it left them.
     package func isUpToDate(with record: IncrementalRecord, hashes: ContentHashCache) -> Bool {
-        guard record.identity == identity, record.sources == sources else { return false }
-        return RunEngine.hashes(of: generates, base: base, recorded: record.generates, hashes: hashes) == record.generates
+        generatedFiles(upToDateWith: record, hashes: hashes) != nil
+    }
+
+    /// The generated files' hashes when `record` still holds, else nil.
+    func generatedFiles(upToDateWith record: IncrementalRecord, hashes: ContentHashCache) -> [IncrementalRecord.PathHash]? {
+        guard record.identity == identity, record.sources == sources,
+              let generated = RunEngine.hashes(of: generates, base: base, recorded: record.generates, hashes: hashes),
+              generated == record.generates else { return nil }
+        return generated
     }
 }

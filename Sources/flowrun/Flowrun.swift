@@ -79,8 +79,12 @@ struct Flowrun: ParsableCommand {
                 Terminal.standardError.write(message + "\n")
                 Terminal.exit(2)
             }
-            var command = try parseAsRoot(Array(arguments.dropFirst()))
-            try command.run()
+            if let fast = FastCommandLine.command(arguments.dropFirst()), !FastCommandLine.isTurnedOff {
+                try fast()
+            } else {
+                var command = try parseAsRoot(Array(arguments.dropFirst()))
+                try command.run()
+            }
             Terminal.exitIfOutputFailed()
         } catch {
             let code = exitCode(for: error)

@@ -168,6 +168,17 @@ package struct IncrementalRecord: Sendable, Equatable {
         self.outputs = outputs
     }
 
+    /// This record with the stamps of `sources` and `generates` (the same
+    /// paths and hashes, hashed again), or nil when it holds them already.
+    func withStamps(sources: [PathHash], generates: [PathHash]) -> IncrementalRecord? {
+        func stamps(_ list: [PathHash]) -> [FileStamp?] { list.map(\.stamp) }
+        guard stamps(sources) != stamps(self.sources) || stamps(generates) != stamps(self.generates) else { return nil }
+        var record = self
+        record.sources = sources
+        record.generates = generates
+        return record
+    }
+
     func json(task: String) -> String {
         // [path, hash] or, with a settled stamp, [path, hash, stamp].
         func pairs(_ list: [PathHash]) -> String {
