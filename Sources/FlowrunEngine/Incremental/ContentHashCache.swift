@@ -10,24 +10,33 @@ import Synchronization
 /// task; the table is behind a `Mutex`, the reads outside it.
 package final class ContentHashCache: Sendable {
     private let entries = Mutex<[String: Entry]>([:])
+    /// The clock a read's start is taken from (the kernel's coarse wall clock; a test's own).
+    private let now: @Sendable () -> Int64
+    private let reads = Atomic(0)
 
     private struct Entry {
         var stamp: FileStamp
         var hash: String
     }
 
-    package init() {}
+    package init(now: @escaping @Sendable () -> Int64 = FileStamp.coarseNow) {
+        self.now = now
+    }
+
+    /// How many times a file's content was read (and hashed) through this cache.
+    package var contentReads: Int { reads.load(ordering: .relaxed) }
 
     /// What `path` holds, hashed, and the stamp that may find it again (nil
     /// when it was not settled). `recorded` is what the state holds for it.
     /// Nil when the path cannot be read.
     package func hash(_ path: String, recorded: IncrementalRecord.PathHash? = nil) -> (hash: String, stamp: FileStamp?)? {
         // Before the stat: a write after this moment gets a later ctime.
-        let readStart = FileStamp.coarseNow()
+        let readStart = now()
         guard let stamp = FileStamp.of(path) else { return nil }
         // A recorded stamp was settled when it was recorded (only those are kept).
         if let recorded, recorded.stamp == stamp { return (recorded.hash, stamp) }
         if let known = entries.withLock({ $0[path] }), known.stamp == stamp { return (known.hash, stamp) }
+        reads.add(1, ordering: .relaxed)
         guard let hash = ContentHash.of(path) else { return nil }
         guard stamp.isSettled(readStart: readStart) else { return (hash, nil) }
         entries.withLock { $0[path] = Entry(stamp: stamp, hash: hash) }

@@ -44,7 +44,7 @@ package struct FileStamp: Sendable, Hashable {
     }
 
     /// The stamp of what `path` names (links followed, as the hash reads it).
-    static func of(_ path: String) -> FileStamp? {
+    package static func of(_ path: String) -> FileStamp? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return FileStamp(info)
@@ -62,7 +62,7 @@ package struct FileStamp: Sendable, Hashable {
     }
 
     /// The kernel's coarse wall clock, the one it stamps writes with, in nanoseconds.
-    static func coarseNow() -> Int64 {
+    package static func coarseNow() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME_COARSE, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
