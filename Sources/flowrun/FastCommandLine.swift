@@ -74,7 +74,7 @@ enum FastCommandLine {
         var only: [String] = []
         var dryRun = false
         var settings = RunChoices()
-        var seen = Set<String>()
+        var seen: [String] = []
         var rest = words
         while let word = rest.popFirst() {
             guard word.hasPrefix("-") else {
@@ -84,7 +84,8 @@ enum FastCommandLine {
             }
             // Once each (argument-parser's rules for a repeated flag or option are its own).
             let repeatable = word == "--var" || word == "--only"
-            guard repeatable || seen.insert(word).inserted else { return nil }
+            guard repeatable || !seen.contains(word) else { return nil }
+            seen.append(word)
             switch word {
             case "--dry-run": dryRun = true
             case "--fail-fast": settings.failFast = true

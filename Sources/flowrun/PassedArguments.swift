@@ -13,7 +13,8 @@ enum PassedArguments {
     /// The subcommands but `run`, spelt out: reading them from
     /// `Flowrun.configuration` reflects over every command (a third of
     /// `--version`'s time). `CommandLineTests` checks the two agree.
-    static let otherCommands: Set<String> = ["validate", "graph", "list", "export", "runs", "show", "logs", "resume"]
+    /// (An array: a `Set<String>`'s metadata is built at run time, a tenth of `--version`.)
+    static let otherCommands = ["validate", "graph", "list", "export", "runs", "show", "logs", "resume"]
 
     static func split(_ arguments: [String]) -> (arguments: [String], passed: [String]?) {
         if arguments.count > 1, otherCommands.contains(arguments[1]) { return (arguments, nil) }

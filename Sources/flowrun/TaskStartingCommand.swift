@@ -8,7 +8,7 @@
 /// (a run, `resume`, anything argument-parser might read as one).
 enum TaskStartingCommand {
     /// The subcommands that never start a task (read the record, check or print a workflow).
-    static let startsNone: Set<String> = ["validate", "graph", "list", "export", "runs", "show", "logs", "help"]
+    static let startsNone = ["validate", "graph", "list", "export", "runs", "show", "logs", "help"]
 
     /// `arguments` without the program's name and without the words after
     /// a run's `--` (`PassedArguments`).
