@@ -85,6 +85,11 @@ import Glibc
         let record = IncrementalRecord(
             identity: "i", sources: [.init(path: "a.c", hash: "h1", stamp: stamp), .init(path: "b.c", hash: "h2")],
             generates: [.init(path: "a.o", hash: "h3")], stdout: "", exitCode: 0, outputs: [])
+        #expect(FileStamp(text: stamp.text) == stamp)
+        // A stamp that does not read is none (the file is read again), not a wrong one.
+        for bad in ["1:2:3", "1:2:3:4:5:x", "1:2:3:4:5:", ":1:2:3:4:5", "1:2:3:4:5:-6", "1:2:3:4:5:99999999999999999999"] {
+            #expect(FileStamp(text: bad) == nil, "\(bad)")
+        }
         let read = try #require(IncrementalRecord(json: record.json(task: "t"), task: "t"))
         #expect(read.sources.map(\.stamp) == [stamp, nil])
         #expect(read == record)
