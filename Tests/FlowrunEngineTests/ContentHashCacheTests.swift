@@ -58,6 +58,18 @@ import Glibc
         #expect(stamp.isSettled(readStart: 12 * Self.second))
     }
 
+    /// Until a task starts nothing of the run writes: a hash taken stands
+    /// without a new stat (here: even for a file removed since); after, each look stats.
+    @Test func untilATaskStartsAHashStandsWithoutAStat() throws {
+        let (path, changed) = try file("one")
+        let cache = ContentHashCache(now: { changed + 3 * Self.second })
+        let first = try #require(cache.hash(path))
+        unlink(path)
+        #expect(cache.hash(path)?.hash == first.hash)
+        cache.taskStarting()
+        #expect(cache.hash(path) == nil)
+    }
+
     @Test func anMtimeInTheFutureIsNeverSettled() {
         let stamp = FileStamp(device: 1, inode: 2, type: UInt32(S_IFREG), size: 3, modified: 100 * Self.second, changed: 10 * Self.second)
         #expect(!stamp.isSettled(readStart: 50 * Self.second))
@@ -72,12 +84,13 @@ import Glibc
         let recorded = IncrementalRecord.PathHash(path: "x", hash: "recorded", stamp: stamp)
         #expect(cache.hash(path, recorded: recorded)?.hash == "recorded")
         #expect(cache.contentReads == 0)
-        // Another size (or inode, mtime, ctime): read, and the content decides.
+        // Another run, whose state has another size (or inode, mtime, ctime): read, and the content decides.
         var other = stamp
         other.size += 1
         let stale = IncrementalRecord.PathHash(path: "x", hash: "recorded", stamp: other)
-        #expect(cache.hash(path, recorded: stale)?.hash == ContentHash.of(path))
-        #expect(cache.contentReads == 1)
+        let next = ContentHashCache(now: { changed + 3 * Self.second })
+        #expect(next.hash(path, recorded: stale)?.hash == ContentHash.of(path))
+        #expect(next.contentReads == 1)
     }
 
     @Test func stampsSurviveTheStateFileAndOldStateStillReads() throws {
