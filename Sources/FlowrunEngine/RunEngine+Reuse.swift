@@ -75,7 +75,7 @@ extension RunEngine {
         var known: [String: IncrementalRecord.PathHash] = [:]
         for item in recorded where item.stamp != nil { known[item.path] = item }
         for pattern in patterns {
-            let paths = GlobExpansion.expand(pattern, base: base)
+            let paths = hashes.paths(matching: pattern, base: base)
             if paths.isEmpty && requireMatches { return nil }
             for path in paths {
                 let full = path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path

@@ -1,4 +1,5 @@
 @testable import FlowrunEngine
+import FlowrunModel
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -68,6 +69,21 @@ import Glibc
         #expect(cache.hash(path)?.hash == first.hash)
         cache.taskStarting()
         #expect(cache.hash(path) == nil)
+    }
+
+    /// A glob is walked once a run until a task starts; then again each time.
+    @Test func untilATaskStartsAGlobIsWalkedOnce() throws {
+        let folder = NSTemporaryDirectory() + "/content-hash-globs-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try "a".write(toFile: folder + "/a.h", atomically: false, encoding: .utf8)
+        let pattern = try GlobPattern.parse("*.h")
+        let cache = ContentHashCache()
+        #expect(cache.paths(matching: pattern, base: folder) == ["a.h"])
+        try "b".write(toFile: folder + "/b.h", atomically: false, encoding: .utf8)
+        #expect(cache.paths(matching: pattern, base: folder) == ["a.h"])
+        cache.taskStarting()
+        #expect(cache.paths(matching: pattern, base: folder) == ["a.h", "b.h"])
     }
 
     @Test func anMtimeInTheFutureIsNeverSettled() {

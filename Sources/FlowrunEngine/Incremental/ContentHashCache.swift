@@ -1,4 +1,5 @@
 import Synchronization
+package import FlowrunModel
 
 /// The content hashes one run has taken, by path, each with the stamp the
 /// file had (`FileStamp`): a header that seventy tasks list as a source is
@@ -17,6 +18,9 @@ package final class ContentHashCache: Sendable {
     /// run can have written a file, and a hash this run took stands without
     /// a new `stat` (a no-op run of 70 tasks sharing 90 headers made 6,300).
     private let tasksStarted = Atomic(false)
+    /// What each glob (its text, its base folder) matched, taken while no
+    /// task had started: 70 tasks listing `include/**/*.h` walk it once.
+    private let expansions = Mutex<[String: [String]]>([:])
 
     private struct Entry {
         var stamp: FileStamp
@@ -29,10 +33,21 @@ package final class ContentHashCache: Sendable {
 
     /// Called by the engine before it starts any task's attempt: from then
     /// on a task (or what it left running) may write any file, and every
-    /// look stats it again. A file someone else edits while the run checks
+    /// look stats it again (and every glob is walked again). A file someone else edits while the run checks
     /// is taken as it was a moment before, as if the check had come first.
     package func taskStarting() {
         tasksStarted.store(true, ordering: .releasing)
+    }
+
+    /// The paths `pattern` matches under `base`: walked again once a task
+    /// has started (it may add or remove files), else walked once a run.
+    package func paths(matching pattern: GlobPattern, base: String) -> [String] {
+        guard !tasksStarted.load(ordering: .acquiring) else { return GlobExpansion.expand(pattern, base: base) }
+        let key = base + "\u{0}" + pattern.text
+        if let known = expansions.withLock({ $0[key] }) { return known }
+        let paths = GlobExpansion.expand(pattern, base: base)
+        expansions.withLock { $0[key] = paths }
+        return paths
     }
 
     /// How many times a file's content was read (and hashed) through this cache.
