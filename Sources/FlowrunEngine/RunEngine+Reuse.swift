@@ -25,14 +25,18 @@ extension RunEngine {
             return true
         }
         guard let store = reuse.store, let task = nodes[index].definition, !task.value.sources.isEmpty else { return false }
+        // The last successful run first: its stamps spare reading unchanged files.
+        let record = store.read(task: name)
         let check: IncrementalCheck
         do throws(TemplateRenderError) {
-            check = try incrementalCheck(index, task.value)
+            check = try incrementalCheck(index, task.value, recorded: record, hashes: store.hashes)
         } catch {
             settle(index, .failed, why: error.description)
             return true
         }
-        if let record = store.read(task: name), check.isUpToDate(with: record) {
+        if let record, let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) {
+            // Stamps settled since the record was written: kept, so that the next run reads nothing.
+            if let refreshed = record.withStamps(sources: check.sources, generates: generated) { store.write(refreshed, task: name) }
             nodes[index].stash.stdout = record.stdout
             nodes[index].stash.exitCode = record.exitCode
             nodes[index].stash.outputs = record.outputs.map { ($0.key, $0.value) }
@@ -51,25 +55,34 @@ extension RunEngine {
     }
 
     /// Fills in what the task will run and its globs, and hashes its sources.
-    private func incrementalCheck(_ index: Int, _ task: TaskDefinition) throws(TemplateRenderError) -> IncrementalCheck {
+    private func incrementalCheck(
+        _ index: Int, _ task: TaskDefinition, recorded: IncrementalRecord?, hashes: ContentHashCache
+    ) throws(TemplateRenderError) -> IncrementalCheck {
         try IncrementalCheck.make(
             task: task, identity: identity(of: index)?.hash ?? "", workflowEnvironment: plan.workflow.env,
+            recorded: recorded, hashes: hashes,
             renderShell: { (template: Template) throws(TemplateRenderError) -> String in try renderShell(template, for: index) },
             renderText: { (template: Template) throws(TemplateRenderError) -> String in try renderText(template, for: index) })
     }
 
     /// Path and content hash of everything the patterns match, in order;
     /// nil when something cannot be read, or (`requireMatches`) a pattern
-    /// matches nothing — a generated file that is missing.
-    package static func hashes(of patterns: [GlobPattern], base: String, requireMatches: Bool = true) -> [IncrementalRecord.PathHash]? {
+    /// matches nothing — a generated file that is missing. Through `hashes`
+    /// (this run's, and `recorded`'s stamps): an unchanged file is not read.
+    package static func hashes(
+        of patterns: [GlobPattern], base: String, requireMatches: Bool = true,
+        recorded: [IncrementalRecord.PathHash] = [], hashes: ContentHashCache
+    ) -> [IncrementalRecord.PathHash]? {
         var result: [IncrementalRecord.PathHash] = []
+        var known: [String: IncrementalRecord.PathHash] = [:]
+        for item in recorded where item.stamp != nil { known[item.path] = item }
         for pattern in patterns {
-            let paths = GlobExpansion.expand(pattern, base: base)
+            let paths = hashes.paths(matching: pattern, base: base)
             if paths.isEmpty && requireMatches { return nil }
             for path in paths {
                 let full = path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
-                guard let hash = ContentHash.of(full) else { return nil }
-                result.append(IncrementalRecord.PathHash(path: path, hash: hash))
+                guard let (hash, stamp) = hashes.hash(full, recorded: known[path]) else { return nil }
+                result.append(IncrementalRecord.PathHash(path: path, hash: hash, stamp: stamp))
             }
         }
         return result
@@ -84,7 +97,7 @@ extension RunEngine {
         // (kept whole only in this run's record) makes the task run every time.
         guard nodes[index].stash.oversizedStdout == nil else { return }
         // Generated files that are missing: recorded as none, so the next run runs it again.
-        let generated = Self.hashes(of: check.generates, base: check.base) ?? [IncrementalRecord.PathHash(path: "", hash: "missing")]
+        let generated = Self.hashes(of: check.generates, base: check.base, hashes: store.hashes) ?? [IncrementalRecord.PathHash(path: "", hash: "missing")]
         let mask: (String) -> String = { [secretMasker] in secretMasker?.mask($0) ?? $0 }
         let record = IncrementalRecord(
             identity: check.identity, sources: check.sources, generates: generated,
@@ -112,6 +125,7 @@ extension IncrementalCheck {
     /// sources as they are now.
     package static func make(
         task: TaskDefinition, identity: String, workflowEnvironment: [EnvironmentEntry],
+        recorded: IncrementalRecord?, hashes: ContentHashCache,
         renderShell: (Template) throws(TemplateRenderError) -> String,
         renderText: (Template) throws(TemplateRenderError) -> String
     ) throws(TemplateRenderError) -> IncrementalCheck {
@@ -143,15 +157,22 @@ extension IncrementalCheck {
             }
         }
         // Every source that matches, hashed; one that cannot be read makes the task run.
-        let sourceHashes = RunEngine.hashes(of: sources, base: base, requireMatches: false)
+        let sourceHashes = RunEngine.hashes(of: sources, base: base, requireMatches: false, recorded: recorded?.sources ?? [], hashes: hashes)
             ?? [IncrementalRecord.PathHash(path: "", hash: "unreadable")]
         return IncrementalCheck(identity: sha.finalize(), base: base, sources: sourceHashes, generates: generates)
     }
 
     /// Whether `record` (the last successful run) still holds: same identity,
     /// same sources, and the generated files as it left them.
-    package func isUpToDate(with record: IncrementalRecord) -> Bool {
-        guard record.identity == identity, record.sources == sources else { return false }
-        return RunEngine.hashes(of: generates, base: base) == record.generates
+    package func isUpToDate(with record: IncrementalRecord, hashes: ContentHashCache) -> Bool {
+        generatedFiles(upToDateWith: record, hashes: hashes) != nil
+    }
+
+    /// The generated files' hashes when `record` still holds, else nil.
+    func generatedFiles(upToDateWith record: IncrementalRecord, hashes: ContentHashCache) -> [IncrementalRecord.PathHash]? {
+        guard record.identity == identity, record.sources == sources,
+              let generated = RunEngine.hashes(of: generates, base: base, recorded: record.generates, hashes: hashes),
+              generated == record.generates else { return nil }
+        return generated
     }
 }

@@ -167,6 +167,8 @@ extension RunEngine {
             self?.attemptFinished(index, attempt: attemptNumber, result)
         }
         attempts[index] = attempt
+        // From now on a file this run hashed may change under it (`ContentHashCache`).
+        reuse.store?.hashes.taskStarting()
         // The plan's deadline, defaults resolved there (finally's budget, http's whole-request limit).
         if let timeout = nodes[index].timeout {
             let reason = "timed out after \(timeout.text)" + (nodes[index].definition?.value.timeoutNote ?? "")

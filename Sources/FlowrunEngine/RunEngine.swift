@@ -318,7 +318,9 @@ package final class RunEngine: @unchecked Sendable {
         // Nothing of the run may outlive flowrun, not even a daemon that left
         // its group, cleared its environment or changed its user: every
         // descendant goes (orphans re-parent to flowrun, a child subreaper).
-        if ownsProcess { ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true) }
+        // A run that started no process (every task up to date) has nothing
+        // to find: the sweep reads every /proc/PID, milliseconds on a busy host.
+        if ownsProcess && reaper?.hasLaunched != false { ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true) }
         runCgroups?.removeAll()
         return RunOutcome(exitCode: queue.sync { finalExitCode ?? exitCode() }, recordDirectory: record.directory)
     }

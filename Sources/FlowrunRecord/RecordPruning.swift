@@ -27,8 +27,8 @@ package enum RecordPruning {
     /// beyond the `keep` newest, `current` counted among them. Returns
     /// what could not be removed, and why.
     static func prune(base: Int32, shownAs: String, keep: Int, current: String) -> [String] {
-        let older = RunHistory.runIDs(in: base, ownedBy: geteuid()).filter { $0 != current }
-        let removable = older.dropLast(max(0, keep - 1))
+        let older = RunHistory.unorderedRunIDs(in: base, ownedBy: geteuid()).filter { $0 != current }
+        let removable = RunHistory.oldest(older.count - max(0, keep - 1), of: older, in: base)
         var problems: [String] = []
         for id in removable {
             if let problem = remove(id, in: base, shownAs: shownAs + "/" + id) { problems.append(problem) }

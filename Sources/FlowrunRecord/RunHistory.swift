@@ -91,6 +91,11 @@ package final class RunHistory {
     /// of this record, so it is never listed, latest, resumed or pruned,
     /// nor counted toward `--keep`.
     static func runIDs(in folder: Int32, ownedBy owner: uid_t) -> [String] {
+        chronological(unorderedRunIDs(in: folder, ownedBy: owner), in: folder)
+    }
+
+    /// The same folders in no particular order (no record is opened).
+    static func unorderedRunIDs(in folder: Int32, ownedBy owner: uid_t) -> [String] {
         let copy = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard copy >= 0, let directory = fdopendir(copy) else { return [] }
         defer { closedir(directory) }
@@ -105,7 +110,24 @@ package final class RunHistory {
                 ids.append(name)
             }
         }
-        return chronological(ids, in: folder)
+        return ids
+    }
+
+    /// The `count` oldest of `ids`: by the start second in the id, and only
+    /// the runs of the second that straddles the cut by their `run_started`
+    /// time (one record's first line each, where `chronological` reads every
+    /// second's that has two runs: a run prunes one record most times).
+    static func oldest(_ count: Int, of ids: [String], in folder: Int32) -> [String] {
+        guard count > 0 else { return [] }
+        var sorted = ids.sorted()
+        guard count < sorted.count else { return sorted }
+        let second = sorted[count].prefix(15)
+        guard sorted[count - 1].hasPrefix(second) else { return Array(sorted.prefix(count)) }
+        let start = sorted.firstIndex { $0.hasPrefix(second) } ?? count
+        var end = count
+        while end < sorted.count, sorted[end].hasPrefix(second) { end += 1 }
+        sorted.replaceSubrange(start..<end, with: chronological(Array(sorted[start..<end]), in: folder))
+        return Array(sorted.prefix(count))
     }
 
     /// `ids` oldest first: by the start second in the id, and runs started

@@ -65,11 +65,12 @@ struct Flowrun: ParsableCommand {
         // First: descriptors 0-2 open, SIGPIPE/SIGXFSZ ignored, the caller's
         // ignored signals and limits noted (inherited across the fork below).
         ProcessStartup.prepare()
-        // Then, while single-threaded: the pid the shell knows becomes a
-        // supervisor, and everything below runs in its child, the engine.
-        Supervisor.split()
+        let arguments = PassedArguments.split.arguments
+        // Then, while single-threaded, for a command line that may start a
+        // task: the pid the shell knows becomes a supervisor, and everything
+        // below runs in its child, the engine.
+        if TaskStartingCommand.mayStartTasks(arguments.dropFirst()) { Supervisor.split() }
         do {
-            let arguments = PassedArguments.split.arguments
             if let script = CompletionScript.requested(by: arguments) {
                 Terminal.standardOutput.write(script)
                 Terminal.exitIfOutputFailed()
@@ -79,8 +80,12 @@ struct Flowrun: ParsableCommand {
                 Terminal.standardError.write(message + "\n")
                 Terminal.exit(2)
             }
-            var command = try parseAsRoot(Array(arguments.dropFirst()))
-            try command.run()
+            if let fast = FastCommandLine.command(arguments.dropFirst()), !FastCommandLine.isTurnedOff {
+                try fast()
+            } else {
+                var command = try parseAsRoot(Array(arguments.dropFirst()))
+                try command.run()
+            }
             Terminal.exitIfOutputFailed()
         } catch {
             let code = exitCode(for: error)

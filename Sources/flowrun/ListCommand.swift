@@ -23,6 +23,11 @@ struct ListCommand: ParsableCommand {
     var output: Output = .text
 
     func run() throws {
+        try Self.list(file, output: output)
+    }
+
+    /// The listing, from plain values (argument-parser's, or `FastCommandLine`'s).
+    static func list(_ file: String?, output: Output) throws {
         let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file)).plan
         Terminal.standardOutput.write(output == .json ? plan.listJSON : plan.listText)
     }

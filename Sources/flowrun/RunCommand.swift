@@ -34,6 +34,11 @@ struct RunCommand: ParsableCommand {
     @OptionGroup var settings: RunSettings
 
     func run() throws {
+        try Self.run(arguments: arguments, dryRun: dryRun, only: only, settings: settings.choices)
+    }
+
+    /// The run, from plain values (argument-parser's, or `FastCommandLine`'s).
+    static func run(arguments: [String], dryRun: Bool, only: [String], settings: RunChoices) throws {
         var options = settings.planOptions
         let (file, targets) = try RunArguments.split(arguments)
         // Targets and --only are the same thing (SPEC §10).

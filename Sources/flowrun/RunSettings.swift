@@ -39,27 +39,17 @@ struct RunSettings: ParsableArguments {
     var keep: Int = RecordPruning.defaultKeep
 
     func validate() throws {
-        for variable in variables where !variable.contains("=") || variable.hasPrefix("=") {
-            throw ValidationError("--var takes name=value, found '\(TerminalText.escaped(variable))'")
-        }
-        // An empty path would put the record under `/`.
-        if logDir?.isEmpty == true { throw ValidationError("--log-dir needs a folder, found an empty value") }
-        if keep < 1 { throw ValidationError("--keep must be at least 1 (this run's record), found \(keep)") }
-        if let maxParallel, maxParallel < 1 { throw ValidationError("--max-parallel must be at least 1, found \(maxParallel)") }
-        if let maxParallel, maxParallel > NumericBounds.slots.upperBound {
-            throw ValidationError("--max-parallel must be at most 1,000,000 (as max_parallel), found \(maxParallel)")
-        }
+        if let problem = choices.problem { throw ValidationError(problem) }
     }
 
-    /// The plan options these settings give (`only` and the rest are the caller's).
-    var planOptions: PlanOptions {
-        var options = PlanOptions()
-        options.variables = Self.pairs(variables)
-        options.maxParallel = maxParallel
-        options.failFast = failFast
-        options.parallelTargets = parallel
-        return options
+    /// The same settings as plain values (what `FastCommandLine` fills in too).
+    var choices: RunChoices {
+        RunChoices(
+            variables: variables, maxParallel: maxParallel, failFast: failFast, parallel: parallel, output: output,
+            stream: stream, force: force, yes: yes, logDir: logDir, keep: keep)
     }
+
+    var planOptions: PlanOptions { choices.planOptions }
 
     /// `--var` values as (name, value); `validate()` made sure each has a `=`.
     static func pairs(_ variables: [String]) -> [(String, String)] {

@@ -18,6 +18,11 @@ struct ValidateCommand: ParsableCommand {
     var quiet = false
 
     func run() throws {
+        try Self.check(files, quiet: quiet)
+    }
+
+    /// The check, from plain values (argument-parser's, or `FastCommandLine`'s).
+    static func check(_ files: [String], quiet: Bool) throws {
         MallocTuning.keepLargeBlocksMapped()
         var errorCount = 0
         var warningCount = 0

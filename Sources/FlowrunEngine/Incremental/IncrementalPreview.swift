@@ -74,10 +74,11 @@ package enum IncrementalPreview {
     }
 
     private static func line(_ name: String, task: TaskDefinition, identity: String, item: String?, index: Int?, plan: Plan, store: IncrementalStore) -> String {
+        let record = store.read(task: name)
         let check: IncrementalCheck
         do throws(TemplateRenderError) {
             check = try IncrementalCheck.make(
-                task: task, identity: identity, workflowEnvironment: plan.workflow.env,
+                task: task, identity: identity, workflowEnvironment: plan.workflow.env, recorded: record, hashes: store.hashes,
                 renderShell: { (template: Template) throws(TemplateRenderError) -> String in
                     try render(template, mode: TemplateRenderer.scriptMode(ScriptLaunch.of(shell: task.shell, script: template.source)), item: item, index: index, plan: plan)
                 },
@@ -85,8 +86,8 @@ package enum IncrementalPreview {
         } catch {
             return "\(name): would fail: \(error.message)"
         }
-        guard let record = store.read(task: name) else { return "\(name): would run (no successful run recorded)" }
-        if check.isUpToDate(with: record) { return "\(name): up to date" }
+        guard let record else { return "\(name): would run (no successful run recorded)" }
+        if check.isUpToDate(with: record, hashes: store.hashes) { return "\(name): up to date" }
         if record.identity != check.identity { return "\(name): would run (its definition changed)" }
         if record.sources != check.sources { return "\(name): would run (sources changed)" }
         return "\(name): would run (generated files changed or missing)"

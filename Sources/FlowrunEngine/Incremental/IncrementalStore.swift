@@ -17,6 +17,8 @@ package final class IncrementalStore: Sendable {
     package let path: String
     private let descriptor: Int32
     private let workflowKey: String
+    /// This run's content hashes, shared by every task's check.
+    package let hashes = ContentHashCache()
 
     /// Why the store cannot be used (every task then runs), or the store.
     /// `.flowrun` is opened as the run record opens it (`RecordBase`): made
@@ -133,9 +135,23 @@ package struct IncrementalRecord: Sendable, Equatable {
     package var exitCode: Int?
     package var outputs: [KeyValue]
 
+    /// A path and its content hash; compared by those two alone.
     package struct PathHash: Sendable, Equatable {
         package var path: String
         package var hash: String
+        /// The file's stamp when it was hashed, if settled then: a way to
+        /// find the hash again without reading, not part of what was seen.
+        package var stamp: FileStamp?
+
+        package init(path: String, hash: String, stamp: FileStamp? = nil) {
+            self.path = path
+            self.hash = hash
+            self.stamp = stamp
+        }
+
+        package static func == (first: PathHash, second: PathHash) -> Bool {
+            first.path == second.path && first.hash == second.hash
+        }
     }
 
     package struct KeyValue: Sendable, Equatable {
@@ -152,9 +168,23 @@ package struct IncrementalRecord: Sendable, Equatable {
         self.outputs = outputs
     }
 
+    /// This record with the stamps of `sources` and `generates` (the same
+    /// paths and hashes, hashed again), or nil when it holds them already.
+    func withStamps(sources: [PathHash], generates: [PathHash]) -> IncrementalRecord? {
+        func stamps(_ list: [PathHash]) -> [FileStamp?] { list.map(\.stamp) }
+        guard stamps(sources) != stamps(self.sources) || stamps(generates) != stamps(self.generates) else { return nil }
+        var record = self
+        record.sources = sources
+        record.generates = generates
+        return record
+    }
+
     func json(task: String) -> String {
+        // [path, hash] or, with a settled stamp, [path, hash, stamp].
         func pairs(_ list: [PathHash]) -> String {
-            "[" + list.map { "[" + JSONText.quoted($0.path) + "," + JSONText.quoted($0.hash) + "]" }.joined(separator: ",") + "]"
+            "[" + list.map { item in
+                "[" + JSONText.quoted(item.path) + "," + JSONText.quoted(item.hash) + (item.stamp.map { "," + JSONText.quoted($0.text) } ?? "") + "]"
+            }.joined(separator: ",") + "]"
         }
         var text = "{\"version\":1,\"task\":" + JSONText.quoted(task) + ",\"identity\":" + JSONText.quoted(identity)
         text += ",\"sources\":" + pairs(sources) + ",\"generates\":" + pairs(generates)
@@ -169,15 +199,31 @@ package struct IncrementalRecord: Sendable, Equatable {
         for member in members { fields[member.key] = member.value }
         guard fields["version"] == .number("1"), fields["task"] == .string(task),
               case .string(let identity)? = fields["identity"], case .string(let stdout)? = fields["stdout"],
-              let sources = Self.pairs(fields["sources"]), let generates = Self.pairs(fields["generates"]),
+              let sources = Self.pathHashes(fields["sources"]), let generates = Self.pathHashes(fields["generates"]),
               let outputs = Self.pairs(fields["outputs"])
         else { return nil }
         self.identity = identity
-        self.sources = sources.map { PathHash(path: $0.0, hash: $0.1) }
-        self.generates = generates.map { PathHash(path: $0.0, hash: $0.1) }
+        self.sources = sources
+        self.generates = generates
         self.stdout = stdout
         if case .number(let code)? = fields["exit_code"] { exitCode = Int(code) } else { exitCode = nil }
         self.outputs = outputs.map { KeyValue(key: $0.0, value: $0.1) }
+    }
+
+    /// [path, hash] pairs, each with a stamp as a third string or not (a
+    /// stamp that does not read is dropped: the file is then read again).
+    private static func pathHashes(_ value: JSONValue?) -> [PathHash]? {
+        guard case .array(let items)? = value else { return nil }
+        var result: [PathHash] = []
+        for item in items {
+            guard case .array(let fields) = item, fields.count == 2 || fields.count == 3,
+                  case .string(let path) = fields[0], case .string(let hash) = fields[1]
+            else { return nil }
+            var stamp: FileStamp?
+            if fields.count == 3, case .string(let text) = fields[2] { stamp = FileStamp(text: text) }
+            result.append(PathHash(path: path, hash: hash, stamp: stamp))
+        }
+        return result
     }
 
     private static func pairs(_ value: JSONValue?) -> [(String, String)]? {

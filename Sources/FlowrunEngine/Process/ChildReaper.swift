@@ -44,6 +44,11 @@ final class ChildReaper: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Set before the first spawn: until then no process of the run exists to sweep.
+    private let launchedAny = Atomic(false)
+
+    /// Whether a child was ever started through this reaper (or is being started).
+    var hasLaunched: Bool { launchedAny.load(ordering: .acquiring) }
     private let orphanHandler: (@Sendable (Int32, ProcessExit) -> Void)?
     private let orphanQueue: DispatchQueue
 
@@ -112,6 +117,7 @@ final class ChildReaper: Sendable {
         spawn: () throws(ProcessError) -> Int32
     ) throws(ProcessError) -> Int32 {
         let registration = Registration(queue: queue, completion: completion)
+        launchedAny.store(true, ordering: .releasing)
         state.withLock { $0.spawnsInFlight += 1 }
         let pid: Int32
         do {

@@ -1,0 +1,76 @@
+import Synchronization
+package import FlowrunModel
+
+/// The content hashes one run has taken, by path, each with the stamp the
+/// file had (`FileStamp`): a header that seventy tasks list as a source is
+/// read once per run, and a file whose stamp is as `.flowrun/state`
+/// recorded it is not read at all. Content stays the truth: a stamp that
+/// differs, or one not settled when it was read, means reading again.
+///
+/// Shared by the engine's checks and the generated files' hashes after a
+/// task; the table is behind a `Mutex`, the reads outside it.
+package final class ContentHashCache: Sendable {
+    private let entries = Mutex<[String: Entry]>([:])
+    /// The clock a read's start is taken from (the kernel's coarse wall clock; a test's own).
+    private let now: @Sendable () -> Int64
+    private let reads = Atomic(0)
+    /// Whether a task of this run has started: until then nothing of the
+    /// run can have written a file, and a hash this run took stands without
+    /// a new `stat` (a no-op run of 70 tasks sharing 90 headers made 6,300).
+    private let tasksStarted = Atomic(false)
+    /// What each glob (its text, its base folder) matched, taken while no
+    /// task had started: 70 tasks listing `include/**/*.h` walk it once.
+    private let expansions = Mutex<[String: [String]]>([:])
+
+    private struct Entry {
+        var stamp: FileStamp
+        var hash: String
+    }
+
+    package init(now: @escaping @Sendable () -> Int64 = FileStamp.coarseNow) {
+        self.now = now
+    }
+
+    /// Called by the engine before it starts any task's attempt: from then
+    /// on a task (or what it left running) may write any file, and every
+    /// look stats it again (and every glob is walked again). A file someone else edits while the run checks
+    /// is taken as it was a moment before, as if the check had come first.
+    package func taskStarting() {
+        tasksStarted.store(true, ordering: .releasing)
+    }
+
+    /// The paths `pattern` matches under `base`: walked again once a task
+    /// has started (it may add or remove files), else walked once a run.
+    package func paths(matching pattern: GlobPattern, base: String) -> [String] {
+        guard !tasksStarted.load(ordering: .acquiring) else { return GlobExpansion.expand(pattern, base: base) }
+        let key = base + "\u{0}" + pattern.text
+        if let known = expansions.withLock({ $0[key] }) { return known }
+        let paths = GlobExpansion.expand(pattern, base: base)
+        expansions.withLock { $0[key] = paths }
+        return paths
+    }
+
+    /// How many times a file's content was read (and hashed) through this cache.
+    package var contentReads: Int { reads.load(ordering: .relaxed) }
+
+    /// What `path` holds, hashed, and the stamp that may find it again (nil
+    /// when it was not settled). `recorded` is what the state holds for it.
+    /// Nil when the path cannot be read.
+    package func hash(_ path: String, recorded: IncrementalRecord.PathHash? = nil) -> (hash: String, stamp: FileStamp?)? {
+        // Before the stat: a write after this moment gets a later ctime.
+        if !tasksStarted.load(ordering: .acquiring), let known = entries.withLock({ $0[path] }) { return (known.hash, known.stamp) }
+        let readStart = now()
+        guard let stamp = FileStamp.of(path) else { return nil }
+        // A recorded stamp was settled when it was recorded (only those are kept).
+        if let recorded, recorded.stamp == stamp {
+            entries.withLock { $0[path] = Entry(stamp: stamp, hash: recorded.hash) }
+            return (recorded.hash, stamp)
+        }
+        if let known = entries.withLock({ $0[path] }), known.stamp == stamp { return (known.hash, stamp) }
+        reads.add(1, ordering: .relaxed)
+        guard let hash = ContentHash.of(path) else { return nil }
+        guard stamp.isSettled(readStart: readStart) else { return (hash, nil) }
+        entries.withLock { $0[path] = Entry(stamp: stamp, hash: hash) }
+        return (hash, stamp)
+    }
+}
