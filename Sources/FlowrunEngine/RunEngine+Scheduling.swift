@@ -110,7 +110,10 @@ extension RunEngine {
     /// the run's slots: that would be every running task).
     private func holders(of resource: Int) -> String {
         guard resource != Self.runSlots else { return "" }
-        let names = attempts.keys.sorted().filter { nodes[$0].holdsSlots && nodes[$0].demand?.amount(of: resource) != nil }.map { nodes[$0].name }
+        let names = attempts.keys.sorted().filter {
+            // A ready service gave back its slots but holds its CPUs and memory.
+            (nodes[$0].holdsSlots ? nodes[$0].demand : services[$0]?.heldResources)?.amount(of: resource) != nil
+        }.map { nodes[$0].name }
         guard !names.isEmpty else { return "" }
         return " held by " + names.prefix(3).joined(separator: ", ") + (names.count > 3 ? " and \(names.count - 3) more" : "")
     }

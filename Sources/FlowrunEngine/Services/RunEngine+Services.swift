@@ -23,6 +23,9 @@ final class ServiceRun {
     var stopping = false
     /// When it became ready, seconds since the run started.
     var readyAt: Double?
+    /// The CPUs and memory it declared, held from readiness until it ends:
+    /// it gave back its slots, but it still uses what it declared.
+    var heldResources: SlotPool.Demand?
 
     init(attempt: Int, name: String) {
         self.attempt = attempt
@@ -127,11 +130,25 @@ extension RunEngine {
         service.ready = true
         service.readyAt = elapsed
         service.probe = nil
-        // Its deadline was for getting ready; its slot is for starting: it holds neither while it serves.
+        // Its deadline was for getting ready; its slots are for starting: it holds neither while it
+        // serves. Its CPUs and memory (SPEC §13) it keeps until it ends.
         cancelTimer(.timeout(index))
-        releaseSlots(index)
+        service.heldResources = releaseSlotsKeepingResources(index)
         settle(index, .succeeded)
         admitWaiters()
+    }
+
+    /// Gives back what `index` holds of the pool but its declared CPUs and
+    /// memory, and returns those (nil when it declared none).
+    private func releaseSlotsKeepingResources(_ index: Int) -> SlotPool.Demand? {
+        guard nodes[index].holdsSlots, let demand = nodes[index].demand else { return nil }
+        var kept: [Int: Int] = [:], given: [Int: Int] = [:]
+        for (resource, amount) in demand.pairs {
+            if resource == Self.cpuResource || resource == Self.memoryResource { kept[resource] = amount } else { given[resource] = amount }
+        }
+        nodes[index].holdsSlots = false
+        pool.release(SlotPool.Demand(amounts: given))
+        return kept.isEmpty ? nil : SlotPool.Demand(amounts: kept)
     }
 
     /// Whether `index` is a ready service still running: its settling says `task_ready`, not `task_finished`.
@@ -164,6 +181,10 @@ extension RunEngine {
     func serviceEnded(_ index: Int, _ result: AttemptResult) {
         guard let service = services.removeValue(forKey: index) else { return }
         attempts[index] = nil
+        if let held = service.heldResources {
+            pool.release(held)
+            admitWaiters()
+        }
         retryDescriptorWaiters()
         let exists = nodes.contains(index)
         if exists, result.wroteLog { nodes[index].hasLog = true }
