@@ -80,6 +80,13 @@ public struct TaskDefinition: Sendable {
         set { if newValue != nil || details != nil { changeDetails { $0.prompt = newValue } } }
     }
 
+    /// `executor:` as written on the task, or inherited from its group
+    /// (nil: the workflow's, which applies to `run:` tasks only).
+    public var executor: Located<ExecutorKind>? {
+        get { details?.value.executor }
+        set { if newValue != nil || details != nil { changeDetails { $0.executor = newValue } } }
+    }
+
     private struct Details: Sendable {
         static let defaultRetryDelay: Duration = .seconds(1)
         static let defaultBackoff: Double = 2
@@ -96,6 +103,7 @@ public struct TaskDefinition: Sendable {
         var templateCall: TemplateCall?
         var aliases: [Reference] = []
         var prompt: Located<String>?
+        var executor: Located<ExecutorKind>?
     }
 
     /// A new `Details` with `change` applied: the old one may be shared by

@@ -105,6 +105,8 @@ private struct PlanDocument: Encodable {
         var uses: TemplateUse?
         /// More names it runs by (tasks and groups), and a task's `prompt:`.
         var aliases: [String]?, prompt: String?
+        /// Only for a task on Slurm: `"slurm"` and the `sbatch` arguments its jobs get.
+        var executor: String?, sbatch: [String]?
         // Groups.
         var members: [String]?, concurrency: Int?, sequential: Bool?
         // Joins.
@@ -134,11 +136,11 @@ private struct PlanDocument: Encodable {
         stages = plan.stages.map { $0.map(\.name) }
         let aliases = Dictionary(TargetTable.aliases(of: workflow).map { ($0.name, $0.aliases.map(\.value)) }, uniquingKeysWith: { first, _ in first })
         steps = plan.steps.map { step in
-            var shown = Self.step(step, vars: workflow.vars)
+            var shown = Self.step(step, workflow: workflow)
             if step.kind != .fanOut { shown.aliases = aliases[step.name] }
             return shown
         }
-        finally = plan.finallySteps.map { Self.step($0, vars: workflow.vars) }
+        finally = plan.finallySteps.map { Self.step($0, workflow: workflow) }
     }
 
     private static func computedVars(_ vars: [Variable]) -> [String: String]? {
@@ -146,7 +148,8 @@ private struct PlanDocument: Encodable {
         return computed.isEmpty ? nil : Dictionary(computed, uniquingKeysWith: { _, last in last })
     }
 
-    private static func step(_ step: PlanStep, vars: [Variable] = []) -> Step {
+    private static func step(_ step: PlanStep, workflow: Workflow) -> Step {
+        let vars = workflow.vars
         var result = Step(
             name: step.name, kind: step.kind.rawValue, stage: step.stage + 1,
             line: step.location.line, column: step.location.column,
@@ -181,6 +184,10 @@ private struct PlanDocument: Encodable {
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
             result.runs_after = step.runsAfter
             result.runs_after_reason = step.runsAfterReason
+            if let sbatch = Plan.sbatchArguments(step, workflow: workflow) {
+                result.executor = ExecutorKind.slurm.rawValue
+                result.sbatch = sbatch
+            }
             if let limits = step.limits {
                 result.limits = Limits(
                     run: limits.runSlots,

@@ -1,0 +1,50 @@
+/// Where a task runs (SPEC §12): on this machine, or as a job on a Slurm cluster.
+public enum ExecutorKind: String, Sendable, CaseIterable {
+    case local, slurm
+}
+
+/// The top-level `slurm:` block: what every Slurm job of the run is
+/// submitted with (`sbatch` flags), and the folder every node sees.
+public struct SlurmSettings: Sendable {
+    /// `--partition`.
+    public var partition: String?
+    /// `--account`.
+    public var account: String?
+    /// `--qos`.
+    public var qos: String?
+    /// Passed to `sbatch` as written, after flowrun's own.
+    public var options: [String] = []
+    /// A folder every node sees, where job scripts, logs and exit files go;
+    /// nil: the run folder (which must then be on a shared file system).
+    public var sharedDir: String?
+    public var location: SourceLocation
+
+    public init(location: SourceLocation) {
+        self.location = location
+    }
+}
+
+extension TaskAction {
+    /// `http:` and `sleep:` run inside flowrun; only a `run:` script can be a job.
+    public var canRunOnSlurm: Bool {
+        if case .run = self { return true }
+        return false
+    }
+}
+
+extension Workflow {
+    /// Where `task` runs: its own `executor:` (or its group's), else the
+    /// workflow's for a `run:` task; `http:` and `sleep:` always locally.
+    public func executor(of task: TaskDefinition) -> ExecutorKind {
+        guard task.action.canRunOnSlurm else { return .local }
+        return task.executor?.value ?? executor?.value ?? .local
+    }
+
+    /// Whether any task may run on Slurm (then `sbatch` must be there at run start).
+    public var usesSlurm: Bool {
+        if executor?.value == .slurm { return true }
+        let explicit = { (task: TaskDefinition) in task.executor?.value == .slurm }
+        return tasks.contains(where: explicit) || finally.contains(where: explicit)
+            || groups.contains { $0.executor?.value == .slurm || $0.members.contains(where: explicit) || $0.fanOut.map { explicit($0.template) } == true }
+    }
+}
