@@ -40,6 +40,8 @@ extension RunEvent {
         case .taskStarted(var started):
             if let log = started.log { started.log?.path = masker.mask(log.path) }
             event.payload = .taskStarted(started)
+        case .taskSlurm:
+            break  // job ids, states and node names: no value of the workflow's
         case .taskRetrying(var retrying):
             retrying.reason = retrying.reason.map(masker.mask)
             event.payload = .taskRetrying(retrying)

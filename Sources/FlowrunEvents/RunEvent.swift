@@ -15,6 +15,7 @@ package struct RunEvent: Sendable {
         case taskWaiting = "task_waiting"
         case taskStarted = "task_started"
         case taskProgress = "task_progress"
+        case taskSlurm = "task_slurm"
         /// With `--stream` and `--output json` only (not in events.jsonl): a line a task printed.
         case taskOutput = "task_output"
         case taskRetrying = "task_retrying"
@@ -30,6 +31,7 @@ package struct RunEvent: Sendable {
         case taskWaiting(TaskWaiting)
         case taskStarted(TaskStarted)
         case taskProgress(TaskProgress)
+        case taskSlurm(TaskSlurm)
         case taskOutput(TaskOutput)
         case taskRetrying(TaskRetrying)
         case taskFinished(TaskFinished)
@@ -65,6 +67,7 @@ package struct RunEvent: Sendable {
         case .taskWaiting: .taskWaiting
         case .taskStarted: .taskStarted
         case .taskProgress: .taskProgress
+        case .taskSlurm: .taskSlurm
         case .taskOutput: .taskOutput
         case .taskRetrying: .taskRetrying
         case .taskFinished: .taskFinished
@@ -81,6 +84,7 @@ package struct RunEvent: Sendable {
         case .taskWaiting(let event): event.task
         case .taskStarted(let event): event.task
         case .taskProgress(let event): event.task
+        case .taskSlurm(let event): event.task
         case .taskOutput(let event): event.task
         case .taskRetrying(let event): event.task
         case .taskFinished(let event): event.task

@@ -61,14 +61,7 @@ extension WorkflowDecoder {
     /// no secret's value in any file flowrun writes: secrets and Slurm are
     /// refused together, at the first place a task is put on Slurm.
     mutating func refuseSecretsOnSlurm(_ workflow: Workflow) {
-        guard !workflow.secrets.isEmpty, workflow.usesSlurm else { return }
-        var places: [SourceLocation] = [workflow.executor].compactMap { $0?.value == .slurm ? $0?.location : nil }
-        for group in workflow.groups {
-            if group.executor?.value == .slurm { places.append(group.executor!.location) }
-            for task in group.members + (group.fanOut.map { [$0.template] } ?? []) where task.executor?.value == .slurm { places.append(task.executor!.location) }
-        }
-        for task in workflow.tasks + workflow.finally where task.executor?.value == .slurm { places.append(task.executor!.location) }
-        guard let first = places.min(by: { ($0.line, $0.column) < ($1.line, $1.column) }) else { return }
+        guard !workflow.secrets.isEmpty, let first = workflow.slurmExecutorLocations.first else { return }
         error("secrets cannot reach Slurm jobs: a job script is a file on a shared folder, and flowrun writes no secret's value to a file; run the tasks that need secrets with 'executor: local', or pass the secret through a file the job reads", at: first)
     }
 

@@ -41,10 +41,22 @@ extension Workflow {
     }
 
     /// Whether any task may run on Slurm (then `sbatch` must be there at run start).
-    public var usesSlurm: Bool {
-        if executor?.value == .slurm { return true }
-        let explicit = { (task: TaskDefinition) in task.executor?.value == .slurm }
-        return tasks.contains(where: explicit) || finally.contains(where: explicit)
-            || groups.contains { $0.executor?.value == .slurm || $0.members.contains(where: explicit) || $0.fanOut.map { explicit($0.template) } == true }
+    public var usesSlurm: Bool { !slurmExecutorLocations.isEmpty }
+
+    /// Every `executor: slurm` written in the file, in order.
+    public var slurmExecutorLocations: [SourceLocation] {
+        var places: [SourceLocation] = []
+        func note(_ executor: Located<ExecutorKind>?) {
+            if let executor, executor.value == .slurm { places.append(executor.location) }
+        }
+        note(executor)
+        for group in groups {
+            note(group.executor)
+            for task in group.members { note(task.executor) }
+            note(group.fanOut?.template.executor)
+        }
+        for task in tasks + finally { note(task.executor) }
+        var seen = Set<String>()
+        return places.filter { seen.insert($0.description).inserted }.sorted { ($0.line, $0.column) < ($1.line, $1.column) }
     }
 }

@@ -90,6 +90,7 @@ enum LiveFrame {
         line.append(TerminalText.padded(left: task.progress.map { "\($0)%" } ?? "", to: 4))
         line.append("  " + TerminalText.padded(left: clock(max(0, now - task.started)), to: 6), .dim)
         if task.attempt > 1 { line.append("  attempt \(task.attempt)", .warning) }
+        if let slurm = task.slurm { line.append("  " + slurm, .accent) }
         // The task's latest line of output, dimmed (cut to the width by the screen).
         if let latest = state?.latestOutput[task.name] { line.append("  " + latest, .dim) }
         return line

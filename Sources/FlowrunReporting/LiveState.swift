@@ -18,6 +18,8 @@ struct LiveState {
         var started: Double
         var attempt: Int
         var progress: Int?
+        /// A task on Slurm: `queued (slurm job 12)`, `running on n1 (slurm job 12)`.
+        var slurm: String?
         /// Arrival order, for a stable listing.
         var serial: Int
     }
@@ -127,6 +129,9 @@ struct LiveState {
             return []
         case .taskProgress(let progress):
             running[name]?.progress = progress.percent
+            return []
+        case .taskSlurm(let slurm):
+            running[name]?.slurm = TerminalText.sanitized(slurm.text)
             return []
         case .taskOutput:
             return []

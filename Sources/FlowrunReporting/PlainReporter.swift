@@ -52,6 +52,8 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
             break  // always `commonLine`'s
         case .taskProgress(let progress):
             lines.append("\(stamp) progress \(name) \(progress.percent)%")
+        case .taskSlurm(let slurm):
+            lines.append("\(stamp) slurm    \(name) \(TerminalText.escaped(slurm.text))")
         case .taskRetrying(let retrying):
             let why = retrying.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             lines.append("\(stamp) retry    \(name): \(retrying.status.rawValue)\(why), attempt \(retrying.attempt) in \(Self.seconds(retrying.delay))")

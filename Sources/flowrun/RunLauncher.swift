@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import FlowrunModel
 import FlowrunValues
 import FlowrunPlanning
@@ -20,6 +23,16 @@ enum RunLauncher {
         if let problem = DescriptorLimit.problemForARun() {
             Terminal.standardError.write(problem + "\n")
             throw ExitCode(1)
+        }
+        // Slurm's commands, looked for before anything is made: a missing one stops the run here.
+        var slurmTools: SlurmTools?
+        if let place = plan.workflow.slurmExecutorLocations.first {
+            switch SlurmTools.find(searchPath: getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin") {
+            case .success(let tools): slurmTools = tools
+            case .failure(let missing):
+                Terminal.standardError.write("\(place): error: executor: slurm needs '\(missing.name)', which is not on PATH: install Slurm's client commands (Debian: apt-get install slurm-client), or give these tasks executor: local\n")
+                throw ExitCode(2)
+            }
         }
         let record: RunRecord
         do {
@@ -54,6 +67,7 @@ enum RunLauncher {
         // Handed over (`consume`): the engine keeps the only copy, without the workflow's own definitions.
         let engine = RunEngine(plan: (consume plan).forRunning(), record: record, reporters: [reporter], streamsOutput: hearsLines)
         engine.reuse = reuse
+        engine.slurmTools = slurmTools
         if let identities { engine.identities = identities }
         let outcome = engine.run()
         // The console's last lines, waited for a bounded time only (a reader
