@@ -6,6 +6,10 @@
 #   scripts/slurm-test-cluster.sh stop  [DIR]   # kills slurmctld and slurmd, removes DIR
 #   scripts/slurm-test-cluster.sh status [DIR]
 #
+# SLURM_TEST_CPUS=N gives the node N CPUs whatever the machine has
+# (SlurmdParameters=config_overrides): many short array elements then run
+# at once, as on a real cluster, instead of two at a time on two cores.
+#
 # Needs root and Debian's slurm-wlm and munge (`apt-get install slurm-wlm
 # munge`); a missing one is named, never skipped. State, spool, logs and pid
 # files live in DIR (default /tmp/flowrun-slurm); the config is written to
@@ -47,7 +51,7 @@ case "$command" in
     stop
     mkdir -p "$dir/state" "$dir/spool" "$dir/log"
     host=$(hostname -s)
-    cpus=$(nproc)
+    cpus=${SLURM_TEST_CPUS:-$(nproc)}
     memory_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
     mkdir -p /etc/slurm
     cat > /etc/slurm/slurm.conf <<CONF
@@ -58,6 +62,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
+# A job that asks for no memory takes 64 MB, not the whole node (which would run one job at a time).
+DefMemPerCPU=64
 SchedulerParameters=sched_interval=1,bf_interval=1
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
@@ -66,6 +72,7 @@ SlurmdPidFile=$dir/d.pid
 SlurmctldLogFile=$dir/log/ctld.log
 SlurmdLogFile=$dir/log/d.log
 SlurmUser=root
+SlurmdParameters=config_overrides
 ReturnToService=2
 MpiDefault=none
 MaxArraySize=100001

@@ -140,7 +140,8 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         } else {
             let reason = state?.reason ?? "slurm: the job ended without an exit status (\(state?.state ?? "not in squeue"))"
             result = AttemptResult(status: state?.state == "TIMEOUT" ? .timedOut : .failed, reason: reason)
-            log.write("flowrun: \(reason)\(jobID.map { " (job \($0))" } ?? "")\n")
+            // A job flowrun stopped itself ends without one: that needs no line.
+            if stoppedAs == nil { log.write("flowrun: \(reason)\(jobID.map { " (job \($0))" } ?? "")\n") }
         }
         if let stoppedAs {
             result.status = stoppedAs.status
