@@ -44,10 +44,25 @@ stop() {
   rm -rf "$dir"
 }
 
+# A cluster left running from another folder (a test run that crashed, a
+# try by hand): the config says where its pid files are; stop it, since two
+# controllers cannot share the ports.
+stop_previous() {
+  [ -f /etc/slurm/slurm.conf ] || return 0
+  previous=$(sed -n 's/^SlurmctldPidFile=\(.*\)\/ctld.pid$/\1/p' /etc/slurm/slurm.conf)
+  if [ -n "$previous" ] && [ "$previous" != "$dir" ] && [ -f "$previous/ctld.pid" ]; then
+    echo "slurm-test-cluster: stopping the cluster left running in $previous" >&2
+    dir=$previous stop_in "$previous"
+  fi
+}
+
+stop_in() { local dir=$1; stop; }
+
 case "$command" in
   start)
     need slurmctld slurmd sbatch squeue scancel sinfo scontrol munged
     [ "$(id -u)" = 0 ] || { echo "slurm-test-cluster: needs root (SlurmUser=root)" >&2; exit 3; }
+    stop_previous
     stop
     mkdir -p "$dir/state" "$dir/spool" "$dir/log"
     host=$(hostname -s)

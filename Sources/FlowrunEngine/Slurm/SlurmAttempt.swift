@@ -132,7 +132,11 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         isDone = true
         readNewOutput()
         var result: AttemptResult
-        if let exitStatus {
+        if let exitStatus, exitStatus > 128, let slurmReason = state?.reason {
+            // Killed by a signal that Slurm sent: its reason (NODE_FAIL, TIMEOUT, OUT_OF_MEMORY) says more than "exit 143".
+            result = AttemptResult(status: state?.state == "TIMEOUT" ? .timedOut : .failed, exitCode: exitStatus, reason: slurmReason)
+            if stoppedAs == nil { log.write("flowrun: \(slurmReason)\(jobID.map { " (job \($0))" } ?? "")\n") }
+        } else if let exitStatus {
             result = AttemptResult(status: exitStatus == 0 ? .succeeded : .failed, exitCode: exitStatus, reason: exitStatus == 0 ? nil : "exit \(exitStatus)")
         } else if let problem {
             log.write("flowrun: \(problem)\n")
