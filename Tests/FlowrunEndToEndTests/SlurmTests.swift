@@ -150,6 +150,37 @@ import Glibc
         #expect(!ended.hung, "\(ended)")
     }
 
+    /// The engine stopped while a job runs, the job ends, the engine is
+    /// killed: `resume` reads the job's exit file and does not run it again.
+    @Test func resumeCountsAJobThatEndedAfterTheEngineDiedAsFinished() throws {
+        let sandbox = try RunSandbox()
+        let flowrun = try sandbox.start("""
+            tasks:
+              job:
+                executor: slurm
+                run: echo ran >> "$SANDBOX/job-runs"; sleep 2; echo finished
+              here:
+                run: '[ -e "$SANDBOX/second" ] && exit 0; touch "$SANDBOX/second"; sleep 300'
+            """, hardTimeout: .seconds(90))
+        #expect(try SlurmTestCluster.until(.seconds(60)) { sandbox.lines("job-runs").count == 1 }, "the job did not start")
+        let engine = try #require(flowrun.engine())
+        kill(engine, SIGSTOP)
+        let slurmFolder = sandbox.logDirectory + "/" + (runFolders(in: sandbox.logDirectory).first ?? "") + "/slurm"
+        let exitWritten = SlurmTestCluster.until(.seconds(30)) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: slurmFolder)) ?? []).contains { $0.hasSuffix(".exit") }
+        }
+        #expect(exitWritten, "the job wrote no exit file in \(slurmFolder)")
+        kill(engine, SIGKILL)
+        let ended = flowrun.finish()
+        #expect(ended.exitStatus == 137, "\(ended)")
+        let resumed = try FlowrunBinary.run(
+            ["resume", "--log-dir", sandbox.logDirectory, "--output", "plain"], in: sandbox.path, environment: sandbox.environment,
+            timeout: .seconds(60))
+        #expect(resumed.exitStatus == 0, "\(resumed)")
+        #expect(sandbox.lines("job-runs").count == 1, "the job ran again: \(resumed)")
+        #expect(try SlurmTestCluster.jobs().isEmpty)
+    }
+
     @Test func aNodeFailureIsTheReason() throws {
         let sandbox = try RunSandbox()
         let node = SlurmTestCluster.node
