@@ -23,7 +23,7 @@ public enum SlurmArguments {
 
     /// Slurm's `D-HH:MM:SS`, rounded up to a whole second (Slurm itself
     /// counts minutes; flowrun's own deadline stops the task on time).
-    static func time(_ duration: Duration) -> String {
+    public static func time(_ duration: Duration) -> String {
         let total = Int((duration.seconds).rounded(.up))
         let days = total / 86_400, hours = total % 86_400 / 3600, minutes = total % 3600 / 60, seconds = total % 60
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
