@@ -104,6 +104,7 @@ final class SlurmSession: @unchecked Sendable {
     /// One `sbatch` for `attempts`: their element scripts and the job script
     /// in `slurm/sN/`, kept in the record.
     private func submitBatch(_ attempts: [SlurmAttempt], asArray: Bool, tries: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let attempts = attempts.filter { !$0.isDone }
         guard let first = attempts.first else { return }
         batchSerial += 1
