@@ -29,17 +29,27 @@ need() {
 }
 
 stop() {
-  for pidfile in "$dir/ctld.pid" "$dir/d.pid"; do
+  # munged too, when this script started it (its pid kept in DIR); one started otherwise is left alone.
+  for pidfile in "$dir/ctld.pid" "$dir/d.pid" "$dir/munged.pid"; do
     [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
   done
   # Wait for both daemons to be gone, so a following start finds the ports free.
   for _ in $(seq 1 50); do
     alive=0
-    for pidfile in "$dir/ctld.pid" "$dir/d.pid"; do
+    for pidfile in "$dir/ctld.pid" "$dir/d.pid" "$dir/munged.pid"; do
       [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && alive=1
     done
     [ "$alive" = 0 ] && break
     sleep 0.1
+  done
+  # Still there after 5 s (a slurmd retrying a controller that is gone): SIGKILL.
+  for pidfile in "$dir/ctld.pid" "$dir/d.pid" "$dir/munged.pid"; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    # Only the daemon itself, not a process that took its pid since.
+    case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
+      slurmctld|slurmd|munged) kill -9 "$pid" 2>/dev/null || true ;;
+    esac
   done
   rm -rf "$dir"
 }
@@ -98,7 +108,7 @@ AccountingStorageType=accounting_storage/none
 NodeName=$host CPUs=$cpus RealMemory=$memory_mb State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
-    # munge: one key, one daemon (kept across starts; it is cheap and stateless).
+    # munge: one key, one daemon; stopped with the cluster when this script started it.
     if [ ! -s /etc/munge/munge.key ]; then
       mkdir -p /etc/munge
       head -c 1024 /dev/urandom > /etc/munge/munge.key
@@ -107,8 +117,10 @@ CONF
     fi
     mkdir -p /run/munge /var/log/munge /var/lib/munge
     chown munge:munge /run/munge /var/log/munge /var/lib/munge
-    if ! pgrep -x munged >/dev/null; then
+    # A zombie munged (an earlier one whose parent never reaped it) is not one.
+    if ! pgrep -r R,S,D -x munged >/dev/null; then
       su -s /bin/sh munge -c /usr/sbin/munged
+      cp /run/munge/munged.pid "$dir/munged.pid"
     fi
     slurmctld
     slurmd
@@ -117,7 +129,9 @@ CONF
       [ "$state" = idle ] && { echo "$dir"; exit 0; }
       sleep 0.1
     done
-    echo "slurm-test-cluster: the node did not become idle in 30 s (state '${state:-none}'); logs in $dir/log" >&2
+    echo "slurm-test-cluster: the node did not become idle in 30 s (state '${state:-none}'); logs were in $dir/log:" >&2
+    tail -5 "$dir/log/ctld.log" >&2 || true
+    stop  # nothing left running after a failed start
     exit 1
     ;;
   stop)

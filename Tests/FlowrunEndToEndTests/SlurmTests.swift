@@ -86,6 +86,37 @@ import Glibc
         #expect(try SlurmTestCluster.jobs().isEmpty)
     }
 
+    /// The controller busy for the first `sbatch` and the first `squeue`:
+    /// both are asked again, and the task succeeds.
+    @Test func aBusyControllerIsRetriedNotATaskFailure() throws {
+        let sandbox = try RunSandbox()
+        var tools = try Self.countingTools(in: sandbox)
+        for tool in ["sbatch", "squeue"] {
+            let real = try RunSandbox.tool(tool)
+            let script = """
+                #!/bin/sh
+                echo "$(date +%s.%N) $*" >> \(sandbox.path)/\(tool).calls
+                if [ ! -e \(sandbox.path)/\(tool).failed ]; then
+                  touch \(sandbox.path)/\(tool).failed
+                  echo "\(tool): error: Socket timed out on send/recv operation" >&2
+                  exit 1
+                fi
+                exec \(real) "$@"
+
+                """
+            _ = FileManager.default.createFile(atPath: "\(sandbox.path)/bin/\(tool)", contents: Data(script.utf8), attributes: [.posixPermissions: 0o755])
+        }
+        tools["SANDBOX"] = sandbox.path
+        let run = try sandbox.run("""
+            tasks:
+              a: { executor: slurm, run: echo done }
+            """, timeout: .seconds(90), environment: tools)
+        #expect(run.exitStatus == 0, "\(run)")
+        #expect(sandbox.lines("sbatch.calls").count == 2, "\(sandbox.lines("sbatch.calls"))")
+        #expect(sandbox.lines("squeue.calls").count >= 2, "\(sandbox.lines("squeue.calls"))")
+        #expect(try sandbox.record().task("a")?["stdout"] as? String == "done", "\(run)")
+    }
+
     @Test func aJoinsQuorumScancelsItsLosers() throws {
         let sandbox = try RunSandbox()
         let tools = try Self.countingTools(in: sandbox)
