@@ -62,6 +62,8 @@ import FlowrunRecord
                 join: "late", status: .failed, members: 2, succeeded: 0, required: 2, timedOut: true, duration: 3, missing: ["m1", "m2"]))),
             RunEvent(elapsed: 9, timestamp: 9, .runFinished(.init(
                 runID: "20261129-044500-abcd", duration: 9, counts: [(.succeeded, 5), (.failed, 1)], exitCode: 1, path: "/tmp/rec"))),
+            // New with the Slurm executor (no "before"): its line as docs/events-json.md gives it.
+            RunEvent(elapsed: 9.5, timestamp: 9, .taskSlurm(.init(task: "align[3]", jobID: "1234_3", state: "RUNNING", node: "n1", text: "running on n1"))),
         ]
         return events
     }()
@@ -89,6 +91,7 @@ import FlowrunRecord
         #"{"event":"join_completed","elapsed":8,"join":"quorum","status":"succeeded","duration":1.25,"members":3,"succeeded":2,"required":2,"timed_out":false,"missing":[],"report":[{"name":"a.stdout","value":"hello"},{"name":"b.x","value":"\"y\""}],"results":[{"name":"a","outcome":"succeeded","duration":0.5,"log":"logs/a.log","values":[{"key":"stdout","value":"hello"}]},{"name":"b","group":"g","item":"it","outcome":"not_needed","values":[]}],"report_path":"joins/quorum.json"}"#,
         #"{"event":"join_completed","elapsed":8,"join":"late","status":"failed","duration":3,"members":2,"succeeded":0,"required":2,"timed_out":true,"missing":["m1","m2"],"report":[]}"#,
         #"{"event":"run_finished","elapsed":9,"run_id":"20261129-044500-abcd","duration":9,"path":"/tmp/rec","counts":{"succeeded":5,"failed":1},"exit_code":1}"#,
+        #"{"event":"task_slurm","elapsed":9.5,"task":"align[3]","slurm_job":"1234_3","state":"RUNNING","node":"n1"}"#,
     ]
 
     @Test func everyKindEncodesToTheBytesTheEncoderBeforeWrote() {
