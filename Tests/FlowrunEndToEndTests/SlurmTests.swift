@@ -140,6 +140,25 @@ import Glibc
         #expect(try SlurmTestCluster.until(.seconds(5)) { try SlurmTestCluster.jobs().isEmpty }, "jobs left: \((try? SlurmTestCluster.jobs()) ?? [])")
     }
 
+    @Test func failFastCancelsTheOtherJobs() throws {
+        let sandbox = try RunSandbox()
+        let run = try sandbox.run("""
+            executor: slurm
+            fail_fast: true
+            kill_grace: 1s
+            tasks:
+              broken: { run: exit 4 }
+              long-a: { run: sleep 300 }
+              long-b: { run: sleep 300 }
+            """, timeout: .seconds(90))
+        #expect(run.exitStatus == 1, "\(run)")
+        let record = try sandbox.record()
+        #expect(record.finished("broken")?["exit_code"] as? Int == 4, "\(run)")
+        #expect(record.finished("long-a")?["status"] as? String == "cancelled", "\(run)")
+        #expect(record.finished("long-b")?["status"] as? String == "cancelled", "\(run)")
+        #expect(try SlurmTestCluster.until(.seconds(5)) { try SlurmTestCluster.jobs().isEmpty }, "jobs left: \((try? SlurmTestCluster.jobs()) ?? [])")
+    }
+
     @Test func aTimeoutStopsTheJob() throws {
         let sandbox = try RunSandbox()
         let run = try sandbox.run("""

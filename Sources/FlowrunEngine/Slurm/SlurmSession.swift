@@ -215,10 +215,13 @@ final class SlurmSession: @unchecked Sendable {
         }
     }
 
+    /// Cancelling is idempotent: any failure is tried again (a busy
+    /// controller, or the scancel itself killed by the engine's sweep of
+    /// every descendant when the supervisor died), up to 6 times.
     private func scancel(_ arguments: [String], tries: Int = 0) {
         SlurmCommand.run([tools.scancel] + arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
-            guard outcome.status != 0, SlurmQueueState.isTransient(outcome.output), tries < 5 else { return }
-            queue.asyncAfter(deadline: .now() + Double(1 << tries)) { [self] in scancel(arguments, tries: tries + 1) }
+            guard outcome.status != 0, tries < 5 else { return }
+            queue.asyncAfter(deadline: .now() + min(Double(1 << tries) * 0.5, 4)) { [self] in scancel(arguments, tries: tries + 1) }
         }
     }
 
