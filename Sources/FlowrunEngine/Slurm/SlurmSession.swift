@@ -132,6 +132,10 @@ final class SlurmSession: @unchecked Sendable {
                     queue.asyncAfter(deadline: .now() + delay) { [self] in submitBatch(attempts, asArray: asArray, tries: tries + 1) }
                     return
                 }
+                if attempts.contains(where: { $0.stoppedAs != nil }) {
+                    // Stopped meanwhile (the sbatch itself may have been killed after Slurm took the job).
+                    scancel(["--name=\(jobName)"])
+                }
                 for attempt in attempts { attempt.finish(exitStatus: nil, state: nil, problem: "sbatch failed (exit \(outcome.status)): \(message)") }
                 return
             }
@@ -210,7 +214,9 @@ final class SlurmSession: @unchecked Sendable {
                     if !left.isEmpty { scancel(left) }
                 }
             }
-            if !kill.isEmpty { scancel(kill) }
+            // A kill is everything going at once (a second Ctrl-C, the supervisor gone): the run's
+            // name takes every job, one whose sbatch was killed before it said the id too.
+            if !kill.isEmpty { scancel(["--name=\(jobName)"]) }
             schedulePoll(after: 1)
         }
     }
