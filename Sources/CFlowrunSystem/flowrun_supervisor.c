@@ -38,6 +38,12 @@ static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 static int supervisor_link = -1;
 /// The supervisor's pid (the engine's parent at the fork); 0 when unsupervised.
 static pid_t supervisor_pid;
+/// The engine's end of the last-words link (a datagram socket pair: each
+/// message whole), where it sends the command to run at its death; -1 when unsupervised.
+static int last_words_link = -1;
+
+/// The most a last-words command may hold.
+enum { max_last_words = 4096 };
 
 /// Per signal: the last half of a kill not yet matched by its other half,
 /// packed (forwarded << 63 | sender << 32 | milliseconds), 0 for none. One
@@ -165,6 +171,13 @@ void flowrun_supervisor_keep_cgroups(const char *folders, size_t length) {
     do { sent = sendmsg(supervisor_link, &message, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
 }
 
+int flowrun_supervisor_on_death(const char *words, size_t length) {
+    if (last_words_link < 0 || length == 0 || length > max_last_words) return -1;
+    ssize_t sent;
+    do { sent = send(last_words_link, words, length, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
+    return sent == (ssize_t)length ? 0 : -1;
+}
+
 int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context) {
     if (supervisor_link < 0) return -1;
     struct link_watch *watch = malloc(sizeof *watch);
@@ -196,6 +209,47 @@ int flowrun_watch_supervisor(flowrun_supervisor_gone_fn gone, void *context) {
 static volatile pid_t supervised_engine;
 /// The supervisor's end of the link.
 static int engine_link = -1;
+/// The supervisor's end of the last-words link.
+static int last_words_from_engine = -1;
+
+/// Runs the last command the engine sent (`flowrun_supervisor_on_death`),
+/// if any, with stdio on /dev/null, and waits for it at most 10 s (then
+/// kills it): a controller that does not answer must not hold the shell.
+static void run_last_words(void) {
+    static char message[max_last_words + 1];
+    ssize_t length = -1, got;
+    // The last message wins.
+    while ((got = recv(last_words_from_engine, message, max_last_words, MSG_DONTWAIT)) > 0 || (got < 0 && errno == EINTR)) {
+        if (got > 0) length = got;
+    }
+    if (length <= 0) return;
+    message[length] = 0;
+    char *words[64];
+    int count = 0;
+    for (char *word = message; word < message + length && count < 63; word += strlen(word) + 1) words[count++] = word;
+    words[count] = NULL;
+    pid_t child = fork();
+    if (child == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) { dup2(null, 0); dup2(null, 1); dup2(null, 2); }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv(words[0], words);
+        _exit(127);
+    }
+    if (child < 0) return;
+    uint32_t started = monotonic_milliseconds();
+    while (waitpid(child, NULL, WNOHANG) == 0) {
+        if (monotonic_milliseconds() - started > 10 * 1000) {
+            kill(child, SIGKILL);
+            waitpid(child, NULL, 0);
+            break;
+        }
+        struct timespec pause = { 0, 10 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+    }
+}
 
 /// A signal that kills the supervisor (any it can catch but the stop
 /// signals it passes on): tells the engine which, so that the record says
@@ -611,6 +665,7 @@ static void supervise(pid_t engine, const sigset_t *caller_mask) {
     for_each_cgroup(kill_cgroup);
     leave_nothing_behind(10);
     for_each_cgroup(remove_cgroup);
+    run_last_words();
     _exit(code);
 }
 
@@ -629,6 +684,16 @@ int flowrun_supervise(void) {
         if (link[1] >= 0) close(link[1]);
         return -1;
     }
+    // The last words: without them the run still works, its Slurm jobs unguarded.
+    int words[2] = { -1, -1 };
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, words) == 0) {
+        for (int end = 0; end < 2; end++) {
+            if (words[end] > 2) continue;
+            int moved = fcntl(words[end], F_DUPFD_CLOEXEC, 3);
+            close(words[end]);
+            words[end] = moved;
+        }
+    }
     // Stop signals and SIGCHLD wait until the supervisor is ready for them.
     sigset_t held, previous;
     sigemptyset(&held);
@@ -641,6 +706,8 @@ int flowrun_supervise(void) {
         sigprocmask(SIG_SETMASK, &previous, NULL);
         close(link[0]);
         close(link[1]);
+        if (words[0] >= 0) close(words[0]);
+        if (words[1] >= 0) close(words[1]);
         return -1;
     }
     if (engine == 0) {
@@ -652,6 +719,8 @@ int flowrun_supervise(void) {
         // (Gone before this call: no SIGCONT comes, and none is needed, the engine runs.)
         prctl(PR_SET_PDEATHSIG, SIGCONT, 0, 0, 0);
         close(link[1]);
+        if (words[1] >= 0) close(words[1]);
+        last_words_link = words[0];
         supervisor_link = link[0];
         supervisor_pid = parent;
         sigprocmask(SIG_SETMASK, &previous, NULL);
@@ -659,6 +728,8 @@ int flowrun_supervise(void) {
     }
     close(link[0]);
     engine_link = link[1];
+    if (words[0] >= 0) close(words[0]);
+    last_words_from_engine = words[1];
     supervise(engine, &previous);
     return -1;  // not reached
 }

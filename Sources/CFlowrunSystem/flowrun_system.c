@@ -373,3 +373,7 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
     *pid = child;
     return 0;
 }
+
+int flowrun_memory_file(void) {
+    return memfd_create("flowrun-command", MFD_CLOEXEC);
+}

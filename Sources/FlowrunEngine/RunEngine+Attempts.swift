@@ -28,6 +28,7 @@ extension RunEngine {
                 return FailedAttempt(reason: error.description, queue: queue, completion: completion)
             }
         case .run(let script):
+            if runsOnSlurm(index) { return makeSlurmAttempt(for: index, script: script, completion: completion) }
             return makeProcessAttempt(for: index, script: script, completion: completion)
         }
     }

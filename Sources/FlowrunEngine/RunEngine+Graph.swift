@@ -103,7 +103,9 @@ extension RunEngine {
             // What every member will hold and its deadline, for when the group starts.
             if let group = step.group.flatMap({ indexByName[$0] }), let template = step.sharedTask, let source = step.fanOutSource {
                 fanOuts[group] = FanOut(
-                    template: template, source: source, demand: demand(for: step.limits, resources: template.value.resources), timeout: step.timers.timeout,
+                    template: template, source: source,
+                    demand: demand(for: step.limits, resources: template.value.resources, onSlurm: plan.workflow.executor(of: template.value) == .slurm, fanOut: true),
+                    timeout: step.timers.timeout,
                     items: step.fanOutItems.map(Set.init), runsAfter: step.runsAfter.flatMap { indexByName[$0] },
                     sequential: step.sequential, split: step.fanOutSplit, axes: step.fanOutAxes)
             }
@@ -122,7 +124,9 @@ extension RunEngine {
             } else {
                 nodes[index].needs = step.needs.compactMap { indexByName[$0] }
             }
-            nodes[index].demand = demand(for: step.limits, resources: step.sharedTask?.value.resources)
+            nodes[index].demand = demand(
+                for: step.limits, resources: step.sharedTask?.value.resources,
+                onSlurm: step.task.map { plan.workflow.executor(of: $0) == .slurm } ?? false, fanOut: false)
             nodes[index].runsAfter = step.runsAfter.flatMap { indexByName[$0] }
             if let reason = step.runsAfterReason { runsAfterReasons[index] = reason }
         case .group:
@@ -213,8 +217,22 @@ extension RunEngine {
     /// The slots a task holds while running, as the plan gave them: a run
     /// slot, its group's, its semaphores' (weights of one semaphore named
     /// twice add up).
-    func demand(for limits: TaskLimits?, resources: ResourceRequest? = nil) -> SlotPool.Demand {
-        guard let limits else { return Self.runSlotOnly }
+    ///
+    /// A task on Slurm holds no run slot: the cluster's queue decides how
+    /// many jobs run (`max_parallel` counts this machine's work). A fan-out
+    /// member on Slurm holds no group slot either: its array's `%C` is the
+    /// group's concurrency, so every ready member is submitted at once.
+    /// On Slurm, declared resources become sbatch's flags: `capacity` does not apply.
+    func demand(for limits: TaskLimits?, resources: ResourceRequest? = nil, onSlurm: Bool = false, fanOut: Bool = false) -> SlotPool.Demand {
+        guard let limits else { return onSlurm ? SlotPool.Demand(amounts: [:]) : Self.runSlotOnly }
+        if onSlurm {
+            var amounts: [Int: Int] = [:]
+            if !fanOut, let group = limits.group.flatMap({ resourceOfGroup[$0.name] }) { amounts[group] = 1 }
+            for use in limits.semaphores {
+                if let resource = resourceOfSemaphore[use.name] { amounts[resource, default: 0] += use.weight }
+            }
+            return SlotPool.Demand(amounts: amounts)
+        }
         let groupResource = limits.group.flatMap { resourceOfGroup[$0.name] }
         if limits.semaphores.isEmpty && groupResource == nil && resources == nil {
             return Self.runSlotOnly  // most tasks: one value shared, not built per task

@@ -235,8 +235,11 @@ extension RunEngine {
     private func growMemory(_ index: Int) -> UInt64? {
         guard let factor = nodes[index].definition?.value.retryResources?.memoryFactor, let current = resources(of: index),
               current.memoryBytes != nil, let demand = nodes[index].demand else { return nil }
-        let grown = current.withMemory(times: factor, atMost: plan.capacity.memoryBytes)
+        // On Slurm the cluster admits (`--mem`): no capacity caps it, nothing is held here.
+        let onSlurm = runsOnSlurm(index)
+        let grown = current.withMemory(times: factor, atMost: onSlurm ? nil : plan.capacity.memoryBytes)
         grownResources[index] = grown
+        if onSlurm { return grown.memoryBytes }
         var amounts = Dictionary(uniqueKeysWithValues: Array(demand.pairs))
         amounts[Self.memoryResource] = ResourceUnits.memory(grown.memoryBytes ?? 0)
         nodes[index].demand = SlotPool.Demand(amounts: amounts)

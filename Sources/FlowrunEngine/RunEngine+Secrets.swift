@@ -44,6 +44,8 @@ extension RunEvent {
         case .taskReady(var ready):
             ready.probe = ready.probe.map(masker.mask)
             event.payload = .taskReady(ready)
+        case .taskSlurm:
+            break  // job ids, states and node names: no value of the workflow's
         case .taskRetrying(var retrying):
             retrying.reason = retrying.reason.map(masker.mask)
             event.payload = .taskRetrying(retrying)

@@ -132,6 +132,12 @@ package final class RunEngine: @unchecked Sendable {
     var services: [Int: ServiceRun] = [:]
     /// `ready: {run: …}` probes running now.
     var probeProcesses: [ObjectIdentifier: any TaskAttempt] = [:]
+    /// Slurm's commands, found on PATH at run start when a task may run on Slurm.
+    package var slurmTools: SlurmTools?
+    /// The run's link to Slurm, made at the first task on it (RunEngine+Slurm.swift).
+    var slurmSession: SlurmSession?
+    /// Why no session could be made (every task on Slurm then fails with it).
+    var slurmProblem: String?
     /// The one thread that waits for pipes, exits and signals, and runs the engine's batches.
     let loop: EventLoop
     /// Reads every task's output on the loop's thread.

@@ -59,6 +59,12 @@ extension RunEvent {
             json.add("elapsed", elapsed)
             json.add("task", event.task)
             json.add("progress", event.percent)
+        case .taskSlurm(let event):
+            json.add("elapsed", elapsed)
+            json.add("task", event.task)
+            json.add("slurm_job", event.jobID)
+            json.add("state", event.state)
+            json.add("node", event.node)
         case .taskOutput(let event):
             json.add("elapsed", elapsed)
             json.add("task", event.task)

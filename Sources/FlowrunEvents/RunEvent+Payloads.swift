@@ -115,6 +115,26 @@ extension RunEvent {
         }
     }
 
+    /// A task on Slurm: its job queued or running (SPEC §12), for the live view.
+    package struct TaskSlurm: Sendable {
+        package var task: String
+        /// `1234` or `1234_5` (an array element).
+        package var jobID: String
+        /// `PENDING` or `RUNNING`.
+        package var state: String
+        package var node: String?
+        /// `queued (slurm job 1234)`, `running on n1 (slurm job 1234)`.
+        package var text: String
+
+        package init(task: String, jobID: String, state: String, node: String?, text: String) {
+            self.task = task
+            self.jobID = jobID
+            self.state = state
+            self.node = node
+            self.text = text
+        }
+    }
+
     package struct TaskOutput: Sendable {
         package enum Stream: String, Sendable {
             case stdout, stderr

@@ -17,6 +17,7 @@ package struct RunEvent: Sendable {
         case taskProgress = "task_progress"
         /// A service's `ready:` probe passed (it keeps running).
         case taskReady = "task_ready"
+        case taskSlurm = "task_slurm"
         /// With `--stream` and `--output json` only (not in events.jsonl): a line a task printed.
         case taskOutput = "task_output"
         case taskRetrying = "task_retrying"
@@ -33,6 +34,7 @@ package struct RunEvent: Sendable {
         case taskStarted(TaskStarted)
         case taskProgress(TaskProgress)
         case taskReady(TaskReady)
+        case taskSlurm(TaskSlurm)
         case taskOutput(TaskOutput)
         case taskRetrying(TaskRetrying)
         case taskFinished(TaskFinished)
@@ -69,6 +71,7 @@ package struct RunEvent: Sendable {
         case .taskStarted: .taskStarted
         case .taskProgress: .taskProgress
         case .taskReady: .taskReady
+        case .taskSlurm: .taskSlurm
         case .taskOutput: .taskOutput
         case .taskRetrying: .taskRetrying
         case .taskFinished: .taskFinished
@@ -86,6 +89,7 @@ package struct RunEvent: Sendable {
         case .taskStarted(let event): event.task
         case .taskProgress(let event): event.task
         case .taskReady(let event): event.task
+        case .taskSlurm(let event): event.task
         case .taskOutput(let event): event.task
         case .taskRetrying(let event): event.task
         case .taskFinished(let event): event.task

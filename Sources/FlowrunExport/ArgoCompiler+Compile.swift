@@ -9,6 +9,9 @@ extension ArgoCompiler {
         var groupTemplates: [ManifestValue] = []
         var extraTemplates: [ManifestValue] = []
         let joinDeadlines = joinDeadlinesOfMembers()
+        if let executor = workflow.executor, executor.value == .slurm {
+            problems.note("executor: slurm is ignored by the Argo export: on Argo every run: task is a pod", at: executor.location)
+        }
 
         var groupTasks: [String: [ManifestValue]] = [:]
         for group in workflow.groups {

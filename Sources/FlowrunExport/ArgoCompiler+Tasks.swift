@@ -47,6 +47,10 @@ extension ArgoCompiler {
     mutating func taskPlan(_ task: TaskDefinition, scope: ArgoScope, isFanOut: Bool) -> ArgoTaskPlan {
         var plan = ArgoTaskPlan(task: task, scope: scope, template: templateNames.name(for: task.name, base: argoName(task.name)))
         plan.isFanOut = isFanOut
+        if let executor = task.executor, executor.value == .slurm {
+            // Argo is the cluster: the task runs as a pod like any other.
+            problems.note("executor: slurm is ignored by the Argo export: on Argo every run: task is a pod", at: executor.location)
+        }
         let shellValue: (String) -> ArgoScripts.ShellPart = { .variable($0) }
         switch task.action {
         case .run(let template):

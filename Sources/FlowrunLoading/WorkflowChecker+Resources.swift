@@ -15,7 +15,8 @@ extension WorkflowChecker {
             if task.retryResources != nil, task.resources?.memoryBytes == nil {
                 diagnostics.append(.error("retry_resources grows resources.memory, which task '\(task.name)' does not declare: add resources: {memory: SIZE}", at: task.location))
             }
-            guard let request = task.resources else { continue }
+            // On Slurm the cluster admits (`--cpus-per-task`, `--mem`): this machine's capacity does not apply.
+            guard let request = task.resources, workflow.executor(of: task) != .slurm else { continue }
             if let asked = request.cpus, asked > cpus {
                 diagnostics.append(.error(
                     "task '\(task.name)' declares \(CPUText.text(asked)) CPUs, more than \(whose(capacity.cpus != nil)) of \(CPUText.text(cpus)) CPU\(cpus == 1 ? "" : "s"): it could never start; lower resources.cpus or raise capacity.cpus",

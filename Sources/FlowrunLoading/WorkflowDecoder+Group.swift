@@ -2,7 +2,7 @@ import FlowrunYAML
 import FlowrunModel
 
 extension WorkflowDecoder {
-    static let groupKeys = ["concurrency", "timeout", "needs", "tasks", "foreach", "task", "description", "sequential", "matrix", "split", "when", "if", "aliases"]
+    static let groupKeys = ["concurrency", "timeout", "needs", "tasks", "foreach", "task", "description", "sequential", "matrix", "split", "when", "if", "aliases", "executor"]
 
     mutating func group(_ name: Located<String>, _ node: YAMLNode) -> GroupDefinition? {
         guard let fields = fields(of: node, what: "group '\(name.value)'", allowed: Self.groupKeys) else { return nil }
@@ -15,6 +15,7 @@ extension WorkflowDecoder {
         if let node = fields["when"]?.value, let when = runCondition(node) { group.when = when }
         if let node = fields["if"]?.value { group.condition = condition(node) }
         if let node = fields["aliases"]?.value { group.aliases = aliases(node) }
+        if let node = fields["executor"]?.value { group.executor = executor(node) }
         if let node = fields["tasks"]?.value {
             group.members = named(node, what: "the tasks of group '\(name.value)'").compactMap {
                 task($0.key, $0.value, context: .groupMember)
@@ -45,7 +46,23 @@ extension WorkflowDecoder {
                 error("group '\(name.value)' has no members: add 'tasks:' or 'foreach:' with 'task:'", at: name.location)
             }
         }
+        inheritExecutor(&group)
         return group
+    }
+
+    /// A group's `executor:` becomes each member's that sets none; a member
+    /// that cannot be a job (`http:`, `sleep:`) is refused at the group's key.
+    private mutating func inheritExecutor(_ group: inout GroupDefinition) {
+        guard let executor = group.executor else { return }
+        for position in group.members.indices where group.members[position].executor == nil {
+            group.members[position].executor = executor
+            checkExecutor(of: group.members[position], what: "task '\(group.members[position].name)'", inheritedFrom: group.name)
+        }
+        if group.fanOut?.template.executor == nil, var template = group.fanOut?.template {
+            template.executor = executor
+            checkExecutor(of: template, what: "the fan-out task template", inheritedFrom: group.name)
+            group.fanOut?.template = template
+        }
     }
 
     private mutating func fanOutSource(_ node: YAMLNode, split: FanOutSplit?) -> FanOutSource? {

@@ -6,7 +6,7 @@ import FlowrunModel
 extension WorkflowDecoder {
     /// Top-level keys an included file may not set: they belong to the run,
     /// which the including file describes.
-    static let keysOfTheRunOnly = ["max_parallel", "timeout", "fail_fast", "kill_grace", "shell", "secrets", "semaphores", "dotenv", "capacity"]
+    static let keysOfTheRunOnly = ["max_parallel", "timeout", "fail_fast", "kill_grace", "shell", "secrets", "semaphores", "dotenv", "capacity", "executor", "slurm"]
 
     mutating func includeEntries(_ node: YAMLNode) -> [IncludeEntry] {
         named(node, what: "includes").compactMap { entry in

@@ -13,7 +13,7 @@ extension WorkflowDecoder {
     static let taskKeys = actionKeys + [
         "needs", "when", "if", "timeout", "retries", "retry_delay", "backoff", "semaphores",
         "continue_on_error", "env", "cwd", "description",
-        "shell", "aliases", "prompt", "resources", "retry_resources",
+        "shell", "aliases", "prompt", "resources", "retry_resources", "executor",
     ] + incrementalKeys + serviceKeys
 
     mutating func task(_ name: Located<String>, _ node: YAMLNode, context: TaskContext) -> TaskDefinition? {
@@ -53,6 +53,10 @@ extension WorkflowDecoder {
         if let node = fields["generates"]?.value { task.generates = globs(node, what: "generates") }
         if let node = fields["shell"]?.value { task.shell = shellCommand(node, script: task.action) }
         service(fields, into: &task, what: what)
+        if let node = fields["executor"]?.value {
+            task.executor = executor(node)
+            checkExecutor(of: task, what: what)
+        }
         if let pair = fields["aliases"] {
             if context == .fanOutTemplate || context == .finally {
                 let place = context == .finally ? "a finally task, which is not a target" : "a fan-out's task template; put them on the group"

@@ -42,7 +42,7 @@ struct WorkflowDecoder {
         "name", "description", "max_parallel", "timeout", "fail_fast", "kill_grace", "shell",
         "env", "vars", "secrets", "semaphores", "tasks", "groups", "joins", "finally",
         "default", "capacity",
-        "templates", "dotenv", "includes",
+        "templates", "dotenv", "includes", "executor", "slurm",
     ]
 
     mutating func decode(_ root: YAMLNode, defaultName: String) -> Workflow {
@@ -71,6 +71,8 @@ struct WorkflowDecoder {
             workflow.shellCommand = words
         }
         if let node = fields["env"]?.value { workflow.env = environment(node, context: .workflow) }
+        if let node = fields["executor"]?.value { workflow.executor = executor(node) }
+        if let node = fields["slurm"]?.value { workflow.slurm = slurmSettings(node) }
         if let node = fields["dotenv"]?.value { workflow.dotenv = dotenvFiles(node) }
         if let node = fields["vars"]?.value { workflow.vars = variables(node) }
         if let node = fields["secrets"]?.value { workflow.secrets = secrets(node, vars: workflow.vars, env: workflow.env) }
@@ -89,6 +91,7 @@ struct WorkflowDecoder {
         if let node = fields["finally"]?.value {
             workflow.finally = tasks(named(node, what: "finally"), context: .finally)
         }
+        refuseSecretsOnSlurm(workflow)
         return workflow
     }
 

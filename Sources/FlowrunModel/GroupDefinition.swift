@@ -21,6 +21,8 @@ public struct GroupDefinition: Sendable {
     public var condition: Located<Expression>?
     /// `aliases: [b]` — other names the group can be run by (SPEC §15).
     package var aliases: [Reference] = []
+    /// `executor:` — every member's, unless a member sets its own.
+    public var executor: Located<ExecutorKind>?
 
     public init(name: String, location: SourceLocation) {
         self.name = name

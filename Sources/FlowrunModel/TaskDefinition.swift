@@ -100,6 +100,12 @@ public struct TaskDefinition: Sendable {
         get { details?.value.ready }
         set { if newValue != nil || details != nil { changeDetails { $0.ready = newValue } } }
     }
+    /// `executor:` as written on the task, or inherited from its group
+    /// (nil: the workflow's, which applies to `run:` tasks only).
+    public var executor: Located<ExecutorKind>? {
+        get { details?.value.executor }
+        set { if newValue != nil || details != nil { changeDetails { $0.executor = newValue } } }
+    }
 
     private struct Details: Sendable {
         static let defaultRetryDelay: Duration = .seconds(1)
@@ -121,6 +127,7 @@ public struct TaskDefinition: Sendable {
         var retryResources: RetryResources?
         var isService = false
         var ready: ReadyProbe?
+        var executor: Located<ExecutorKind>?
     }
 
     /// A new `Details` with `change` applied: the old one may be shared by

@@ -37,6 +37,10 @@ public struct Workflow: Sendable {
     public var groups: [GroupDefinition] = []
     public var joins: [JoinDefinition] = []
     public var finally: [TaskDefinition] = []
+    /// `executor:` — where `run:` tasks run unless they (or their group) say otherwise.
+    public var executor: Located<ExecutorKind>?
+    /// `slurm:` — how tasks on Slurm are submitted.
+    public var slurm: SlurmSettings?
 
     public init(file: String, name: String) {
         self.file = file

@@ -135,6 +135,8 @@ private struct PlanDocument: Encodable {
         var aliases: [String]?, prompt: String?
         /// `service: true`, and its `ready:` probe.
         var service: Bool?, ready: ReadyProbeJSON?
+        /// Only for a task on Slurm: `"slurm"` and the `sbatch` arguments its jobs get.
+        var executor: String?, sbatch: [String]?
         // Groups.
         var members: [String]?, concurrency: Int?, sequential: Bool?
         // Joins.
@@ -167,11 +169,11 @@ private struct PlanDocument: Encodable {
         stages = plan.stages.map { $0.map(\.name) }
         let aliases = Dictionary(TargetTable.aliases(of: workflow).map { ($0.name, $0.aliases.map(\.value)) }, uniquingKeysWith: { first, _ in first })
         steps = plan.steps.map { step in
-            var shown = Self.step(step, vars: workflow.vars)
+            var shown = Self.step(step, workflow: workflow)
             if step.kind != .fanOut { shown.aliases = aliases[step.name] }
             return shown
         }
-        finally = plan.finallySteps.map { Self.step($0, vars: workflow.vars) }
+        finally = plan.finallySteps.map { Self.step($0, workflow: workflow) }
     }
 
     private static func computedVars(_ vars: [Variable]) -> [String: String]? {
@@ -179,7 +181,8 @@ private struct PlanDocument: Encodable {
         return computed.isEmpty ? nil : Dictionary(computed, uniquingKeysWith: { _, last in last })
     }
 
-    private static func step(_ step: PlanStep, vars: [Variable] = []) -> Step {
+    private static func step(_ step: PlanStep, workflow: Workflow) -> Step {
+        let vars = workflow.vars
         var result = Step(
             name: step.name, kind: step.kind.rawValue, stage: step.stage + 1,
             line: step.location.line, column: step.location.column,
@@ -218,6 +221,10 @@ private struct PlanDocument: Encodable {
             }
             result.runs_after = step.runsAfter
             result.runs_after_reason = step.runsAfterReason
+            if let sbatch = Plan.sbatchArguments(step, workflow: workflow) {
+                result.executor = ExecutorKind.slurm.rawValue
+                result.sbatch = sbatch
+            }
             if let limits = step.limits {
                 result.limits = Limits(
                     run: limits.runSlots,

@@ -38,12 +38,12 @@ extension Plan {
         for (number, stage) in stages.enumerated() {
             lines.append("")
             lines.append("Stage \(number + 1)" + (number == 0 ? " — starts at once" : ""))
-            for step in stage { lines += Self.describe(step, vars: workflow.vars) }
+            for step in stage { lines += Self.describe(step, workflow: workflow) }
         }
         if !finallySteps.isEmpty {
             lines.append("")
             lines.append("Finally (after everything else has settled, whatever happened)")
-            for step in finallySteps { lines += Self.describe(step, vars: workflow.vars) }
+            for step in finallySteps { lines += Self.describe(step, workflow: workflow) }
         }
         let taskCount = steps.filter { $0.kind == .task }.count + finallySteps.count
         let fanOuts = steps.filter { $0.kind == .fanOut }
@@ -63,7 +63,8 @@ extension Plan {
         return lines.map { TerminalText.escaped(shown($0)) }.joined(separator: "\n") + "\n"
     }
 
-    private static func describe(_ step: PlanStep, vars: [Variable]) -> [String] {
+    private static func describe(_ step: PlanStep, workflow: Workflow) -> [String] {
+        let vars = workflow.vars
         var lines: [String] = []
         func row(_ label: String, _ value: String) {
             lines.append("      " + (label + ":").padding(to: 10) + " " + value)
@@ -91,6 +92,7 @@ extension Plan {
             case .sleep(let duration): row("sleep", duration.text + (duration.isRange ? " (random)" : ""))
             case .http(let request): row("http", "\(request.method) \(URLRedaction.redact(request.url.source)) (expect \(request.expect))")
             }
+            if let sbatch = Self.sbatchArguments(step, workflow: workflow) { row("executor", "slurm: sbatch " + sbatch.joined(separator: " ")) }
             if let source = step.fanOutSource { row("foreach", describe(source, axes: step.fanOutAxes)) }
             if let split = step.fanOutSplit { row("split", split.text) }
             if let items = step.fanOutItems { row("targets", describeTargets(items, of: step, template: task.nameTemplate, vars: vars)) }

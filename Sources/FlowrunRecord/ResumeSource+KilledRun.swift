@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FlowrunValues
+import FlowrunEvents
 
 /// A run whose engine was killed (`kill -9`, the OOM killer) has no
 /// summary.json: what `resume` needs comes from its events.jsonl instead,
@@ -28,13 +29,34 @@ extension ResumeSource {
             tasks: [], groupStatus: [:], joinStatus: [:])
         source.planIdentity = planIdentity
         for task in run.tasks {
-            source.tasks.append(Task(
+            var entry = Task(
                 name: task.name, status: task.status.rawValue, phase: "main", group: nil, item: nil, stdout: "",
-                exitCode: task.exitCode, duration: task.duration, outputs: [], identity: nil, identityParts: [], wholeStdout: nil))
+                exitCode: task.exitCode, duration: task.duration, outputs: [], identity: nil, identityParts: [], wholeStdout: nil)
+            if !task.status.isFinal, let ended = slurmJobEnd(of: task, in: folder) {
+                // A Slurm job that ended while no engine watched it: its exit file says how.
+                entry.status = ended.code == 0 ? "succeeded" : "failed"
+                entry.exitCode = ended.code
+                entry.stdout = ended.stdout
+            }
+            source.tasks.append(entry)
         }
         for group in run.groups { source.groupStatus[group.name] = group.status.rawValue }
         for join in run.joins { source.joinStatus[join.name] = join.status.rawValue }
         return source
+    }
+
+    /// A task on Slurm whose job wrote its exit file (`slurm/STEM.N.exit`
+    /// in the run folder: Slurm's default shared folder) after the engine
+    /// was killed: its exit code and stdout (the last 1 MiB, trailing newline removed).
+    private static func slurmJobEnd(of task: RecordedRun.Task, in folder: Int32) -> (code: Int, stdout: String)? {
+        let stem = task.recordName ?? task.logFile.flatMap { $0.hasSuffix(".log") ? String($0.dropLast(4)) : nil }
+        guard let stem, task.attempts > 0 else { return nil }
+        let base = "slurm/\(stem).\(task.attempts)"
+        guard let bytes = RecordFile.read(folder, base + ".exit", limit: 32),
+              let code = Int(String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }) else { return nil }
+        var stdout = String(decoding: RecordFile.read(folder, base + ".out", limit: 1 << 20) ?? [], as: UTF8.self)
+        if stdout.hasSuffix("\n") { stdout.removeLast() }
+        return (code, stdout)
     }
 
     /// The last line, parsed, if it is `run_killed` (the supervisor appends

@@ -92,6 +92,7 @@ enum LiveFrame {
         if task.attempt > 1 { line.append("  attempt \(task.attempt)", .warning) }
         // A service: what its dependents wait for, then that they need not.
         if let probe = task.probe { line.append(task.ready ? "  ready" : "  starting (probe \(TerminalText.sanitized(probe)))", task.ready ? .success : .dim) }
+        if let slurm = task.slurm { line.append("  " + slurm, .accent) }
         // The task's latest line of output, dimmed (cut to the width by the screen).
         if let latest = state?.latestOutput[task.name] { line.append("  " + latest, .dim) }
         return line

@@ -19,6 +19,8 @@ struct LiveState {
         var started: Double
         var attempt: Int
         var progress: Int?
+        /// A task on Slurm: `queued (slurm job 12)`, `running on n1 (slurm job 12)`.
+        var slurm: String?
         /// Arrival order, for a stable listing.
         var serial: Int
         /// A service: its probe (`tcp 127.0.0.1:8000`, `none`), and whether it has passed.
@@ -138,6 +140,9 @@ struct LiveState {
             return [line]
         case .taskProgress(let progress):
             running[name]?.progress = progress.percent
+            return []
+        case .taskSlurm(let slurm):
+            running[name]?.slurm = TerminalText.sanitized(slurm.text)
             return []
         case .taskOutput:
             return []

@@ -56,6 +56,8 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
             lines.append("\(stamp) progress \(name) \(progress.percent)%")
         case .taskReady(let ready):
             lines.append("\(stamp) ready    \(name) (\(Self.seconds(ready.after))\(ready.probe.map { ", " + TerminalText.escaped($0) } ?? ""))")
+        case .taskSlurm(let slurm):
+            lines.append("\(stamp) slurm    \(name) \(TerminalText.escaped(slurm.text))")
         case .taskRetrying(let retrying):
             let why = retrying.reason.map { " (\(TerminalText.escaped($0)))" } ?? ""
             lines.append("\(stamp) retry    \(name): \(retrying.status.rawValue)\(why), attempt \(retrying.attempt)\(retrying.memoryBytes.map { " with \(ByteSize.text($0)) memory" } ?? "") in \(Self.seconds(retrying.delay))")

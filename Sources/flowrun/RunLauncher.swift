@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import FlowrunModel
 import FlowrunValues
 import FlowrunPlanning
@@ -21,6 +24,16 @@ enum RunLauncher {
             Terminal.standardError.write(problem + "\n")
             throw ExitCode(1)
         }
+        // Slurm's commands, looked for before anything is made: a missing one stops the run here.
+        var slurmTools: SlurmTools?
+        if let place = plan.workflow.slurmExecutorLocations.first {
+            switch SlurmTools.find(searchPath: getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin") {
+            case .success(let tools): slurmTools = tools
+            case .failure(let missing):
+                Terminal.standardError.write("\(place): error: executor: slurm needs '\(missing.name)', which is not on PATH: install Slurm's client commands (Debian: apt-get install slurm-client), or give these tasks executor: local\n")
+                throw ExitCode(2)
+            }
+        }
         let record: RunRecord
         do {
             record = try newRecord(logDirectory: logDirectory, keep: keep)
@@ -32,6 +45,7 @@ enum RunLauncher {
         // Handed over (`consume`): the engine keeps the only copy, without the workflow's own definitions.
         let engine = RunEngine(plan: (consume plan).forRunning(), record: record, reporters: [reporter], streamsOutput: hearsLines)
         engine.reuse = reuse
+        engine.slurmTools = slurmTools
         if let identities { engine.identities = identities }
         if watch {
             // Each later run of the watch: a record and a console of its own, made the same way.

@@ -64,6 +64,8 @@ import FlowrunRecord
                 runID: "20261129-044500-abcd", duration: 9, counts: [(.succeeded, 5), (.failed, 1)], exitCode: 1, path: "/tmp/rec"))),
             // Kinds added since (issue 36), at the end so the indices above stay: a service ready.
             RunEvent(elapsed: 3.25, timestamp: 3, .taskReady(.init(task: "db", after: 0.75, probe: "tcp 127.0.0.1:5432"))),
+            // New with the Slurm executor (no "before"): its line as docs/events-json.md gives it.
+            RunEvent(elapsed: 9.5, timestamp: 9, .taskSlurm(.init(task: "align[3]", jobID: "1234_3", state: "RUNNING", node: "n1", text: "running on n1"))),
         ]
         return events
     }()
@@ -92,6 +94,7 @@ import FlowrunRecord
         #"{"event":"join_completed","elapsed":8,"join":"late","status":"failed","duration":3,"members":2,"succeeded":0,"required":2,"timed_out":true,"missing":["m1","m2"],"report":[]}"#,
         #"{"event":"run_finished","elapsed":9,"run_id":"20261129-044500-abcd","duration":9,"path":"/tmp/rec","counts":{"succeeded":5,"failed":1},"exit_code":1}"#,
         #"{"event":"task_ready","elapsed":3.25,"task":"db","after":0.75,"probe":"tcp 127.0.0.1:5432"}"#,
+        #"{"event":"task_slurm","elapsed":9.5,"task":"align[3]","slurm_job":"1234_3","state":"RUNNING","node":"n1"}"#,
     ]
 
     @Test func everyKindEncodesToTheBytesTheEncoderBeforeWrote() {

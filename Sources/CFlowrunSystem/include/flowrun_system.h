@@ -151,6 +151,16 @@ int flowrun_supervisor_keep_events(int events, double started, const char *facts
 /// In C: sent over the link, in the message the supervisor reads after the engine died.
 void flowrun_supervisor_keep_cgroups(const char *folders, size_t length);
 
+/// In the engine: a command (NUL-separated words, at most 4 KiB) the
+/// supervisor runs once the engine is gone, after its sweep, waiting for
+/// it at most 10 s: Slurm's `scancel --name=flowrun-RUN`, so that no job
+/// of the run outlives it (jobs are not processes the sweep can see).
+/// A later call replaces an earlier one. -1 when unsupervised.
+int flowrun_supervisor_on_death(const char *words, size_t length);
+
+/// A file in memory (memfd, close-on-exec) for a short command's output; -1 with errno.
+int flowrun_memory_file(void);
+
 /// In the engine's signal handler: whether this delivery is the second half
 /// of one kill that reached both processes (`pkill flowrun`, a kill to the
 /// process group): the same sender's signal, once directly and once passed

@@ -56,6 +56,20 @@ package enum Supervisor {
     }
 }
 
+extension Supervisor {
+    /// In the engine: `command` (a program's path and its arguments) runs
+    /// in the supervisor once the engine is gone, however it went — how a
+    /// run's Slurm jobs are cancelled after a `kill -9` of the engine.
+    @discardableResult
+    static func onEngineDeath(run command: [String]) -> Bool {
+        var bytes: [UInt8] = []
+        for word in command { bytes += Array(word.utf8) + [0] }
+        return bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { flowrun_supervisor_on_death($0.baseAddress, $0.count) == 0 }
+        }
+    }
+}
+
 /// The closure `Supervisor.whenGone` hands through C.
 private final class GoneCallback: Sendable {
     let call: @Sendable (Int32) -> Void

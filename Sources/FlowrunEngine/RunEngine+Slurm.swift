@@ -1,0 +1,111 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunModel
+import FlowrunValues
+import FlowrunEvents
+
+/// Tasks on Slurm (SPEC §12): the run's `SlurmSession`, made at the first
+/// such attempt, and each attempt's job.
+extension RunEngine {
+    /// Whether task `index` runs on Slurm.
+    func runsOnSlurm(_ index: Int) -> Bool {
+        guard let task = nodes[index].definition?.value else { return false }
+        return plan.workflow.executor(of: task) == .slurm
+    }
+
+    func makeSlurmAttempt(for index: Int, script: Template, completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
+        guard let session = slurmSessionMade() else {
+            return FailedAttempt(reason: slurmProblem ?? "cannot use Slurm", queue: queue, completion: completion)
+        }
+        let name = nodes[index].name
+        let attempt = nodes[index].attempt
+        let task = nodes[index].definition!.value
+        do throws(TemplateRenderError) {
+            let rendered = try renderShell(script, for: index)
+            let stem = String(joining: session.folder, "/", record.recordName(index: index, name: name), ".", String(attempt))
+            let files = SlurmFiles(stem: stem)
+            var environment: [(key: String, value: String)] = []
+            for entry in plan.workflow.env { environment.append((entry.name, try renderText(entry.value, for: index))) }
+            for entry in task.env { environment.append((entry.name, try renderText(entry.value, for: index))) }
+            environment.append(("FLOWRUN_TASK", name))
+            environment.append(("FLOWRUN_RUN_ID", record.runID))
+            environment.append(("FLOWRUN_OUTPUT", files.output))
+            environment.append(("FLOWRUN_ATTEMPT", String(attempt)))
+            if let item = nodes[index].item { environment.append(("FLOWRUN_ITEM", item.text)) }
+            if let position = nodes[index].index { environment.append(("FLOWRUN_INDEX", String(position))) }
+            let cwd = try task.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) }
+            let here = Self.currentDirectory() ?? "/"
+            let workingDirectory = cwd.map { $0.hasPrefix("/") ? $0 : here + "/" + $0 } ?? here
+            let command: [String]
+            var scriptFile: (text: String, executable: Bool)?
+            switch ScriptLaunch.of(shell: task.shell, script: rendered) {
+            case .shellCommand:
+                command = plan.workflow.shellCommand + ["-c", rendered]
+            case .interpreter(let words):
+                command = words + [files.script]
+                scriptFile = (rendered, false)
+            case .shebang:
+                command = [files.script]
+                scriptFile = (rendered, true)
+            }
+            let spec = SlurmTaskSpec(
+                command: command, scriptFile: scriptFile, environment: environment, workingDirectory: workingDirectory, files: files,
+                memoryLimit: resources(of: index)?.memoryBytes)
+            let isFanOutMember = nodes[index].group.map { fanOuts[$0] != nil } == true && nodes[index].item != nil
+            let concurrency = nodes[index].group.flatMap { group in resourceOfGroup[nodes[group].name].map { pool.capacity(of: $0) } }
+            return SlurmAttempt(
+                spec: spec, task: name, batchKey: isFanOutMember ? nodes[index].group : nil,
+                sbatchArguments: SlurmArguments.of(task, settings: plan.workflow.slurm, timeout: nodes[index].timeout, resources: resources(of: index)),
+                concurrency: concurrency,
+                log: record.log(index: index, name: name, exists: nodes[index].hasLog),
+                session: session, queue: queue,
+                onState: { [unowned self] attempt, state in slurmJobChanged(index, attempt, state) },
+                completion: completion)
+        } catch {
+            return FailedAttempt(reason: error.description, queue: queue, completion: completion)
+        }
+    }
+
+    /// The run's session, made at the first task on Slurm: its folder in the
+    /// shared folder, and the supervisor told how to cancel every job of
+    /// the run should the engine die.
+    private func slurmSessionMade() -> SlurmSession? {
+        if let slurmSession { return slurmSession }
+        guard slurmProblem == nil else { return nil }
+        guard let reaper else {
+            slurmProblem = "cannot watch child processes: \(reaperProblem ?? "unknown error")"
+            return nil
+        }
+        guard let tools = slurmTools else {
+            slurmProblem = "executor: slurm needs sbatch, which is not on PATH"
+            return nil
+        }
+        let base = plan.workflow.slurm?.sharedDir.map { "\($0)/flowrun-\(record.runID)" } ?? Self.absolutePath(record.directory)
+        let folder = base + "/slurm"
+        for path in [base, folder] where mkdir(path, 0o700) != 0 && errno != EEXIST {
+            slurmProblem = "cannot make \(path) for Slurm jobs: \(String(cString: strerror(errno)))"
+            return nil
+        }
+        let session = SlurmSession(
+            queue: queue, reaper: reaper, tools: tools, environment: baseEnvironment.map { "\($0.key)=\($0.value)" },
+            runID: record.runID, folder: folder, grace: plan.workflow.killGrace)
+        Supervisor.onEngineDeath(run: session.cancelEverythingCommand)
+        slurmSession = session
+        return session
+    }
+
+    /// A job's state changed: the live view shows `queued (slurm job N)` / `running on NODE`.
+    private func slurmJobChanged(_ index: Int, _ attempt: SlurmAttempt, _ state: SlurmJobState) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard nodes.contains(index), nodes[index].status == .running, let jobID = attempt.jobID else { return }
+        let text: String
+        switch state.state {
+        case "PENDING": text = "queued (slurm job \(jobID))"
+        case "RUNNING": text = "running on \(state.node ?? "?") (slurm job \(jobID))"
+        default: return
+        }
+        emit(event(.taskSlurm(.init(task: nodes[index].name, jobID: jobID, state: state.state, node: state.node, text: text))))
+    }
+}

@@ -1,0 +1,359 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import FlowrunEvents
+import FlowrunModel
+
+/// The run's link to Slurm: one object per run, owned by the engine's
+/// queue (`dispatchPrecondition` at every entry).
+///
+/// - Submission: attempts that start in one turn of the queue are
+///   collected and submitted when it ends: each task alone with one
+///   `sbatch --parsable`, the ready members of one fan-out together as one
+///   job array (`--array=0-N%C`), whose elements find their script through
+///   `SLURM_ARRAY_TASK_ID`.
+/// - Polling: one `squeue` for all of the run's jobs (by the run's job
+///   name), every second while something changes, backing off to every 10 s
+///   while nothing does; a timer on the queue, no thread per job.
+/// - Cancelling: batched `scancel --full --signal=TERM`, then `scancel`
+///   after `kill_grace` for what is still there.
+/// - Transient failures of `sbatch`/`squeue` are retried with backoff.
+final class SlurmSession: @unchecked Sendable {
+    // @unchecked: all state belongs to `queue`; commands' completions and
+    // timers are delivered there (checked in each).
+    private let queue: DispatchQueue
+    private let reaper: ChildReaper
+    private let tools: SlurmTools
+    /// `KEY=VALUE`: flowrun's environment, which sbatch passes on to the job.
+    private let environment: [String]
+    let runID: String
+    /// `DIR/slurm`: scripts, logs and exit files, on the shared folder.
+    let folder: String
+    /// Every job of the run is named this (`flowrun-RUNID`): one `squeue`
+    /// and the supervisor's `scancel` find them all by it.
+    let jobName: String
+    private let grace: Duration
+
+    private var pending: [SlurmAttempt] = []
+    private var flushScheduled = false
+    /// Submitted, not finished, by job id.
+    private var active: [String: SlurmAttempt] = [:]
+    /// Being submitted (no id yet): cancelled ones are scancelled once the id comes.
+    private var submitting = 0
+    private var batchSerial = 0
+
+    private var toTerminate: Set<String> = []
+    private var toKill: Set<String> = []
+    private var cancelScheduled = false
+
+    private var pollTimer: (any DispatchSourceTimer)?
+    private var pollInFlight = false
+    private var pollInterval = 1.0
+    private var lastPollAt = 0.0
+    /// Jobs gone from squeue with no exit file, waiting for one `sacct`.
+    private var sacctInFlight = false
+
+    /// Counts for tests and benchmarks (also in the record's events).
+    private(set) var sbatchCalls = 0
+    private(set) var squeueCalls = 0
+
+    init(queue: DispatchQueue, reaper: ChildReaper, tools: SlurmTools, environment: [String], runID: String, folder: String, grace: Duration) {
+        self.queue = queue
+        self.reaper = reaper
+        self.tools = tools
+        self.environment = environment
+        self.runID = runID
+        self.folder = folder
+        self.jobName = "flowrun-\(runID)"
+        self.grace = grace
+    }
+
+    /// What the supervisor runs if the engine dies: every job of the run cancelled.
+    var cancelEverythingCommand: [String] { [tools.scancel, "--name=\(jobName)"] }
+
+    // MARK: Submission
+
+    func submit(_ attempt: SlurmAttempt) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        pending.append(attempt)
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        // After this turn: every attempt the engine starts in it goes in the same batch.
+        queue.async { [self] in flush() }
+    }
+
+    private func flush() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        flushScheduled = false
+        let ready = pending.filter { !$0.isDone }
+        pending = []
+        // One array per group and set of sbatch flags: a retry whose memory
+        // retry_resources grew cannot share its siblings' `--mem`.
+        struct ArrayKey: Hashable { let group: Int, arguments: [String] }
+        var arrays: [ArrayKey: [SlurmAttempt]] = [:]
+        var order: [ArrayKey] = []
+        for attempt in ready {
+            if let group = attempt.batchKey {
+                let key = ArrayKey(group: group, arguments: attempt.sbatchArguments)
+                if arrays[key] == nil { order.append(key) }
+                arrays[key, default: []].append(attempt)
+            } else {
+                submitBatch([attempt], asArray: false, tries: 0)
+            }
+        }
+        for key in order { submitBatch(arrays[key]!, asArray: arrays[key]!.count > 1, tries: 0) }
+    }
+
+    /// One `sbatch` for `attempts`: their element scripts and the job script
+    /// in `slurm/sN/`, kept in the record.
+    private func submitBatch(_ attempts: [SlurmAttempt], asArray: Bool, tries: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let attempts = attempts.filter { !$0.isDone }
+        guard let first = attempts.first else { return }
+        batchSerial += 1
+        let batch = "\(folder)/s\(batchSerial)"
+        if let problem = writeScripts(attempts, in: batch) {
+            for attempt in attempts { attempt.finish(exitStatus: nil, state: nil, problem: problem) }
+            return
+        }
+        var arguments = [tools.sbatch, "--parsable", "--job-name=\(jobName)", "--no-requeue",
+                         "--output=\(batch)/slurm-\(asArray ? "%A_%a" : "%j").out"]
+        arguments += first.sbatchArguments
+        if asArray { arguments.append(SlurmArguments.array(count: attempts.count, concurrency: first.concurrency)) }
+        arguments.append("\(batch)/job.sh")
+        submitting += 1
+        sbatchCalls += 1
+        SlurmCommand.run(arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
+            dispatchPrecondition(condition: .onQueue(queue))
+            submitting -= 1
+            let id = outcome.output.split(separator: "\n").last.map { String($0.split(separator: ";").first ?? "") } ?? ""
+            guard outcome.status == 0, !id.isEmpty, id.allSatisfy(\.isNumber) else {
+                let message = outcome.output.split(separator: "\n").joined(separator: "; ")
+                if SlurmQueueState.isTransient(message) || outcome.status == -1 && tries < 3, tries < 8 {
+                    // The controller is busy or restarting: not the task's failure.
+                    let delay = min(1.0 * Double(1 << tries), 10)
+                    queue.asyncAfter(deadline: .now() + delay) { [self] in submitBatch(attempts, asArray: asArray, tries: tries + 1) }
+                    return
+                }
+                if attempts.contains(where: { $0.stoppedAs != nil }) {
+                    // Stopped meanwhile (the sbatch itself may have been killed after Slurm took the job).
+                    scancel(["--name=\(jobName)"])
+                }
+                for attempt in attempts { attempt.finish(exitStatus: nil, state: nil, problem: "sbatch failed (exit \(outcome.status)): \(message)") }
+                return
+            }
+            for (position, attempt) in attempts.enumerated() {
+                let jobID = asArray ? "\(id)_\(position)" : id
+                attempt.jobID = jobID
+                attempt.slurmOutput = "\(batch)/slurm-\(asArray ? "\(id)_\(position)" : id).out"
+                active[jobID] = attempt
+                attempt.saw(SlurmJobState(state: "PENDING", node: nil))
+                if let stopped = attempt.stoppedAs {
+                    // Stopped while sbatch ran.
+                    if stopped.reason == "killed" { toKill.insert(jobID) } else { toTerminate.insert(jobID) }
+                }
+            }
+            if !toTerminate.isEmpty || !toKill.isEmpty { scheduleCancels() }
+            schedulePoll(after: 1)
+        }
+    }
+
+    /// Element scripts `0.sh`, `1.sh`, … and `job.sh`; nil, or what went wrong.
+    private func writeScripts(_ attempts: [SlurmAttempt], in batch: String) -> String? {
+        guard mkdir(batch, 0o700) == 0 || errno == EEXIST else { return "cannot make \(batch): \(String(cString: strerror(errno)))" }
+        for (position, attempt) in attempts.enumerated() {
+            if let file = attempt.spec.scriptFile,
+               let problem = Self.write(file.text, to: attempt.spec.files.script, mode: file.executable ? 0o700 : 0o600) { return problem }
+            if let problem = Self.write(SlurmJobScript.element(attempt.spec), to: "\(batch)/\(position).sh") { return problem }
+        }
+        return Self.write(SlurmJobScript.job(runID: runID, batchFolder: batch, count: attempts.count), to: "\(batch)/job.sh", mode: 0o700)
+    }
+
+    static func write(_ text: String, to path: String, mode: mode_t = 0o600) -> String? {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard descriptor >= 0 else { return "cannot write \(path): \(String(cString: strerror(errno)))" }
+        defer { close(descriptor) }
+        fchmod(descriptor, mode)
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return "cannot write \(path): \(String(cString: strerror(errno)))" }
+            bytes = bytes.dropFirst(written)
+        }
+        return nil
+    }
+
+    // MARK: Cancelling
+
+    /// A stop (`kill: false`: TERM, then the grace) or a kill of `attempt`'s job.
+    func cancel(_ attempt: SlurmAttempt, kill: Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if let position = pending.firstIndex(where: { $0 === attempt }) {
+            // Not submitted yet: nothing to cancel on the cluster.
+            pending.remove(at: position)
+            queue.async { attempt.finish(exitStatus: nil, state: nil, problem: "never submitted") }
+            return
+        }
+        guard let jobID = attempt.jobID else { return }  // sbatch in flight: cancelled when its id comes
+        if kill { toKill.insert(jobID) } else { toTerminate.insert(jobID) }
+        scheduleCancels()
+    }
+
+    private func scheduleCancels() {
+        guard !cancelScheduled else { return }
+        cancelScheduled = true
+        // After this turn: a fail_fast or a quorum stops many at once, in one scancel.
+        queue.async { [self] in
+            cancelScheduled = false
+            let terminate = toTerminate.subtracting(toKill).filter { active[$0] != nil }.sorted()
+            let kill = toKill.filter { active[$0] != nil }.sorted()
+            toTerminate = []
+            toKill = []
+            if !terminate.isEmpty {
+                scancel(["--full", "--signal=TERM"] + terminate)
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(grace.nanoseconds))) { [self] in
+                    let left = terminate.filter { active[$0] != nil }
+                    if !left.isEmpty { scancel(left) }
+                }
+            }
+            // A kill is everything going at once (a second Ctrl-C, the supervisor gone): the run's
+            // name takes every job, one whose sbatch was killed before it said the id too.
+            if !kill.isEmpty { scancel(["--name=\(jobName)"]) }
+            schedulePoll(after: 1)
+        }
+    }
+
+    /// Cancelling is idempotent: any failure is tried again (a busy
+    /// controller, or the scancel itself killed by the engine's sweep of
+    /// every descendant when the supervisor died), up to 6 times.
+    private func scancel(_ arguments: [String], tries: Int = 0) {
+        SlurmCommand.run([tools.scancel] + arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
+            guard outcome.status != 0, tries < 5 else { return }
+            queue.asyncAfter(deadline: .now() + min(Double(1 << tries) * 0.5, 4)) { [self] in scancel(arguments, tries: tries + 1) }
+        }
+    }
+
+    // MARK: Polling
+
+    /// The next poll in `seconds`, never sooner than a second after the last
+    /// (at most one `squeue` a second), unless one is set sooner already.
+    private func schedulePoll(after seconds: Double) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !active.isEmpty || submitting > 0 else { return }
+        let now = Self.now()
+        let at = max(now + seconds, lastPollAt + 1)
+        if let pollTimer, nextPollAt <= at, nextPollAt > now { _ = pollTimer; return }
+        pollTimer?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + (at - now))
+        timer.setEventHandler { [weak self] in self?.poll() }
+        nextPollAt = at
+        pollTimer = timer
+        timer.resume()
+    }
+
+    private var nextPollAt = 0.0
+
+    private func poll() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        pollTimer?.cancel()
+        pollTimer = nil
+        guard !pollInFlight, !active.isEmpty else { return }
+        pollInFlight = true
+        lastPollAt = Self.now()
+        squeueCalls += 1
+        let arguments = [tools.squeue, "--noheader", "--array", "--states=all", "--name=\(jobName)", "--format=%i|%T|%N"]
+        SlurmCommand.run(arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
+            dispatchPrecondition(condition: .onQueue(queue))
+            pollInFlight = false
+            guard outcome.status == 0 else {
+                // The controller busy or restarting: not a task's failure; ask again later.
+                pollInterval = min(pollInterval * 2, 10)
+                schedulePoll(after: pollInterval)
+                return
+            }
+            let changed = update(with: SlurmQueueState.parseSqueue(outcome.output))
+            pollInterval = changed ? 1 : min(pollInterval * 1.5, 10)
+            schedulePoll(after: pollInterval)
+        }
+    }
+
+    /// Applies one poll's states; true if anything changed.
+    private func update(with states: [String: SlurmJobState]) -> Bool {
+        var changed = false
+        var lost: [SlurmAttempt] = []
+        for (jobID, attempt) in active.sorted(by: { $0.key < $1.key }) {
+            let state = states[jobID]
+            if let state, state != attempt.lastState {
+                changed = true
+                attempt.saw(state)
+            }
+            attempt.readNewOutput()
+            if state == nil || state!.isFinal {
+                if let status = attempt.exitStatus() {
+                    end(attempt, exitStatus: status, state: state)
+                    changed = true
+                } else if let state, state.state != "COMPLETED", state.reason != nil || attempt.pollsWithoutExit >= 2 {
+                    // Slurm ended it (TIMEOUT, NODE_FAIL, CANCELLED, …): no exit file will come.
+                    end(attempt, exitStatus: nil, state: state)
+                    changed = true
+                } else {
+                    attempt.pollsWithoutExit += 1
+                    if attempt.pollsWithoutExit >= 3 { lost.append(attempt) }
+                }
+            }
+        }
+        if !lost.isEmpty { askAccounting(about: lost) }
+        return changed
+    }
+
+    private func end(_ attempt: SlurmAttempt, exitStatus: Int?, state: SlurmJobState?) {
+        if let jobID = attempt.jobID { active[jobID] = nil }
+        attempt.finish(exitStatus: exitStatus, state: state)
+    }
+
+    /// Jobs gone from `squeue` without an exit file: one `sacct` for all of
+    /// them; where accounting is off, what Slurm wrote into the job's own output.
+    private func askAccounting(about attempts: [SlurmAttempt]) {
+        guard !sacctInFlight else { return }
+        sacctInFlight = true
+        let ids = attempts.compactMap(\.jobID)
+        let arguments = [tools.sacct, "--noheader", "--parsable2", "--format=JobID,State", "--jobs=\(ids.joined(separator: ","))"]
+        SlurmCommand.run(arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
+            dispatchPrecondition(condition: .onQueue(queue))
+            sacctInFlight = false
+            let states = outcome.status == 0 ? SlurmQueueState.parseSacct(outcome.output) : [:]
+            for attempt in attempts where !attempt.isDone {
+                guard let jobID = attempt.jobID else { continue }
+                if let status = attempt.exitStatus() {
+                    end(attempt, exitStatus: status, state: nil)
+                } else if let state = states[jobID], state.isFinal {
+                    end(attempt, exitStatus: nil, state: state)
+                } else if let state = slurmOutputState(of: attempt) {
+                    end(attempt, exitStatus: nil, state: SlurmJobState(state: state, node: nil))
+                } else if attempt.pollsWithoutExit >= 5 {
+                    end(attempt, exitStatus: nil, state: attempt.lastState.map { SlurmJobState(state: $0.isFinal ? $0.state : "UNKNOWN", node: nil) })
+                }
+            }
+        }
+    }
+
+    /// The state Slurm's own message in `slurm-JOB.out` gives, if any.
+    private func slurmOutputState(of attempt: SlurmAttempt) -> String? {
+        guard let path = attempt.slurmOutput else { return nil }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 16 * 1024)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        return SlurmQueueState.stateFromJobOutput(String(decoding: bytes.prefix(max(0, count)), as: UTF8.self))
+    }
+
+    static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
