@@ -60,6 +60,10 @@ extension RunEngine {
                 }
             }
             if settlesWithoutRunning(index) { return }
+            if task.value.hasComputedSemaphores, let problem = takeComputedSemaphores(index) {
+                settle(index, .failed, why: problem)
+                return
+            }
             enqueue(index)
         }
     }

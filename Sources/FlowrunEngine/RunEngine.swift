@@ -70,9 +70,11 @@ package final class RunEngine: @unchecked Sendable {
     var pool: SlotPool
     /// Resource 0 of the pool: the run's `max_parallel` slots.
     static let runSlots = 0
-    /// Pool resources by group and semaphore name.
+    /// Pool resources by group and semaphore name (a family's pools are
+    /// added as tasks first name them: `semaphoreResource(named:)`).
     let resourceOfGroup: [String: Int]
-    let resourceOfSemaphore: [String: Int]
+    var resourceOfSemaphore: [String: Int]
+    let semaphoreTable: SemaphoreTable
     /// A group's fan-out as its plan step gives it: what each member runs,
     /// over which items, holding which slots, under which deadline. A class:
     /// read for every member made, and a struct this size was copied out of
@@ -225,6 +227,7 @@ package final class RunEngine: @unchecked Sendable {
         clock_gettime(CLOCK_REALTIME, &wall)
         startWallSeconds = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
         (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
+        semaphoreTable = SemaphoreTable(plan.workflow.semaphores)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]

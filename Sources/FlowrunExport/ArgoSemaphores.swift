@@ -24,11 +24,26 @@ struct ArgoSemaphores {
     init(workflow: Workflow, configMapName: String, problems: inout ArgoExportProblems) {
         self.configMapName = configMapName
         var heaviest: [String: SemaphoreUse] = [:]
+        // A family's pools are the names tasks use (keys are fixed before the run).
+        let table = SemaphoreTable(workflow.semaphores)
+        var declarations = workflow.semaphores.filter { !SemaphoreTable.isFamily($0.name) }
         for task in Self.allTasks(of: workflow) {
-            for use in task.semaphores where use.weight > (heaviest[use.name]?.weight ?? 1) { heaviest[use.name] = use }
+            for use in task.semaphores {
+                if use.computedName != nil {
+                    problems.refuse(
+                        "a semaphore named per member ('\(use.name)') has no Argo form: Argo's semaphores are ConfigMap keys fixed before the run; "
+                            + "give each outer item its own group with a concurrency (Argo's nested parallelism), or name the pools by hand",
+                        at: use.location)
+                    continue
+                }
+                if let pool = table.pool(named: use.name), pool.family != nil, !declarations.contains(where: { $0.name == use.name }) {
+                    declarations.append(SemaphoreDeclaration(name: use.name, capacity: pool.capacity, location: use.location))
+                }
+                if use.weight > (heaviest[use.name]?.weight ?? 1) { heaviest[use.name] = use }
+            }
         }
-        var keys = Set(workflow.semaphores.map(\.name))
-        for declaration in workflow.semaphores {
+        var keys = Set(declarations.map(\.name))
+        for declaration in declarations {
             var pool = Pool(name: declaration.name, key: declaration.name, capacity: declaration.capacity, weightedKey: nil, heaviest: 1)
             if let use = heaviest[declaration.name] {
                 var weightedKey = declaration.name + ".weighted"

@@ -47,6 +47,13 @@ struct WorkflowNamespacing {
         task.cwd = cwd(task.cwd.map(template), at: task.location)
         if let condition = task.condition { task.condition = Located(expression(condition.value), at: condition.location) }
         if let name = task.nameTemplate { task.nameTemplate = template(name) }
+        if task.semaphores.contains(where: { $0.computedName != nil }) {
+            task.semaphores = task.semaphores.map { use in
+                var use = use
+                use.computedName = use.computedName.map(template)
+                return use
+            }
+        }
         if !task.sources.isEmpty { task.sources = task.sources.map(template) }
         if !task.generates.isEmpty { task.generates = task.generates.map(template) }
         return task

@@ -27,6 +27,8 @@ private struct PlanDocument: Encodable {
 
     struct Semaphore: Encodable {
         var name: String, capacity: Int, users: [String]
+        /// A family (`batch-*`): a pool of `capacity` per matching name.
+        var family: Bool?
     }
 
     struct Action: Encodable {
@@ -44,7 +46,11 @@ private struct PlanDocument: Encodable {
 
     struct Limits: Encodable {
         struct GroupLimit: Encodable { var name: String, concurrency: Int }
-        struct SemaphoreLimit: Encodable { var name: String, weight: Int, capacity: Int }
+        struct SemaphoreLimit: Encodable {
+            var name: String, weight: Int, capacity: Int
+            /// The family of the pool; `computed`: the name is filled in at run time, `pools` those the plan can tell.
+            var family: String?, computed: Bool?, pools: [String]?
+        }
         var run: Int, group: GroupLimit?, semaphores: [SemaphoreLimit]
     }
 
@@ -129,7 +135,7 @@ private struct PlanDocument: Encodable {
             vars: Dictionary(workflow.vars.filter { $0.command == nil }.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }),
             computed_vars: Self.computedVars(workflow.vars),
             env: Dictionary(workflow.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last }))
-        semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
+        semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users, family: $0.isFamily ? true : nil) }
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }
         let aliases = Dictionary(TargetTable.aliases(of: workflow).map { ($0.name, $0.aliases.map(\.value)) }, uniquingKeysWith: { first, _ in first })
@@ -185,7 +191,10 @@ private struct PlanDocument: Encodable {
                 result.limits = Limits(
                     run: limits.runSlots,
                     group: limits.group.map { Limits.GroupLimit(name: $0.name, concurrency: $0.concurrency) },
-                    semaphores: limits.semaphores.map { Limits.SemaphoreLimit(name: $0.name, weight: $0.weight, capacity: $0.capacity) })
+                    semaphores: limits.semaphores.map {
+                        Limits.SemaphoreLimit(name: $0.name, weight: $0.weight, capacity: $0.capacity, family: $0.family,
+                                              computed: $0.isComputed ? true : nil, pools: $0.pools)
+                    })
             }
             if step.kind == .fanOut, let source = step.fanOutSource {
                 result.fan_out = FanOutInfo(

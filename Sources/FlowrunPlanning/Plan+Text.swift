@@ -26,7 +26,9 @@ extension Plan {
         }
         for semaphore in semaphores {
             let users = semaphore.users.isEmpty ? "unused" : "used by " + semaphore.users.joined(separator: ", ")
-            lines.append("  semaphore \(semaphore.name): capacity \(semaphore.capacity), \(users)")
+            let kind = semaphore.isFamily ? "semaphore family" : "semaphore"
+            let capacity = semaphore.isFamily ? "capacity \(semaphore.capacity) per pool" : "capacity \(semaphore.capacity)"
+            lines.append("  \(kind) \(semaphore.name): \(capacity), \(users)")
         }
         if !only.isEmpty {
             lines.append("  targets \(only.joined(separator: ", "))\(targetsAreDefault ? " (the file's default)" : ""): running those and what they need")
@@ -165,7 +167,19 @@ extension Plan {
         var parts = ["run slot (\(limits.runSlots) at once)"]
         if let group = limits.group { parts.append("group \(group.name) (\(group.concurrency) at once)") }
         for semaphore in limits.semaphores {
-            parts.append("\(semaphore.name) \(semaphore.weight)/\(semaphore.capacity)")
+            var part = "\(semaphore.name) \(semaphore.weight)/\(semaphore.capacity)"
+            var notes: [String] = []
+            if let family = semaphore.family { notes.append("family \(family)") }
+            if semaphore.isComputed {
+                if let pools = semaphore.pools {
+                    let shown = pools.prefix(8).joined(separator: ", ") + (pools.count > 8 ? ", … (\(pools.count) pools)" : "")
+                    notes.append("pool" + (pools.count == 1 ? " " : "s ") + shown)
+                } else {
+                    notes.append("pool named at run time")
+                }
+            }
+            if !notes.isEmpty { part += " (" + notes.joined(separator: "; ") + ")" }
+            parts.append(part)
         }
         return parts.joined(separator: " + ")
     }
