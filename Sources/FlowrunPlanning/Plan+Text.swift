@@ -174,6 +174,10 @@ extension Plan {
                 if let pools = semaphore.pools {
                     let shown = pools.prefix(8).joined(separator: ", ") + (pools.count > 8 ? ", … (\(pools.count) pools)" : "")
                     notes.append("pool" + (pools.count == 1 ? " " : "s ") + shown)
+                    if !semaphore.unmatched.isEmpty {
+                        notes.append(semaphore.unmatched.prefix(8).joined(separator: ", ") + " match" + (semaphore.unmatched.count == 1 ? "es" : "")
+                            + " no declared semaphore: those members will fail")
+                    }
                 } else {
                     notes.append("pool named at run time")
                 }

@@ -207,6 +207,8 @@ package struct SemaphoreLimit: Sendable {
     package var isComputed = false
     /// A computed name on a fan-out whose items the plan knows: the pools its members take.
     package var pools: [String]?
+    /// Of `pools`, those no declared semaphore or family matches (their members fail).
+    package var unmatched: [String] = []
     /// The declared names (literal or family) whose pools it may take: its users' line in the plan.
     package var sharedBy: [String] = []
 }

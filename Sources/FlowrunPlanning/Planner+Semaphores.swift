@@ -22,7 +22,9 @@ extension Planner {
             guard let pools = staticPools(of: use, source: source, vars: vars) else { continue }
             let resolved = pools.compactMap { table.pool(named: $0) }
             limits.semaphores[position].pools = pools
-            guard resolved.count == pools.count else { continue }  // a name that matches nothing fails its member
+            // A name that matches nothing fails its member when it is ready: said by the dry run.
+            limits.semaphores[position].unmatched = pools.filter { table.pool(named: $0) == nil }
+            guard resolved.count == pools.count else { continue }
             limits.semaphores[position].capacity = resolved.map(\.capacity).max() ?? 0
             let families = Set(resolved.map { $0.family ?? $0.name })
             limits.semaphores[position].family = families.count == 1 ? resolved.first?.family : nil
