@@ -354,7 +354,14 @@ struct WorkflowChecker {
         case .environment, .host:
             return
         case .arguments:
-            error("'args' is the words after -- on the command line, as shell words: write ${{ args }} on its own in run:, not in \(reader.hasPrefix("group") ? "a group's if:" : "other keys or inside a longer expression")", at: operand.location)
+            error("'args' is the words after -- on the command line, as shell words: write ${{ args }} on its own in run:, not in \(reader.hasPrefix("group") ? "a group's if:" : "other keys or inside a longer expression")"
+                + (reader.hasPrefix("group") ? "" : "; args[N] is one word, usable anywhere"), at: operand.location)
+            return
+        case .argument:
+            // One word: a value like any other, filled in for the named targets' tasks.
+            if reader.hasPrefix("group") {
+                error("'\(operand.text)' is a word passed to the named targets' tasks after --: a group's if: cannot read it; put the if: on its tasks", at: operand.location)
+            }
             return
         case .item, .itemField, .index:
             if !allowsItem {

@@ -109,7 +109,7 @@ struct WorkflowNamespacing {
             case .task(let name, let field): operand.path = .task(prefix + name, field)
             case .group(let name, let field): operand.path = .group(prefix + name, field)
             case .join(let name, let field): operand.path = .join(prefix + name, field)
-            case .environment, .item, .itemField, .index, .arguments, .host: break
+            case .environment, .item, .itemField, .index, .arguments, .argument, .host: break
             }
             return .operand(operand)
         case .not(let inner): return .not(self.expression(inner))
