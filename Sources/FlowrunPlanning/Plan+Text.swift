@@ -204,7 +204,7 @@ extension Plan {
 
     /// ` → VALUE` for a template whose value the plan knows (vars, flowrun's environment), else "".
     private static func filledIn(_ template: Template, vars: [Variable]) -> String {
-        PlanTimeValue.of(template, vars: vars).map { " → " + quoted($0) } ?? ""
+        PlanTimeValues.filledIn(template, vars: vars).map { " → " + quoted($0) } ?? ""
     }
 
     private static func oneLine(_ text: String) -> String {

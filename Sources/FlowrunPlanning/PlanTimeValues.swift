@@ -1,15 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FlowrunModel
 import FlowrunValues
 
-/// The `${{ }}` expressions of a task that planning can already evaluate:
-/// those that read only literals, `vars.NAME` and `host.…` (a function of
-/// them included). `--dry-run` shows each with its value; the rest wait for
-/// the run (a task's output, `env.NAME`, an item).
+/// What planning can already evaluate, for `--dry-run`: `${{ }}` that reads
+/// only literals, `vars.NAME` (not a computed one: `{sh: …}` is known only
+/// once its task ran), `host.…`, the words after `--`, and — where the dry
+/// run fills in a whole template — flowrun's own `env.NAME`. The rest waits
+/// for the run (a task's output, an item).
 enum PlanTimeValues {
     struct Entry: Equatable {
         /// The expression as written back out, e.g. `format('v{0}', vars.version)`.
         var expression: String
         var value: String
+    }
+
+    /// A template's filled-in text (`env:` and `cwd:` lines, where
+    /// `${{ env.PATH }}` shows as the run will see it), or nil when the
+    /// template is literal or reads a value only a run has.
+    static func filledIn(_ template: Template, vars: [Variable]) -> String? {
+        guard !template.isLiteral else { return nil }
+        let operands = template.operands
+        guard operands.allSatisfy({ isKnown($0, vars: vars, readsEnvironment: true) }) else { return nil }
+        var values = variables(vars)
+        for operand in operands {
+            if case .environment(let name) = operand.path {
+                values[operand.path] = .string(getenv(name).map { String(cString: $0) } ?? "")
+            }
+        }
+        return try? TemplateRenderer.render(template, mode: .text, in: ExpressionValues(values))
     }
 
     /// Each computed expression once, in the order the task uses them: its
@@ -26,7 +46,7 @@ enum PlanTimeValues {
         var entries: [Entry] = []
         var context: ExpressionValues?
         for expression in expressions where isComputed(expression) && isKnown(expression, vars: vars) {
-            if context == nil { context = Self.context(vars) }
+            if context == nil { context = ExpressionValues(variables(vars)) }
             let text = expression.description
             guard !entries.contains(where: { $0.expression == text }) else { continue }
             entries.append(Entry(expression: text, value: ExpressionEvaluator.evaluate(expression, in: context!).text))
@@ -40,7 +60,7 @@ enum PlanTimeValues {
     static func memberCount(of source: FanOutSource, split: FanOutSplit?, vars: [Variable]) -> Int? {
         guard split == nil, case .expression(let template) = source, template.segments.count == 1,
               case .expression(let expression, _) = template.segments[0], isKnown(expression, vars: vars) else { return nil }
-        return ExpressionEvaluator.evaluate(expression, in: context(vars)).arrayItems?.count
+        return ExpressionEvaluator.evaluate(expression, in: ExpressionValues(variables(vars))).arrayItems?.count
     }
 
     private static func isComputed(_ expression: Expression) -> Bool {
@@ -49,18 +69,23 @@ enum PlanTimeValues {
         return true
     }
 
-    /// Reads no run-time value: a computed var (`{sh: …}`) is known only once its task ran.
     private static func isKnown(_ expression: Expression, vars: [Variable]) -> Bool {
-        expression.operands.allSatisfy { operand in
-            if case .variable(let name) = operand.path { return !vars.contains { $0.name == name && $0.command != nil } }
-            return !operand.path.needsRunTimeValue
+        expression.operands.allSatisfy { isKnown($0, vars: vars, readsEnvironment: false) }
+    }
+
+    /// The one rule of what a plan knows (see the type's comment).
+    private static func isKnown(_ operand: Operand, vars: [Variable], readsEnvironment: Bool) -> Bool {
+        switch operand.path {
+        case .variable(let name): return !vars.contains { $0.name == name && $0.command != nil }
+        case .environment: return readsEnvironment
+        default: return !operand.path.needsRunTimeValue
         }
     }
 
-    private static func context(_ vars: [Variable]) -> ExpressionValues {
+    /// `vars.NAME` values; the last definition wins, as in the engine.
+    private static func variables(_ vars: [Variable]) -> [OperandPath: ExpressionValue] {
         var values: [OperandPath: ExpressionValue] = [:]
-        // The last definition wins, as in the engine.
         for variable in vars { values[.variable(variable.name)] = .string(variable.value) }
-        return ExpressionValues(values)
+        return values
     }
 }

@@ -1,0 +1,32 @@
+@testable import FlowrunModel
+@testable import FlowrunValues
+@testable import FlowrunPlanning
+import FlowrunTestSupport
+import Testing
+
+/// `PlanTimeValues`: one rule of what a dry run can fill in, for a whole
+/// template (`env:` and `cwd:` lines) and a task's computed expressions.
+@Suite struct PlanTimeValuesTests {
+    static let text = """
+        vars:
+          version: { sh: "git describe" }
+          plain: x
+        env:
+          V: "${{ vars.version }}"
+          P: "v${{ vars.plain }}"
+        tasks:
+          a: { run: "echo ${{ format('{0}-{1}', vars.plain, vars.version) }} ${{ format('{0}!', vars.plain) }}", cwd: "/${{ host.os }}" }
+        """
+
+    /// A computed var is known only once its task ran: neither filled in
+    /// (it once showed as `→ ""`) nor evaluated; a plain var and a host fact are.
+    @Test func aComputedVarIsNotFilledInWhilePlainVarsAndHostFactsAre() throws {
+        let plan = try Planner.plan(try workflow(Self.text))
+        let env = Dictionary(uniqueKeysWithValues: plan.workflow.env.map { ($0.name, $0.value) })
+        #expect(PlanTimeValues.filledIn(try #require(env["V"]), vars: plan.workflow.vars) == nil)
+        #expect(PlanTimeValues.filledIn(try #require(env["P"]), vars: plan.workflow.vars) == "vx")
+        let task = try #require(plan.workflow.tasks.first { $0.name == "a" })
+        #expect(PlanTimeValues.filledIn(try #require(task.cwd), vars: plan.workflow.vars) == "/linux")
+        #expect(PlanTimeValues.entries(of: task, vars: plan.workflow.vars) == [.init(expression: "format('{0}!', vars.plain)", value: "x!"), .init(expression: "host.os", value: "linux")])
+    }
+}
