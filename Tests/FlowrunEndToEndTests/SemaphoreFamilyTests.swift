@@ -86,6 +86,36 @@ extension RunEndToEnd {
             #expect(pool("load[1]") == ["db-eu/1/3"])
         }
 
+        /// A template call passes the pool's name as a parameter: a static
+        /// call's is checked before the run, a fan-out call's `${{ item }}`
+        /// picks the member's pool at run time.
+        @Test func aTemplateCallPicksItsPoolThroughAParameter() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                semaphores: { "shard-*": 1 }
+                templates:
+                  load:
+                    params: { shard: ~ }
+                    semaphores: ["shard-${{ params.shard }}"]
+                    run: echo loading ${{ params.shard }}
+                tasks:
+                  first: { uses: load, with: { shard: x } }
+                groups:
+                  all:
+                    foreach: [x, y]
+                    task: { uses: load, with: { shard: "${{ item }}" } }
+                """)
+            #expect(run.exitStatus == 0, "\(run)")
+            let record = try sandbox.record()
+            func pools(_ task: String) -> [String] {
+                let limits = record.events("task_started", task: task).first?["limits"] as? [String: Any]
+                return (limits?["semaphores"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+            }
+            #expect(pools("first") == ["shard-x"], "\(record.overview)")
+            #expect(pools("all[0]") == ["shard-x"], "\(record.overview)")
+            #expect(pools("all[1]") == ["shard-y"], "\(record.overview)")
+        }
+
         /// A computed name that matches no pool fails that member, saying
         /// why; the other members run.
         @Test func aComputedNameThatMatchesNoPoolFailsItsMemberSayingWhy() throws {
