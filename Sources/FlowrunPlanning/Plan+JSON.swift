@@ -128,6 +128,7 @@ private struct PlanDocument: Encodable {
 
     init(_ plan: Plan) {
         let workflow = plan.workflowShown
+        let known = PlanTimeValues(vars: workflow.vars)
         self.workflow = WorkflowInfo(
             name: workflow.name, file: workflow.file, description: workflow.description,
             max_parallel: plan.maxParallel, timeout_seconds: workflow.timeout?.value.seconds, fail_fast: workflow.failFast,
@@ -140,11 +141,11 @@ private struct PlanDocument: Encodable {
         stages = plan.stages.map { $0.map(\.name) }
         let aliases = Dictionary(TargetTable.aliases(of: workflow).map { ($0.name, $0.aliases.map(\.value)) }, uniquingKeysWith: { first, _ in first })
         steps = plan.steps.map { step in
-            var shown = Self.step(step, vars: workflow.vars)
+            var shown = Self.step(step, vars: workflow.vars, known: known)
             if step.kind != .fanOut { shown.aliases = aliases[step.name] }
             return shown
         }
-        finally = plan.finallySteps.map { Self.step($0, vars: workflow.vars) }
+        finally = plan.finallySteps.map { Self.step($0, vars: workflow.vars, known: known) }
     }
 
     private static func computedVars(_ vars: [Variable]) -> [String: String]? {
@@ -152,7 +153,7 @@ private struct PlanDocument: Encodable {
         return computed.isEmpty ? nil : Dictionary(computed, uniquingKeysWith: { _, last in last })
     }
 
-    private static func step(_ step: PlanStep, vars: [Variable] = []) -> Step {
+    private static func step(_ step: PlanStep, vars: [Variable] = [], known: PlanTimeValues) -> Step {
         var result = Step(
             name: step.name, kind: step.kind.rawValue, stage: step.stage + 1,
             line: step.location.line, column: step.location.column,
@@ -181,7 +182,7 @@ private struct PlanDocument: Encodable {
             result.continue_on_error = task.continueOnError
             result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
             result.cwd = task.cwd?.source
-            let values = PlanTimeValues.entries(of: task, vars: vars)
+            let values = known.entries(of: task)
             if !values.isEmpty { result.values = values.map { Value(expression: $0.expression, value: $0.value) } }
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }

@@ -6,6 +6,7 @@ extension Plan {
     package var text: String {
         var lines: [String] = []
         let workflow = workflowShown
+        let known = PlanTimeValues(vars: workflow.vars)
         lines.append("Plan for \(workflow.name) (\(workflow.file)) — dry run: nothing was executed")
         if let description = workflow.description { lines.append("  " + description) }
         let maxParallelSource = workflow.maxParallel != nil ? "" : workflow.maxParallelIsCPUCount ? " (cpus: the CPU count)" : " (default)"
@@ -22,7 +23,7 @@ extension Plan {
             }.joined(separator: ", "))
         }
         if !workflow.env.isEmpty {
-            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, vars: workflow.vars) }.joined(separator: ", "))
+            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, known: known) }.joined(separator: ", "))
         }
         for semaphore in semaphores {
             let users = semaphore.users.isEmpty ? "unused" : "used by " + semaphore.users.joined(separator: ", ")
@@ -37,12 +38,12 @@ extension Plan {
         for (number, stage) in stages.enumerated() {
             lines.append("")
             lines.append("Stage \(number + 1)" + (number == 0 ? " — starts at once" : ""))
-            for step in stage { lines += Self.describe(step, vars: workflow.vars) }
+            for step in stage { lines += Self.describe(step, vars: workflow.vars, known: known) }
         }
         if !finallySteps.isEmpty {
             lines.append("")
             lines.append("Finally (after everything else has settled, whatever happened)")
-            for step in finallySteps { lines += Self.describe(step, vars: workflow.vars) }
+            for step in finallySteps { lines += Self.describe(step, vars: workflow.vars, known: known) }
         }
         let taskCount = steps.filter { $0.kind == .task }.count + finallySteps.count
         let fanOuts = steps.filter { $0.kind == .fanOut }
@@ -62,7 +63,7 @@ extension Plan {
         return lines.map { TerminalText.escaped(shown($0)) }.joined(separator: "\n") + "\n"
     }
 
-    private static func describe(_ step: PlanStep, vars: [Variable]) -> [String] {
+    private static func describe(_ step: PlanStep, vars: [Variable], known: PlanTimeValues) -> [String] {
         var lines: [String] = []
         func row(_ label: String, _ value: String) {
             lines.append("      " + (label + ":").padding(to: 10) + " " + value)
@@ -112,10 +113,10 @@ extension Plan {
             }
             if task.continueOnError { policy.append("continue_on_error") }
             if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
-            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, vars: vars) }.joined(separator: ", ")) }
-            if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, vars: vars)) }
+            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, known: known) }.joined(separator: ", ")) }
+            if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, known: known)) }
             // What planning can evaluate already (vars, host facts, functions of them).
-            for entry in PlanTimeValues.entries(of: task, vars: vars) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
+            for entry in known.entries(of: task) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
@@ -203,8 +204,8 @@ extension Plan {
     }
 
     /// ` → VALUE` for a template whose value the plan knows (vars, flowrun's environment), else "".
-    private static func filledIn(_ template: Template, vars: [Variable]) -> String {
-        PlanTimeValues.filledIn(template, vars: vars).map { " → " + quoted($0) } ?? ""
+    private static func filledIn(_ template: Template, known: PlanTimeValues) -> String {
+        known.filledIn(template).map { " → " + quoted($0) } ?? ""
     }
 
     private static func oneLine(_ text: String) -> String {

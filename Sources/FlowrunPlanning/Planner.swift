@@ -167,7 +167,7 @@ package enum Planner {
                 let group = groups[node.group!]!
                 step = taskStep(group.fanOut!.template, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
                 step.fanOutCount = group.fanOut!.source.staticCount
-                    ?? PlanTimeValues.memberCount(of: group.fanOut!.source, split: group.fanOut!.split, vars: workflow.vars)
+                    ?? PlanTimeValues(vars: workflow.vars).memberCount(of: group.fanOut!.source, split: group.fanOut!.split)
                 step.fanOutSource = group.fanOut!.source
                 step.fanOutSplit = group.fanOut!.split
                 step.fanOutAxes = group.fanOut!.matrixAxes
@@ -183,7 +183,7 @@ package enum Planner {
                     fanOutCount: nil, fanOutSource: group.fanOut?.source,
                     members: group.members.map(\.name) + (group.fanOut.map { [$0.template.name] } ?? []),
                     concurrency: group.concurrency, join: nil)
-                step.fanOutCount = group.fanOut.flatMap { $0.source.staticCount ?? PlanTimeValues.memberCount(of: $0.source, split: $0.split, vars: workflow.vars) }
+                step.fanOutCount = group.fanOut.flatMap { $0.source.staticCount ?? PlanTimeValues(vars: workflow.vars).memberCount(of: $0.source, split: $0.split) }
                 step.fanOutAxes = group.fanOut?.matrixAxes
                 if group.when != .success { step.groupWhen = group.when }
                 step.groupCondition = group.condition

@@ -22,11 +22,12 @@ import Testing
     /// (it once showed as `→ ""`) nor evaluated; a plain var and a host fact are.
     @Test func aComputedVarIsNotFilledInWhilePlainVarsAndHostFactsAre() throws {
         let plan = try Planner.plan(try workflow(Self.text))
+        let known = PlanTimeValues(vars: plan.workflow.vars)
         let env = Dictionary(uniqueKeysWithValues: plan.workflow.env.map { ($0.name, $0.value) })
-        #expect(PlanTimeValues.filledIn(try #require(env["V"]), vars: plan.workflow.vars) == nil)
-        #expect(PlanTimeValues.filledIn(try #require(env["P"]), vars: plan.workflow.vars) == "vx")
+        #expect(known.filledIn(try #require(env["V"])) == nil)
+        #expect(known.filledIn(try #require(env["P"])) == "vx")
         let task = try #require(plan.workflow.tasks.first { $0.name == "a" })
-        #expect(PlanTimeValues.filledIn(try #require(task.cwd), vars: plan.workflow.vars) == "/linux")
-        #expect(PlanTimeValues.entries(of: task, vars: plan.workflow.vars) == [.init(expression: "format('{0}!', vars.plain)", value: "x!"), .init(expression: "host.os", value: "linux")])
+        #expect(known.filledIn(try #require(task.cwd)) == "/linux")
+        #expect(known.entries(of: task) == [.init(expression: "format('{0}!', vars.plain)", value: "x!"), .init(expression: "host.os", value: "linux")])
     }
 }
