@@ -51,6 +51,37 @@ extension RunEndToEnd {
             #expect(semaphores?.first?["name"] as? String == "batch-b" && semaphores?.first?["capacity"] as? Int == 2, "\(String(describing: started))")
         }
 
+        /// Many members of one outer item wait for its pool, more than the
+        /// fan-out makes ahead of its run slots (4 + 16 here): they do not
+        /// hold the fan-out back, so the next item's members are made and
+        /// take their own pool while the first item's pool is full.
+        @Test func membersWaitingForTheirPoolDoNotHoldBackTheNextPool() throws {
+            let sandbox = try RunSandbox()
+            let live = try sandbox.start("""
+                max_parallel: 4
+                semaphores: { "batch-*": 2 }
+                groups:
+                  work:
+                    foreach: { range: [0, 79] }
+                    task:
+                      semaphores: ["batch-${{ item < 40 && 'a' || 'b' }}"]
+                      env: { N: "${{ item }}" }
+                      run: |
+                        echo "$N" >> "$SANDBOX/started"
+                        while [ ! -e "$SANDBOX/go" ]; do sleep 0.02; done
+                """, hardTimeout: .seconds(180))
+            let bothPools = poll(until: .seconds(60)) {
+                let started = sandbox.lines("started").compactMap { Int($0) }
+                return started.filter { $0 < 40 }.count >= 2 && started.contains { $0 >= 40 }
+            }
+            let firstWave = sandbox.lines("started")
+            _ = FileManager.default.createFile(atPath: sandbox.file("go"), contents: nil)
+            let ended = live.finish()
+            #expect(bothPools, "only \(firstWave) started while the first pool was full: \(ended)")
+            #expect(ended.exitStatus == 0, "\(ended)")
+            #expect(sandbox.lines("started").count == 80, "\(ended)")
+        }
+
         private static func count(_ kind: String, in sandbox: RunSandbox) -> Int {
             let runs = (try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)) ?? []
             return runs.reduce(0) { total, run in
