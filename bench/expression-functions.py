@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """validate and --dry-run of a 2,000-task file whose expressions call
-functions, against the same file with the calls replaced by operators over
-the same operands and literals (issue 35: within 10 %).
+functions and read a computed var, against the same file with the calls
+replaced by operators over the same operands and literals and the var plain
+(issue 35: within 10 %).
 
     bench/expression-functions.py [FLOWRUN] [RUNS]
 
@@ -15,17 +16,20 @@ runs = int(sys.argv[2]) if len(sys.argv) > 2 else 15
 
 
 def workflow(functions):
-    lines = ['vars: { version: "1.2.3", ref: refs/heads/main, suites: "unit,lint" }', "tasks:"]
+    # With functions, `commit` is a computed var (`{sh: …}`, a task of its own
+    # that every task reading it waits for); without, a plain value.
+    commit = '{ sh: "echo 0123abc" }' if functions else "0123abc"
+    lines = ['vars: { version: "1.2.3", ref: refs/heads/main, suites: "unit,lint", commit: ' + commit + ' }', "tasks:"]
     for n in range(TASKS):
         needs = f"\n    needs: [t{n - 1}]" if n % 10 else ""
         if functions:
-            run = ("echo ${{ format('v{0}-{1}-{2}', vars.version, host.arch, " + str(n) + ") }} "
+            run = ("echo ${{ format('v{0}-{1}-{2}', vars.version, host.arch, " + str(n) + ") }} ${{ vars.commit }} "
                    "${{ startsWith(vars.ref, 'refs/tags/') && 'release' || 'debug' }} "
                    "${{ join(split(vars.suites, ','), ' ') }}")
             cond = "${{ contains(vars.suites, 'unit') && !endsWith(vars.ref, 'x') }}"
         else:
             # The same operands and literals, joined by operators instead of calls.
-            run = ("echo ${{ vars.version == 'v{0}-{1}-{2}' || vars.ref == " + str(n) + " }} "
+            run = ("echo ${{ vars.version == 'v{0}-{1}-{2}' || vars.ref == " + str(n) + " }} ${{ vars.commit }} "
                    "${{ vars.ref == 'refs/tags/' && 'release' || 'debug' }} "
                    "${{ vars.suites == ',' || vars.ref == ' ' }}")
             cond = "${{ vars.suites != 'unit' && !(vars.ref == 'x') }}"

@@ -22,6 +22,12 @@ final class FanOutProgress {
     /// Members made from items so far, and members not yet settled (static ones too).
     var created = 0
     var unsettled = 0
+    /// Members waiting for a semaphore pool of their own (a family's, named
+    /// per member, SPEC §15): they do not hold the window, or one outer
+    /// item's full pool would keep the next items' members from being made
+    /// and their pools from running side by side. At most `maximumParked`.
+    var parked = Set<Int>()
+    static let maximumParked = 10_000
     var succeeded = 0
     var skipped = 0
     /// Of `skipped`, those skipped by their own `if:` (or `when: failure`).

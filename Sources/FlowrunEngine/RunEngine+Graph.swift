@@ -15,7 +15,8 @@ extension RunEngine {
         var capacities = [plan.maxParallel, ResourceUnits.cpus(plan.capacity.cpus), ResourceUnits.memory(plan.capacity.memoryBytes)]
         var semaphores: [String: Int] = [:]
         var groups: [String: Int] = [:]
-        for semaphore in plan.semaphores where semaphores[semaphore.name] == nil {
+        // A family's pools are made as tasks name them (`semaphoreResource(named:)`).
+        for semaphore in plan.semaphores where semaphores[semaphore.name] == nil && !semaphore.isFamily {
             semaphores[semaphore.name] = names.count
             names.append("semaphore \(semaphore.name)")
             capacities.append(semaphore.capacity)
@@ -228,21 +229,22 @@ extension RunEngine {
         if onSlurm {
             var amounts: [Int: Int] = [:]
             if !fanOut, let group = limits.group.flatMap({ resourceOfGroup[$0.name] }) { amounts[group] = 1 }
-            for use in limits.semaphores {
-                if let resource = resourceOfSemaphore[use.name] { amounts[resource, default: 0] += use.weight }
+            for use in limits.semaphores where !use.isComputed {
+                if let resource = semaphoreResource(named: use.name) { amounts[resource, default: 0] += use.weight }
             }
             return SlotPool.Demand(amounts: amounts)
         }
         let groupResource = limits.group.flatMap { resourceOfGroup[$0.name] }
-        if limits.semaphores.isEmpty && groupResource == nil && resources == nil {
+        if !limits.semaphores.contains(where: { !$0.isComputed }) && groupResource == nil && resources == nil {
             return Self.runSlotOnly  // most tasks: one value shared, not built per task
         }
         var amounts = [Self.runSlots: 1]
         if let cpus = resources?.cpus { amounts[Self.cpuResource] = ResourceUnits.cpus(cpus) }
         if let memory = resources?.memoryBytes { amounts[Self.memoryResource] = ResourceUnits.memory(memory) }
         if let groupResource { amounts[groupResource] = 1 }
-        for use in limits.semaphores {
-            if let resource = resourceOfSemaphore[use.name] { amounts[resource, default: 0] += use.weight }
+        // A computed name adds its pool when the task is ready (`withComputedSemaphores`).
+        for use in limits.semaphores where !use.isComputed {
+            if let resource = semaphoreResource(named: use.name) { amounts[resource, default: 0] += use.weight }
         }
         return SlotPool.Demand(amounts: amounts)
     }

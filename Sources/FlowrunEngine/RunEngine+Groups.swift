@@ -118,7 +118,8 @@ extension RunEngine {
         progress.refilling = true
         while !progress.exhausted, nodes[group].status == .running {
             let draining = progress.drainReason != nil || stopping != nil || nodes[group].groupTimedOut
-            if !draining && progress.unsettled >= progress.window { break }
+            if !draining && progress.unsettled - progress.parked.count >= progress.window { break }
+            if !draining && progress.parked.count >= FanOutProgress.maximumParked { break }
             guard let item = progress.feed.next() else {
                 progress.exhausted = true
                 break
@@ -191,6 +192,7 @@ extension RunEngine {
     /// will read it (see `FanOutProgress.keepsMembers`).
     private func fanOutMemberSettled(_ group: Int, _ member: Int, _ progress: FanOutProgress) {
         progress.unsettled -= 1
+        progress.parked.remove(member)
         progress.settled += 1
         switch nodes[member].status {
         case .succeeded: progress.succeeded += 1

@@ -60,6 +60,10 @@ extension RunEngine {
                 }
             }
             if settlesWithoutRunning(index) { return }
+            if task.value.hasComputedSemaphores, let problem = takeComputedSemaphores(index) {
+                settle(index, .failed, why: problem)
+                return
+            }
             enqueue(index)
         }
     }
@@ -83,6 +87,10 @@ extension RunEngine {
             if waitsOnlyForItsFanOutsSlots(index, demand.resources) { return }
             let shortage = pool.shortage(of: demand)
             if waitsOnlyForItsFanOutsSlots(index, shortage.map(\.resource)) { return }
+            // Short of a pool picked per member: the fan-out makes its next members meanwhile.
+            if nodes[index].definition?.value.hasComputedSemaphores == true, let group = nodes[index].group {
+                fanOutProgress[group]?.parked.insert(index)
+            }
             let waitingOn = shortage.map { short in
                 guard short.resource == Self.cpuResource || short.resource == Self.memoryResource else {
                     return "\(short.name) \(short.inUse)/\(short.capacity)" + holders(of: short.resource)
@@ -121,6 +129,7 @@ extension RunEngine {
     func admitWaiters() {
         while let index = pool.admitNext() {
             nodes[index].holdsSlots = true
+            if let group = nodes[index].group, let progress = fanOutProgress[group], !progress.parked.isEmpty { progress.parked.remove(index) }
             startAttempt(index)
         }
     }

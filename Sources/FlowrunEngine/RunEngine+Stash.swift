@@ -42,7 +42,7 @@ extension RunEngine {
             return index.map { .number(Double($0)) } ?? .string("")
         case .host(let fact):
             return HostFacts.value(of: fact)
-        case .arguments:
+        case .arguments, .argument:
             // Filled in by the planner (`Planner.fillArguments`): a plan has none left.
             return .string("")
         case .task(let name, let field):

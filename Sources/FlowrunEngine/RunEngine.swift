@@ -83,9 +83,11 @@ package final class RunEngine: @unchecked Sendable {
     /// The run's cgroups, made when a task declares `resources:` and flowrun
     /// runs real processes; nil otherwise (`RunCgroups`). Set in `init`, read-only after.
     let runCgroups: RunCgroups?
-    /// Pool resources by group and semaphore name.
+    /// Pool resources by group and semaphore name (a family's pools are
+    /// added as tasks first name them: `semaphoreResource(named:)`).
     let resourceOfGroup: [String: Int]
-    let resourceOfSemaphore: [String: Int]
+    var resourceOfSemaphore: [String: Int]
+    let semaphoreTable: SemaphoreTable
     /// A group's fan-out as its plan step gives it: what each member runs,
     /// over which items, holding which slots, under which deadline. A class:
     /// read for every member made, and a struct this size was copied out of
@@ -252,8 +254,11 @@ package final class RunEngine: @unchecked Sendable {
         (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
         // A task with resources runs in a cgroup: the run's folder is made
         // now (or why it cannot be, said at the start); none without them.
-        let declaresResources = plan.steps.contains { $0.sharedTask?.value.resources != nil } || plan.finallySteps.contains { $0.sharedTask?.value.resources != nil }
+        let declaresResources = (plan.steps + plan.finallySteps).contains { step in
+            step.sharedTask.map { $0.value.resources != nil && plan.workflow.executor(of: $0.value) == .local } ?? false
+        }
         runCgroups = attemptFactory == nil && declaresResources ? RunCgroups(runID: record.runID) : nil
+        semaphoreTable = SemaphoreTable(plan.workflow.semaphores)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]

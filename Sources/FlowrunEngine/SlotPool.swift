@@ -33,7 +33,7 @@ struct SlotPool {
     }
 
     private var free: [Int]
-    private let capacity: [Int]
+    private var capacity: [Int]
     private var names: [String]
     /// Buckets of waiters with the same demand, each FIFO, with arrival numbers.
     private var buckets: [Demand: Bucket] = [:]
@@ -62,6 +62,15 @@ struct SlotPool {
         capacity = capacities
         free = capacities
         self.names = names
+    }
+
+    /// A resource made during the run (a pool of a semaphore family, when a
+    /// task first names it); its index.
+    mutating func addResource(capacity size: Int, name: String) -> Int {
+        capacity.append(size)
+        free.append(size)
+        names.append(name)
+        return capacity.count - 1
     }
 
     /// Resource index of a name, for building demands.

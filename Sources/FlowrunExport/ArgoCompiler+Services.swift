@@ -14,7 +14,7 @@ extension ArgoCompiler {
         for template in probe.templates {
             if template.isLiteral {
                 filled.append(template.source)
-            } else if let value = PlanTimeValue.of(template, vars: workflow.vars) {
+            } else if let value = PlanTimeValues(vars: workflow.vars).filledIn(template) {
                 filled.append(value)
                 problems.emulate("ready: '\(template.source)' is exported as '\(value)', the vars' values now: a -p at submit does not change the probe", at: probe.location)
             } else {

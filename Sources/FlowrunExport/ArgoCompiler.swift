@@ -125,6 +125,17 @@ struct ArgoCompiler {
                     + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE), one word however many it holds",
                 at: operand.location)
             return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
+        case .argument(let number):
+            // One word after --: a workflow parameter of its own, empty unless the submit gives one.
+            let parameter = parameterNames.name(for: "args-\(number)", base: "args-\(number)")
+            if !environmentParameters.contains(where: { $0.name == parameter }) {
+                environmentParameters.append((parameter, ""))
+            }
+            problems.emulate(
+                "'\(operand.text)' is a word after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow "
+                    + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE)",
+                at: operand.location)
+            return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
         case .item:
             return ArgoValue(path: ArgoPath("item", "item"))
         case .itemField(let path):

@@ -24,14 +24,42 @@ struct ArgoSemaphores {
     init(workflow: Workflow, configMapName: String, problems: inout ArgoExportProblems) {
         self.configMapName = configMapName
         var heaviest: [String: SemaphoreUse] = [:]
+        // A family's pools are the names tasks use (keys are fixed before the run).
+        let table = SemaphoreTable(workflow.semaphores)
+        var declarations = workflow.semaphores.filter { !SemaphoreTable.isFamily($0.name) }
+        // A name computed per member (SPEC §15) has no Argo form: its members share one key.
+        var sharedKeys: [(use: String, key: String)] = []
         for task in Self.allTasks(of: workflow) {
-            for use in task.semaphores where use.weight > (heaviest[use.name]?.weight ?? 1) { heaviest[use.name] = use }
+            for use in task.semaphores {
+                if use.weight > (heaviest[use.name]?.weight ?? 1) { heaviest[use.name] = use }
+                if use.computedName != nil {
+                    guard !declarations.contains(where: { $0.name == use.name }) else { continue }
+                    let candidates = table.candidates(forPattern: use.namePattern)
+                    let capacity = candidates.map(\.capacity).min() ?? 1
+                    declarations.append(SemaphoreDeclaration(name: use.name, capacity: capacity, location: use.location))
+                    sharedKeys.append((use.name, Self.configMapKey(use.namePattern) + ".shared"))
+                    problems.emulate(
+                        "Argo has no pool per member: every member of '\(use.name)' shares one pool of \(capacity) on Argo, "
+                            + "so no pool exceeds \(capacity) but different pools no longer run side by side",
+                        at: use.location)
+                    continue
+                }
+                if let pool = table.pool(named: use.name), pool.family != nil, !declarations.contains(where: { $0.name == use.name }) {
+                    declarations.append(SemaphoreDeclaration(name: use.name, capacity: pool.capacity, location: use.location))
+                }
+            }
         }
-        var keys = Set(workflow.semaphores.map(\.name))
-        for declaration in workflow.semaphores {
-            var pool = Pool(name: declaration.name, key: declaration.name, capacity: declaration.capacity, weightedKey: nil, heaviest: 1)
+        var keys = Set(declarations.map(\.name))
+        for declaration in declarations {
+            var key = declaration.name
+            if let shared = sharedKeys.first(where: { $0.use == declaration.name }) {
+                key = shared.key
+                while keys.contains(key) { key += "-" }
+                keys.insert(key)
+            }
+            var pool = Pool(name: declaration.name, key: key, capacity: declaration.capacity, weightedKey: nil, heaviest: 1)
             if let use = heaviest[declaration.name] {
-                var weightedKey = declaration.name + ".weighted"
+                var weightedKey = key + ".weighted"
                 while keys.contains(weightedKey) { weightedKey += "-" }
                 keys.insert(weightedKey)
                 pool.weightedKey = weightedKey
@@ -71,6 +99,14 @@ struct ArgoSemaphores {
             if let weightedKey = pool.weightedKey { pairs.append((weightedKey, .string("1"))) }
         }
         return .map(pairs)
+    }
+
+    /// A ConfigMap key for a name pattern: `*` and what a key cannot hold become `x` and `-`.
+    static func configMapKey(_ pattern: String) -> String {
+        String(pattern.map { character -> Character in
+            if character == "*" { return "x" }
+            return character.isASCII && (character.isLetter || character.isNumber || character == "-" || character == "_" || character == ".") ? character : "-"
+        })
     }
 
     static func allTasks(of workflow: Workflow) -> [TaskDefinition] {

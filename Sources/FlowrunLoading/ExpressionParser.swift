@@ -116,6 +116,7 @@ package struct ExpressionParser {
         case .word("false"): return .boolean(false)
         case .word(let name) where current.token == .symbol("("): return try call(name, at: offset)
         case .word(let path) where path.hasPrefix("params."): return try parameter(path, at: offset)
+        case .word("args") where current.token == .symbol("["): return try argument(at: offset)
         case .word(let path): return .operand(try operand(path, at: offset))
         case .symbol("("):
             let inner = try parseOr()
@@ -127,6 +128,18 @@ package struct ExpressionParser {
         default:
             throw ExpressionError(message: "expected a value, found \(Self.describe(token))", offset: offset)
         }
+    }
+
+    /// `args[N]`, `args` already read and `[` current: one word after `--`.
+    private mutating func argument(at offset: Int) throws(ExpressionError) -> Expression {
+        position += 1
+        guard case .number(let value) = current.token, value >= 0, value.rounded() == value, value < 1_000_000,
+              tokens[position + 1].token == .symbol("]") else {
+            throw ExpressionError(message: "expected args[N] with N a whole number from 0 (the first word after --)", offset: current.offset)
+        }
+        position += 2
+        let number = Int(value)
+        return .operand(Operand(text: "args[\(number)]", path: .argument(number), location: locate(offset)))
     }
 
     /// `name(argument, …)`, the name already read and `(` current.
@@ -307,7 +320,7 @@ package struct ExpressionParser {
                 if ["==", "!=", "<=", ">=", "&&", "||"].contains(pair) {
                     tokens.append((.symbol(pair), start))
                     index += 2
-                } else if "<>!(),".contains(character) {
+                } else if "<>!(),[]".contains(character) {
                     tokens.append((.symbol(String(character)), start))
                     index += 1
                 } else if character == "=" || character == "&" || character == "|" {

@@ -177,33 +177,59 @@ struct WorkflowChecker {
     // MARK: - Semaphores
 
     private mutating func checkSemaphores() {
-        let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
+        checkSemaphoreFamilies()
+        let table = SemaphoreTable(workflow.semaphores)
         // In the order of `mainTasks`, templates, `finally`, without copying 100,000 definitions.
         // By index, skipping tasks without semaphores before copying a definition.
         let tasks = workflow.tasks
         for index in tasks.indices where !tasks[index].semaphores.isEmpty {
-            checkSemaphores(of: tasks[index], capacities: capacities)
+            checkSemaphores(of: tasks[index], table: table)
         }
         for group in workflow.groups {
-            for task in group.members where !task.semaphores.isEmpty { checkSemaphores(of: task, capacities: capacities) }
+            for task in group.members where !task.semaphores.isEmpty { checkSemaphores(of: task, table: table) }
         }
         for group in workflow.groups {
-            if let template = group.fanOut?.template { checkSemaphores(of: template, capacities: capacities) }
+            if let template = group.fanOut?.template { checkSemaphores(of: template, table: table) }
         }
-        for task in workflow.finally { checkSemaphores(of: task, capacities: capacities) }
+        for task in workflow.finally { checkSemaphores(of: task, table: table) }
     }
 
-    private mutating func checkSemaphores(of task: TaskDefinition, capacities: [String: Int]) {
+    /// Two families that could both match one name would make its pool
+    /// depend on the order written: refused (SPEC §15).
+    private mutating func checkSemaphoreFamilies() {
+        let families = workflow.semaphores.filter { SemaphoreTable.isFamily($0.name) }
+        for position in families.indices {
+            let family = families[position]
+            guard let earlier = families[..<position].first(where: { SemaphoreTable.overlaps($0.name, family.name) }) else { continue }
+            error("semaphore family '\(family.name)' overlaps '\(earlier.name)' (line \(earlier.location.line)): some names match both, "
+                + "so their pool would be ambiguous; narrow one so that no name matches both (a name declared without '*' wins over any family)",
+                at: family.location)
+        }
+    }
+
+    private mutating func checkSemaphores(of task: TaskDefinition, table: SemaphoreTable) {
         var seen = Set<String>()
         for use in task.semaphores {
-            guard let capacity = capacities[use.name] else {
-                let hint = hint(for: use.name, in: Array(capacities.keys))
+            if use.computedName != nil {
+                // Known only at run time: it must be able to match something, and fit in what it can match.
+                let pattern = use.namePattern
+                let candidates = table.candidates(forPattern: pattern)
+                if candidates.isEmpty {
+                    let hint = hint(for: pattern, in: table.declaredNames)
+                    error("semaphore '\(use.name)' can match no declared semaphore or family\(hint); declare a family like '\(pattern)' under the top-level 'semaphores:'", at: use.location)
+                } else if let largest = candidates.map(\.capacity).max(), use.weight > largest {
+                    error("'\(task.name)' takes \(use.weight) of semaphore '\(use.name)', whose pools hold at most \(largest): it could never run", at: use.location)
+                }
+                continue
+            }
+            guard let pool = table.pool(named: use.name) else {
+                let hint = hint(for: use.name, in: table.declaredNames)
                 error("unknown semaphore '\(use.name)'\(hint); declare it under the top-level 'semaphores:'", at: use.location)
                 continue
             }
             if !seen.insert(use.name).inserted { error("semaphore '\(use.name)' is listed twice", at: use.location) }
-            if use.weight > capacity {
-                error("'\(task.name)' takes \(use.weight) of semaphore '\(use.name)', which holds only \(capacity): it could never run", at: use.location)
+            if use.weight > pool.capacity {
+                error("'\(task.name)' takes \(use.weight) of semaphore '\(use.name)', which holds only \(pool.capacity): it could never run", at: use.location)
             }
         }
     }
@@ -295,7 +321,7 @@ struct WorkflowChecker {
     /// Every operand a task's templates and condition read.
     private static func operands(of task: TaskDefinition) -> [Operand] {
         var templates = task.env.map(\.value) + [task.cwd, task.nameTemplate].compactMap { $0 }
-        templates += task.sources + task.generates
+        templates += task.sources + task.generates + task.semaphores.compactMap(\.computedName)
         var scriptOperands: [Operand] = []
         switch task.action {
         // `${{ args }}` alone is what a script may hold; any other use is checked as an operand.
@@ -329,7 +355,14 @@ struct WorkflowChecker {
         case .environment, .host:
             return
         case .arguments:
-            error("'args' is the words after -- on the command line, as shell words: write ${{ args }} on its own in run:, not in \(reader.hasPrefix("group") ? "a group's if:" : "other keys or inside a longer expression")", at: operand.location)
+            error("'args' is the words after -- on the command line, as shell words: write ${{ args }} on its own in run:, not in \(reader.hasPrefix("group") ? "a group's if:" : "other keys or inside a longer expression")"
+                + (reader.hasPrefix("group") ? "" : "; args[N] is one word, usable anywhere"), at: operand.location)
+            return
+        case .argument:
+            // One word: a value like any other, filled in for the named targets' tasks.
+            if reader.hasPrefix("group") {
+                error("'\(operand.text)' is a word passed to the named targets' tasks after --: a group's if: cannot read it; put the if: on its tasks", at: operand.location)
+            }
             return
         case .item, .itemField, .index:
             if !allowsItem {

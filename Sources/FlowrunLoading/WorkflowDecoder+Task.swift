@@ -188,16 +188,35 @@ extension WorkflowDecoder {
         }
     }
 
+    /// `semaphores: [db]`, `{db: 2}`; a name may read `${{ }}` (`batch-${{ item.batch }}`)
+    /// to pick a pool of a family when the task is ready to run (SPEC §15).
     private mutating func semaphoreUses(_ node: YAMLNode) -> [SemaphoreUse] {
         switch node.content {
         case .mapping(let pairs):
             return pairs.compactMap { pair in
-                guard !holdsExpression(pair.key, what: "semaphores"), let name = pair.key.scalar?.text, let weight = int(pair.value, what: "the weight of semaphore '\(pair.key.scalar?.text ?? "")'", in: NumericBounds.slots) else { return nil }
-                return SemaphoreUse(name: name, weight: weight, location: location(pair.key))
+                guard let name = pair.key.scalar?.text, let weight = int(pair.value, what: "the weight of semaphore '\(pair.key.scalar?.text ?? "")'", in: NumericBounds.slots) else { return nil }
+                return semaphoreUse(name, weight: weight, node: pair.key)
             }
         default:
-            return references(node, what: "semaphores").map { SemaphoreUse(name: $0.value, weight: 1, location: $0.location) }
+            return oneOrList(node, expected: "a name or a list of names for semaphores").compactMap { item in
+                guard let name = item.scalar?.text, !(item.scalar?.isNull ?? true) else {
+                    error("expected a name in semaphores, found \(item.kindDescription)", at: item)
+                    return nil
+                }
+                return semaphoreUse(name, weight: 1, node: item)
+            }
         }
+    }
+
+    private mutating func semaphoreUse(_ name: String, weight: Int, node: YAMLNode) -> SemaphoreUse {
+        guard name.utf8.contains(UInt8(ascii: "$")), name.contains("${{") else { return SemaphoreUse(name: name, weight: weight, location: location(node)) }
+        let computed = template(name, node: node)
+        // A template call's parameters filled in as text leave a plain name.
+        if computed.isLiteral {
+            let text = computed.segments.map { if case .text(let text) = $0 { text } else { "" } }.joined()
+            return SemaphoreUse(name: text, weight: weight, location: location(node))
+        }
+        return SemaphoreUse(name: computed.source, weight: weight, location: location(node), computedName: computed)
     }
 
     enum EnvironmentContext { case workflow, task }

@@ -160,7 +160,10 @@ struct WorkflowDecoder {
         guard let pairs = mapping(node, what: "semaphores") else { return [] }
         return pairs.compactMap { pair in
             guard let name = pair.key.scalar?.text else { return nil }
-            if !Self.isValidName(name) { error("'\(name)' is not a valid semaphore name", at: pair.key) }
+            // A family (`batch-*`) is a name with `*` standing for any run of characters.
+            if !Self.isValidName(String(name.map { $0 == "*" ? "x" : $0 })) {
+                error("'\(name)' is not a valid semaphore name", at: pair.key)
+            }
             guard let capacity = int(pair.value, what: "the capacity of semaphore '\(name)'", in: NumericBounds.slots) else { return nil }
             return SemaphoreDeclaration(name: name, capacity: capacity, location: location(pair.key))
         }

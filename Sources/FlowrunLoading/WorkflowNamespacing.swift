@@ -47,6 +47,13 @@ struct WorkflowNamespacing {
         task.cwd = cwd(task.cwd.map(template), at: task.location)
         if let condition = task.condition { task.condition = Located(expression(condition.value), at: condition.location) }
         if let name = task.nameTemplate { task.nameTemplate = template(name) }
+        if task.semaphores.contains(where: { $0.computedName != nil }) {
+            task.semaphores = task.semaphores.map { use in
+                var use = use
+                use.computedName = use.computedName.map(template)
+                return use
+            }
+        }
         if !task.sources.isEmpty { task.sources = task.sources.map(template) }
         if !task.generates.isEmpty { task.generates = task.generates.map(template) }
         return task
@@ -102,7 +109,7 @@ struct WorkflowNamespacing {
             case .task(let name, let field): operand.path = .task(prefix + name, field)
             case .group(let name, let field): operand.path = .group(prefix + name, field)
             case .join(let name, let field): operand.path = .join(prefix + name, field)
-            case .environment, .item, .itemField, .index, .arguments, .host: break
+            case .environment, .item, .itemField, .index, .arguments, .argument, .host: break
             }
             return .operand(operand)
         case .not(let inner): return .not(self.expression(inner))

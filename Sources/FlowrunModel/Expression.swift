@@ -78,19 +78,22 @@ public enum OperandPath: Sendable, Hashable {
     /// `args`: the words after `--` on the command line (SPEC §15), filled
     /// in by the planner before a run (`Planner.fillArguments`).
     case arguments
+    /// `args[N]`: word N (from 0) after `--`, one value ('' past the last
+    /// word, as `"$N"` in sh), filled in by the planner like `args`.
+    case argument(Int)
 
     /// The task, group or join the operand reads from, if any.
     public var referencedName: String? {
         switch self {
         case .task(let name, _), .group(let name, _), .join(let name, _): return name
-        case .variable, .environment, .item, .itemField, .index, .host, .arguments: return nil
+        case .variable, .environment, .item, .itemField, .index, .host, .arguments, .argument: return nil
         }
     }
 
     /// True when the value exists only at run time (not in a dry run).
     public var needsRunTimeValue: Bool {
         switch self {
-        case .variable, .host, .arguments: return false
+        case .variable, .host, .arguments, .argument: return false
         default: return true
         }
     }

@@ -137,7 +137,7 @@ package enum MemberNaming {
     }
 
     /// Fills in a `name:` that reads only what is known without a run; nil otherwise.
-    private static func render(_ template: Template, item: FanOutItem, index: Int, vars: [Variable]) -> String? {
+    package static func render(_ template: Template, item: FanOutItem, index: Int, vars: [Variable]) -> String? {
         var result = ""
         for segment in template.segments {
             switch segment {

@@ -178,22 +178,37 @@ public enum RunCondition: String, Sendable, CaseIterable {
     case success, failure, always
 }
 
-/// `semaphores: [db]` or `{network: 2}` — a slot weight in a named pool.
+/// `semaphores: [db]` or `{network: 2}` — a slot weight in a named pool;
+/// `["batch-${{ item.batch }}"]` names the pool at run time (SPEC §15).
 public struct SemaphoreUse: Sendable {
+    /// The pool's name; for a computed one, the name as written.
     public var name: String
     public var weight: Int
     public var location: SourceLocation
+    /// The name when it reads `${{ }}`: filled in when the task is ready to run.
+    package var computedName: Template?
 
-    package init(name: String, weight: Int, location: SourceLocation) {
+    package init(name: String, weight: Int, location: SourceLocation, computedName: Template? = nil) {
         self.name = name
         self.weight = weight
         self.location = location
+        self.computedName = computedName
+    }
+
+    /// The names a computed name can take, as a family pattern: each
+    /// `${{ }}` read as `*` (`batch-*` for `batch-${{ item.batch }}`).
+    package var namePattern: String {
+        guard let computedName else { return name }
+        return computedName.segments.map { segment in
+            if case .text(let text) = segment { return text }
+            return "*"
+        }.joined()
     }
 }
 
 extension TaskDefinition {
     /// Every template the task fills in at run time (`run`, `env`, `cwd`,
-    /// `http`, a fan-out `name`), in that order.
+    /// `http`, a fan-out `name`, computed semaphore names), in that order.
     package var templates: [Template] {
         var templates: [Template] = []
         switch action {
@@ -201,8 +216,11 @@ extension TaskDefinition {
         case .sleep: break
         case .http(let request): templates += [request.url] + request.headers.map(\.value) + [request.body].compactMap { $0 }
         }
-        return templates + env.map(\.value) + [cwd, nameTemplate].compactMap { $0 } + (ready?.templates ?? [])
+        return templates + env.map(\.value) + [cwd, nameTemplate].compactMap { $0 } + (ready?.templates ?? []) + semaphores.compactMap(\.computedName)
     }
+
+    /// Whether a semaphore name reads `${{ }}`, filled in when the task is ready.
+    package var hasComputedSemaphores: Bool { semaphores.contains { $0.computedName != nil } }
 
     /// Every `item.KEY` operand the task reads (templates and `if:`).
     package var itemFieldOperands: [Operand] {

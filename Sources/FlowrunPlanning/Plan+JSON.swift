@@ -37,6 +37,8 @@ private struct PlanDocument: Encodable {
 
     struct Semaphore: Encodable {
         var name: String, capacity: Int, users: [String]
+        /// A family (`batch-*`): a pool of `capacity` per matching name.
+        var family: Bool?
     }
 
     struct Action: Encodable {
@@ -54,7 +56,11 @@ private struct PlanDocument: Encodable {
 
     struct Limits: Encodable {
         struct GroupLimit: Encodable { var name: String, concurrency: Int }
-        struct SemaphoreLimit: Encodable { var name: String, weight: Int, capacity: Int }
+        struct SemaphoreLimit: Encodable {
+            var name: String, weight: Int, capacity: Int
+            /// The family of the pool; `computed`: the name is filled in at run time, `pools` those the plan can tell.
+            var family: String?, computed: Bool?, pools: [String]?
+        }
         var run: Int, group: GroupLimit?, semaphores: [SemaphoreLimit]
     }
 
@@ -154,6 +160,7 @@ private struct PlanDocument: Encodable {
 
     init(_ plan: Plan) {
         let workflow = plan.workflowShown
+        let known = PlanTimeValues(vars: workflow.vars)
         self.workflow = WorkflowInfo(
             name: workflow.name, file: workflow.file, description: workflow.description,
             max_parallel: plan.maxParallel, timeout_seconds: workflow.timeout?.value.seconds, fail_fast: workflow.failFast,
@@ -164,16 +171,16 @@ private struct PlanDocument: Encodable {
             capacity: (plan.steps + plan.finallySteps).contains { $0.task?.resources != nil }
                 ? Capacity(cpus: plan.capacity.cpus, memory_bytes: plan.capacity.memoryBytes, cpus_auto: plan.capacity.cpusAreAuto, memory_auto: plan.capacity.memoryIsAuto)
                 : nil)
-        semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users) }
+        semaphores = plan.semaphores.map { Semaphore(name: $0.name, capacity: $0.capacity, users: $0.users, family: $0.isFamily ? true : nil) }
         only = plan.only
         stages = plan.stages.map { $0.map(\.name) }
         let aliases = Dictionary(TargetTable.aliases(of: workflow).map { ($0.name, $0.aliases.map(\.value)) }, uniquingKeysWith: { first, _ in first })
         steps = plan.steps.map { step in
-            var shown = Self.step(step, workflow: workflow)
+            var shown = Self.step(step, workflow: workflow, known: known)
             if step.kind != .fanOut { shown.aliases = aliases[step.name] }
             return shown
         }
-        finally = plan.finallySteps.map { Self.step($0, workflow: workflow) }
+        finally = plan.finallySteps.map { Self.step($0, workflow: workflow, known: known) }
     }
 
     private static func computedVars(_ vars: [Variable]) -> [String: String]? {
@@ -181,7 +188,7 @@ private struct PlanDocument: Encodable {
         return computed.isEmpty ? nil : Dictionary(computed, uniquingKeysWith: { _, last in last })
     }
 
-    private static func step(_ step: PlanStep, workflow: Workflow) -> Step {
+    private static func step(_ step: PlanStep, workflow: Workflow, known: PlanTimeValues) -> Step {
         let vars = workflow.vars
         var result = Step(
             name: step.name, kind: step.kind.rawValue, stage: step.stage + 1,
@@ -211,7 +218,7 @@ private struct PlanDocument: Encodable {
             result.continue_on_error = task.continueOnError
             result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
             result.cwd = task.cwd?.source
-            let values = PlanTimeValues.entries(of: task, vars: vars)
+            let values = known.entries(of: task)
             if !values.isEmpty { result.values = values.map { Value(expression: $0.expression, value: $0.value) } }
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
@@ -229,7 +236,10 @@ private struct PlanDocument: Encodable {
                 result.limits = Limits(
                     run: limits.runSlots,
                     group: limits.group.map { Limits.GroupLimit(name: $0.name, concurrency: $0.concurrency) },
-                    semaphores: limits.semaphores.map { Limits.SemaphoreLimit(name: $0.name, weight: $0.weight, capacity: $0.capacity) })
+                    semaphores: limits.semaphores.map {
+                        Limits.SemaphoreLimit(name: $0.name, weight: $0.weight, capacity: $0.capacity, family: $0.family,
+                                              computed: $0.isComputed ? true : nil, pools: $0.pools)
+                    })
             }
             if let resources = task.resources {
                 result.resources = Resources(cpus: resources.cpus, memory_bytes: resources.memoryBytes, retry_memory_factor: task.retryResources?.memoryFactor)

@@ -6,6 +6,7 @@ extension Plan {
     package var text: String {
         var lines: [String] = []
         let workflow = workflowShown
+        let known = PlanTimeValues(vars: workflow.vars)
         lines.append("Plan for \(workflow.name) (\(workflow.file)) — dry run: nothing was executed")
         if let description = workflow.description { lines.append("  " + description) }
         let maxParallelSource = workflow.maxParallel != nil ? "" : workflow.maxParallelIsCPUCount ? " (cpus: the CPU count)" : " (default)"
@@ -22,14 +23,16 @@ extension Plan {
             }.joined(separator: ", "))
         }
         if !workflow.env.isEmpty {
-            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, vars: workflow.vars) }.joined(separator: ", "))
+            lines.append("  env: " + workflow.env.map { "\($0.name)=\(Self.quoted($0.value.source))" + Self.filledIn($0.value, known: known) }.joined(separator: ", "))
         }
         if steps.contains(where: { $0.task?.resources != nil }) || finallySteps.contains(where: { $0.task?.resources != nil }) {
             lines.append("  capacity \(CPUText.text(capacity.cpus)) CPUs\(capacity.cpusAreAuto ? " (auto)" : ""), \(ByteSize.text(capacity.memoryBytes)) memory\(capacity.memoryIsAuto ? " (auto)" : ""): what declared resources are admitted against")
         }
         for semaphore in semaphores {
             let users = semaphore.users.isEmpty ? "unused" : "used by " + semaphore.users.joined(separator: ", ")
-            lines.append("  semaphore \(semaphore.name): capacity \(semaphore.capacity), \(users)")
+            let kind = semaphore.isFamily ? "semaphore family" : "semaphore"
+            let capacity = semaphore.isFamily ? "capacity \(semaphore.capacity) per pool" : "capacity \(semaphore.capacity)"
+            lines.append("  \(kind) \(semaphore.name): \(capacity), \(users)")
         }
         if !only.isEmpty {
             lines.append("  targets \(only.joined(separator: ", "))\(targetsAreDefault ? " (the file's default)" : ""): running those and what they need")
@@ -38,12 +41,12 @@ extension Plan {
         for (number, stage) in stages.enumerated() {
             lines.append("")
             lines.append("Stage \(number + 1)" + (number == 0 ? " — starts at once" : ""))
-            for step in stage { lines += Self.describe(step, workflow: workflow) }
+            for step in stage { lines += Self.describe(step, workflow: workflow, known: known) }
         }
         if !finallySteps.isEmpty {
             lines.append("")
             lines.append("Finally (after everything else has settled, whatever happened)")
-            for step in finallySteps { lines += Self.describe(step, workflow: workflow) }
+            for step in finallySteps { lines += Self.describe(step, workflow: workflow, known: known) }
         }
         let taskCount = steps.filter { $0.kind == .task }.count + finallySteps.count
         let fanOuts = steps.filter { $0.kind == .fanOut }
@@ -63,7 +66,7 @@ extension Plan {
         return lines.map { TerminalText.escaped(shown($0)) }.joined(separator: "\n") + "\n"
     }
 
-    private static func describe(_ step: PlanStep, workflow: Workflow) -> [String] {
+    private static func describe(_ step: PlanStep, workflow: Workflow, known: PlanTimeValues) -> [String] {
         let vars = workflow.vars
         var lines: [String] = []
         func row(_ label: String, _ value: String) {
@@ -120,10 +123,10 @@ extension Plan {
             }
             if task.continueOnError { policy.append("continue_on_error") }
             if !policy.isEmpty { row("policy", policy.joined(separator: " · ")) }
-            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, vars: vars) }.joined(separator: ", ")) }
-            if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, vars: vars)) }
+            if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, known: known) }.joined(separator: ", ")) }
+            if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, known: known)) }
             // What planning can evaluate already (vars, host facts, functions of them).
-            for entry in PlanTimeValues.entries(of: task, vars: vars) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
+            for entry in known.entries(of: task) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
@@ -175,7 +178,23 @@ extension Plan {
         var parts = ["run slot (\(limits.runSlots) at once)"]
         if let group = limits.group { parts.append("group \(group.name) (\(group.concurrency) at once)") }
         for semaphore in limits.semaphores {
-            parts.append("\(semaphore.name) \(semaphore.weight)/\(semaphore.capacity)")
+            var part = "\(semaphore.name) \(semaphore.weight)/\(semaphore.capacity)"
+            var notes: [String] = []
+            if let family = semaphore.family { notes.append("family \(family)") }
+            if semaphore.isComputed {
+                if let pools = semaphore.pools {
+                    let shown = pools.prefix(8).joined(separator: ", ") + (pools.count > 8 ? ", … (\(pools.count) pools)" : "")
+                    notes.append("pool" + (pools.count == 1 ? " " : "s ") + shown)
+                    if !semaphore.unmatched.isEmpty {
+                        notes.append(semaphore.unmatched.prefix(8).joined(separator: ", ") + " match" + (semaphore.unmatched.count == 1 ? "es" : "")
+                            + " no declared semaphore: those members will fail")
+                    }
+                } else {
+                    notes.append("pool named at run time")
+                }
+            }
+            if !notes.isEmpty { part += " (" + notes.joined(separator: "; ") + ")" }
+            parts.append(part)
         }
         return parts.joined(separator: " + ")
     }
@@ -195,8 +214,8 @@ extension Plan {
     }
 
     /// ` → VALUE` for a template whose value the plan knows (vars, flowrun's environment), else "".
-    private static func filledIn(_ template: Template, vars: [Variable]) -> String {
-        PlanTimeValue.of(template, vars: vars).map { " → " + quoted($0) } ?? ""
+    private static func filledIn(_ template: Template, known: PlanTimeValues) -> String {
+        known.filledIn(template).map { " → " + quoted($0) } ?? ""
     }
 
     private static func oneLine(_ text: String) -> String {

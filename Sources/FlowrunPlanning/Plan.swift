@@ -193,7 +193,26 @@ package struct PlanStep: Sendable {
 package struct TaskLimits: Sendable {
     package var runSlots: Int
     package var group: (name: String, concurrency: Int)?
-    package var semaphores: [(name: String, weight: Int, capacity: Int)]
+    package var semaphores: [SemaphoreLimit]
+}
+
+/// One semaphore a task holds while running.
+package struct SemaphoreLimit: Sendable {
+    /// The pool's name; for a computed name, as written (`batch-${{ item.batch }}`).
+    package var name: String
+    package var weight: Int
+    /// The pool's capacity; for a computed name, the largest it can take.
+    package var capacity: Int
+    /// The family that makes the pool (or the one family a computed name can take).
+    package var family: String?
+    /// The name is filled in when the task is ready to run.
+    package var isComputed = false
+    /// A computed name on a fan-out whose items the plan knows: the pools its members take.
+    package var pools: [String]?
+    /// Of `pools`, those no declared semaphore or family matches (their members fail).
+    package var unmatched: [String] = []
+    /// The declared names (literal or family) whose pools it may take: its users' line in the plan.
+    package var sharedBy: [String] = []
 }
 
 /// The deadlines that can stop a step.
@@ -206,11 +225,13 @@ package struct Timers: Sendable {
     package var runTimeout: Duration?
 }
 
-/// A named pool, and who uses it.
+/// A named pool or a family of pools, and who uses it.
 package struct PlannedSemaphore: Sendable {
     package var name: String
     package var capacity: Int
     package var users: [String]
+    /// `batch-*`: a pool of `capacity` per name it matches.
+    package var isFamily = false
 }
 
 /// `capacity:` with `auto` read from this machine.

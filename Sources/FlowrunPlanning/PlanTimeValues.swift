@@ -1,21 +1,56 @@
-import FlowrunModel
+#if canImport(Glibc)
+import Glibc
+#endif
+package import FlowrunModel
 import FlowrunValues
 
-/// The `${{ }}` expressions of a task that planning can already evaluate:
-/// those that read only literals, `vars.NAME` and `host.…` (a function of
-/// them included). `--dry-run` shows each with its value; the rest wait for
-/// the run (a task's output, `env.NAME`, an item).
-enum PlanTimeValues {
+/// What planning can already evaluate, for `--dry-run`: `${{ }}` that reads
+/// only literals, `vars.NAME` (not a computed one: `{sh: …}` is known only
+/// once its task ran), `host.…`, the words after `--`, and — where the dry
+/// run fills in a whole template — flowrun's own `env.NAME`. The rest waits
+/// for the run (a task's output, an item).
+///
+/// Made once per plan shown: the vars' values and which are computed are
+/// read once, not for each of thousands of tasks.
+package struct PlanTimeValues {
     struct Entry: Equatable {
         /// The expression as written back out, e.g. `format('v{0}', vars.version)`.
         var expression: String
         var value: String
     }
 
+    /// The names of `{sh: …}` vars.
+    private let computed: Set<String>
+    /// `vars.NAME` values; the last definition wins, as in the engine.
+    private let values: [OperandPath: ExpressionValue]
+
+    package init(vars: [Variable]) {
+        computed = Set(vars.filter { $0.command != nil }.map(\.name))
+        var values: [OperandPath: ExpressionValue] = [:]
+        for variable in vars { values[.variable(variable.name)] = .string(variable.value) }
+        self.values = values
+    }
+
+    /// A template's filled-in text (`env:` and `cwd:` lines, where
+    /// `${{ env.PATH }}` shows as the run will see it), or nil when the
+    /// template is literal or reads a value only a run has.
+    package func filledIn(_ template: Template) -> String? {
+        guard !template.isLiteral else { return nil }
+        let operands = template.operands
+        guard operands.allSatisfy({ isKnown($0, readsEnvironment: true) }) else { return nil }
+        var values = values
+        for operand in operands {
+            if case .environment(let name) = operand.path {
+                values[operand.path] = .string(getenv(name).map { String(cString: $0) } ?? "")
+            }
+        }
+        return try? TemplateRenderer.render(template, mode: .text, in: ExpressionValues(values))
+    }
+
     /// Each computed expression once, in the order the task uses them: its
     /// `run`/`http`, `env`, `cwd`, `name`, then `if:`. A bare `vars.NAME` is
     /// left out: the plan's `vars:` line already shows it.
-    static func entries(of task: TaskDefinition, vars: [Variable]) -> [Entry] {
+    func entries(of task: TaskDefinition) -> [Entry] {
         var expressions: [Expression] = []
         for template in task.templates {
             for segment in template.segments {
@@ -24,12 +59,11 @@ enum PlanTimeValues {
         }
         if let condition = task.condition { expressions.append(condition.value) }
         var entries: [Entry] = []
-        var context: ExpressionValues?
-        for expression in expressions where isComputed(expression) && isKnown(expression, vars: vars) {
-            if context == nil { context = Self.context(vars) }
+        let context = ExpressionValues(values)
+        for expression in expressions where Self.isComputed(expression) && isKnown(expression) {
             let text = expression.description
             guard !entries.contains(where: { $0.expression == text }) else { continue }
-            entries.append(Entry(expression: text, value: ExpressionEvaluator.evaluate(expression, in: context!).text))
+            entries.append(Entry(expression: text, value: ExpressionEvaluator.evaluate(expression, in: context).text))
         }
         return entries
     }
@@ -37,10 +71,10 @@ enum PlanTimeValues {
     /// How many members `foreach: ${{ … }}` gives when planning can evaluate
     /// it to an array (`split(vars.list, ',')`, `fromJSON('[…]')`); nil when
     /// it reads the run or gives text, which the run splits into lines.
-    static func memberCount(of source: FanOutSource, split: FanOutSplit?, vars: [Variable]) -> Int? {
+    func memberCount(of source: FanOutSource, split: FanOutSplit?) -> Int? {
         guard split == nil, case .expression(let template) = source, template.segments.count == 1,
-              case .expression(let expression, _) = template.segments[0], isKnown(expression, vars: vars) else { return nil }
-        return ExpressionEvaluator.evaluate(expression, in: context(vars)).arrayItems?.count
+              case .expression(let expression, _) = template.segments[0], isKnown(expression) else { return nil }
+        return ExpressionEvaluator.evaluate(expression, in: ExpressionValues(values)).arrayItems?.count
     }
 
     private static func isComputed(_ expression: Expression) -> Bool {
@@ -49,18 +83,16 @@ enum PlanTimeValues {
         return true
     }
 
-    /// Reads no run-time value: a computed var (`{sh: …}`) is known only once its task ran.
-    private static func isKnown(_ expression: Expression, vars: [Variable]) -> Bool {
-        expression.operands.allSatisfy { operand in
-            if case .variable(let name) = operand.path { return !vars.contains { $0.name == name && $0.command != nil } }
-            return !operand.path.needsRunTimeValue
-        }
+    private func isKnown(_ expression: Expression) -> Bool {
+        expression.operands.allSatisfy { isKnown($0, readsEnvironment: false) }
     }
 
-    private static func context(_ vars: [Variable]) -> ExpressionValues {
-        var values: [OperandPath: ExpressionValue] = [:]
-        // The last definition wins, as in the engine.
-        for variable in vars { values[.variable(variable.name)] = .string(variable.value) }
-        return ExpressionValues(values)
+    /// The one rule of what a plan knows (see the type's comment).
+    private func isKnown(_ operand: Operand, readsEnvironment: Bool) -> Bool {
+        switch operand.path {
+        case .variable(let name): return !computed.contains(name)
+        case .environment: return readsEnvironment
+        default: return !operand.path.needsRunTimeValue
+        }
     }
 }

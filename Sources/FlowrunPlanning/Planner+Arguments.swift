@@ -2,7 +2,8 @@ import FlowrunModel
 import FlowrunValues
 
 /// `${{ args }}` (SPEC §15): the words after `--` on the command line, each
-/// one single-quoted shell word, for the tasks the command line names (a
+/// one single-quoted shell word, and `${{ args[N] }}` one of them as a
+/// value, for the tasks the command line names (a
 /// named group's members, a named fan-out member's template); every other
 /// task reads nothing. Filled in while planning, so `--dry-run` shows the
 /// words, and a task's identity (resume, `sources:`) changes with them.
@@ -29,6 +30,20 @@ extension Planner {
         let filled = words.map(TemplateRenderer.shellWord).joined(separator: " ")
         var read = false
         func fill(_ task: inout TaskDefinition) {
+            fillWords(&task)
+            fillWhole(&task)
+        }
+        /// `args[N]`: one value, word N or '' past the last (as `"$N"` in sh), wherever it is read.
+        /// Other tasks read '' (the engine's value for it): only the named ones are rewritten.
+        func fillWords(_ task: inout TaskDefinition) {
+            guard receivers.contains(task.name), task.readsArgumentWord else { return }
+            read = true
+            task = task.replacingOperands { operand in
+                guard case .argument(let number) = operand.path else { return nil }
+                return .string(number < words.count ? words[number] : "")
+            }
+        }
+        func fillWhole(_ task: inout TaskDefinition) {
             // Most scripts have no `${{ }}` at all: a byte scan before any segment is made.
             guard case .run(var script) = task.action, script.source.utf8.contains(UInt8(ascii: "$")),
                   script.segments.contains(where: Template.isWholeArguments) else { return }
@@ -55,7 +70,17 @@ extension Planner {
         for index in workflow.finally.indices { fill(&workflow.finally[index]) }
         if !words.isEmpty, !read {
             let named = selection.targets.map { "'\($0)'" }.joined(separator: ", ")
-            throw PlanningError(message: "the words after -- are passed as ${{ args }}, which no task of \(named) reads: write ${{ args }} in its run:, or drop the words")
+            throw PlanningError(message: "the words after -- are passed as ${{ args }}, which no task of \(named) reads: write ${{ args }} in its run: (or ${{ args[0] }} for one word), or drop the words")
         }
+    }
+}
+
+extension TaskDefinition {
+    /// Whether any template or the `if:` reads `args[N]` (a byte scan first: most read none).
+    var readsArgumentWord: Bool {
+        let sources = templates + sources + generates
+        guard sources.contains(where: { $0.source.utf8.contains(UInt8(ascii: "[")) }) || condition != nil else { return false }
+        let operands = sources.flatMap(\.operands) + (condition?.value.operands ?? [])
+        return operands.contains { if case .argument = $0.path { true } else { false } }
     }
 }

@@ -19,15 +19,26 @@ extension Planner {
             }
         }
         let names = Set(computed.map(\.name))
-        /// The computing tasks a definition's templates or `if:` read.
+        /// The computing tasks a definition's templates or `if:` read. Read
+        /// for every task of the file: no operand array is made for a
+        /// template without `${{ }}`, nor one joined for the whole task.
         func needs(of task: TaskDefinition) -> [Reference] {
             var read: [String] = []
-            for operand in task.templates.flatMap(\.operands) + (task.condition?.value.operands ?? []) {
-                if case .variable(let name) = operand.path, names.contains(name), !read.contains(name) { read.append(name) }
+            func note(_ expression: Expression) {
+                for operand in expression.operands {
+                    if case .variable(let name) = operand.path, names.contains(name), !read.contains(name) { read.append(name) }
+                }
             }
+            for template in task.templates {
+                for segment in template.segments { if case .expression(let expression, _) = segment { note(expression) } }
+            }
+            if let condition = task.condition { note(condition.value) }
             return read.map { Reference(computingTaskName(of: $0), at: task.location) }
         }
-        for index in workflow.tasks.indices { workflow.tasks[index].needs += needs(of: workflow.tasks[index]) }
+        for index in workflow.tasks.indices {
+            let added = needs(of: workflow.tasks[index])
+            if !added.isEmpty { workflow.tasks[index].needs += added }
+        }
         for group in workflow.groups.indices {
             for member in workflow.groups[group].members.indices {
                 workflow.groups[group].members[member].needs += needs(of: workflow.groups[group].members[member])

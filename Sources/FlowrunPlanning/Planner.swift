@@ -80,7 +80,7 @@ package enum Planner {
         let finallyStages = finallyGraph.stages()
         // Definitions by index, not copied out (a kilobyte each).
         let finallyTasks = Dictionary(workflow.finally.indices.map { (workflow.finally[$0].name, $0) }, uniquingKeysWith: { first, _ in first })
-        let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
+        let capacities = SemaphoreTable(workflow.semaphores)
         let finallySteps = order(finallyGraph, stages: finallyStages).map { index in
             let task = finallyTasks[finallyGraph.nodes[index].name]!
             var step = taskStep(workflow.finally[task], node: finallyGraph.nodes[index], capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: nil)
@@ -96,11 +96,15 @@ package enum Planner {
         // copied out retains every field it has.
         for phase in [steps, finallySteps] {
             for index in phase.indices {
-                for use in phase[index].sharedTask?.value.semaphores ?? [] { users[use.name, default: []].append(phase[index].name) }
+                // A pool of a family, or a computed name, counts as a use of the family it can take.
+                for semaphore in phase[index].limits?.semaphores ?? [] {
+                    for name in semaphore.sharedBy { users[name, default: []].append(phase[index].name) }
+                }
             }
         }
         let semaphores = workflow.semaphores.map { declaration in
-            PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [])
+            PlannedSemaphore(name: declaration.name, capacity: declaration.capacity, users: users[declaration.name] ?? [],
+                             isFamily: SemaphoreTable.isFamily(declaration.name))
         }
         let secretMasker = SecretMasker(values: try secretValues(of: workflow))
         // This machine's capacity is read (a few /proc and cgroup files) only when a task declares resources.
@@ -147,7 +151,7 @@ package enum Planner {
         let tasks = Dictionary(workflow.tasks.indices.map { (workflow.tasks[$0].name, $0) }, uniquingKeysWith: { first, _ in first })
         let members = Dictionary(workflow.groups.flatMap { group in group.members.map { ($0.name, $0) } }, uniquingKeysWith: { first, _ in first })
         let joins = Dictionary(workflow.joins.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let capacities = Dictionary(workflow.semaphores.map { ($0.name, $0.capacity) }, uniquingKeysWith: { first, _ in first })
+        let capacities = SemaphoreTable(workflow.semaphores)
         var joinsOf: [String: [String]] = [:]
         for join in workflow.joins {
             for member in join.wait { joinsOf[member.value, default: []].append(join.name) }
@@ -170,10 +174,13 @@ package enum Planner {
                 let group = groups[node.group!]!
                 step = taskStep(group.fanOut!.template, node: node, capacities: capacities, workflow: workflow, maxParallel: maxParallel, group: group)
                 step.fanOutCount = group.fanOut!.source.staticCount
-                    ?? PlanTimeValues.memberCount(of: group.fanOut!.source, split: group.fanOut!.split, vars: workflow.vars)
+                    ?? PlanTimeValues(vars: workflow.vars).memberCount(of: group.fanOut!.source, split: group.fanOut!.split)
                 step.fanOutSource = group.fanOut!.source
                 step.fanOutSplit = group.fanOut!.split
                 step.fanOutAxes = group.fanOut!.matrixAxes
+                if group.fanOut!.template.hasComputedSemaphores, step.limits != nil {
+                    namePools(of: &step.limits!, template: group.fanOut!.template, source: group.fanOut!.source, table: capacities, vars: workflow.vars)
+                }
             case .group:
                 let group = groups[node.name]!
                 step = PlanStep(
@@ -183,7 +190,7 @@ package enum Planner {
                     fanOutCount: nil, fanOutSource: group.fanOut?.source,
                     members: group.members.map(\.name) + (group.fanOut.map { [$0.template.name] } ?? []),
                     concurrency: group.concurrency, join: nil)
-                step.fanOutCount = group.fanOut.flatMap { $0.source.staticCount ?? PlanTimeValues.memberCount(of: $0.source, split: $0.split, vars: workflow.vars) }
+                step.fanOutCount = group.fanOut.flatMap { $0.source.staticCount ?? PlanTimeValues(vars: workflow.vars).memberCount(of: $0.source, split: $0.split) }
                 step.fanOutAxes = group.fanOut?.matrixAxes
                 if group.when != .success { step.groupWhen = group.when }
                 step.groupCondition = group.condition
@@ -209,12 +216,12 @@ package enum Planner {
     }
 
     private static func taskStep(
-        _ task: TaskDefinition, node: DependencyGraph.Node, capacities: [String: Int], workflow: Workflow, maxParallel: Int, group: GroupDefinition?
+        _ task: TaskDefinition, node: DependencyGraph.Node, capacities: SemaphoreTable, workflow: Workflow, maxParallel: Int, group: GroupDefinition?
     ) -> PlanStep {
         let limits = TaskLimits(
             runSlots: maxParallel,
             group: group.flatMap { group in group.concurrency.map { (group.name, $0) } },
-            semaphores: task.semaphores.map { ($0.name, $0.weight, capacities[$0.name] ?? 0) })
+            semaphores: task.semaphores.map { semaphoreLimit($0, table: capacities) })
         return PlanStep(
             name: task.name, kind: node.kind, location: task.location, stage: 0,
             needs: task.needs.map(\.value).filter { $0 != group?.name } + (group?.needs.map(\.value) ?? []),

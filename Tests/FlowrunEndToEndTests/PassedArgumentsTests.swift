@@ -38,6 +38,60 @@ extension RunEndToEnd {
             #expect(unread.stderr.contains("which no task of 'a' reads"), "\(unread)")
         }
 
+        /// `${{ args[N] }}` is word N after `--` (from 0) as one value,
+        /// wherever an expression goes (`if:`, `env:`, inside quotes in
+        /// `run:`); past the last word it is '' like `"$N"` in sh; a task the
+        /// command line did not name reads ''; a word that looks like shell
+        /// code stays text.
+        @Test func argsNIsOneWordAsAValueAnywhere() throws {
+            let sandbox = try RunSandbox()
+            let run = try sandbox.run("""
+                tasks:
+                  deploy:
+                    if: ${{ args[0] == 'prod' }}
+                    env: { TARGET: "${{ args[0] }}" }
+                    run: 'printf "%s|%s|%s|%s\\n" "$TARGET" "${{ args[1] }}" ${{ args[1] }} "${{ args[2] }}" >> "$SANDBOX/words"'
+                  check:
+                    needs: [deploy]
+                    run: 'printf "check<%s>\\n" "${{ args[0] }}" >> "$SANDBOX/words"'
+                """, ["deploy", "--", "prod", "x $(touch pwned) 'y'"])
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(sandbox.lines("words") == ["prod|x $(touch pwned) 'y'|x $(touch pwned) 'y'|"], "\(run)")
+            #expect(!sandbox.exists("pwned"))
+            // The if: reads the word too: another first word skips the task.
+            let skipped = try RunSandbox()
+            let other = try skipped.run("""
+                tasks:
+                  deploy: { if: "${{ args[0] == 'prod' }}", run: 'touch "$SANDBOX/deployed"' }
+                """, ["deploy", "--", "staging"])
+            #expect(other.exitStatus == 0, "\(other)")
+            #expect(!skipped.exists("deployed"), "\(other)")
+            #expect(try skipped.record().statuses == ["deploy": "skipped"])
+        }
+
+        /// `args[N]` in the plan is the word this run passes; a malformed
+        /// index is an error at its column.
+        @Test func argsNInThePlanAndMalformedIndexes() throws {
+            let sandbox = try RunSandbox()
+            let file = try sandbox.write(workflow: """
+                tasks:
+                  greet: { env: { WHO: "${{ args[0] }}" }, run: 'echo "$WHO"' }
+                """)
+            let plan = try FlowrunBinary.run([file, "greet", "--dry-run", "--", "it's"])
+            #expect(plan.exitStatus == 0, "\(plan)")
+            #expect(plan.stdout.contains(#"WHO="${{ 'it''s' }}" → "it's""#) || plan.stdout.contains(#"WHO="${{ 'it''s' }}" → it's"#), "\(plan)")
+            let bad = try sandbox.write(workflow: """
+                tasks:
+                  a: { run: "echo ${{ args[-1] }} ${{ args[x] }}" }
+                """, to: "bad.yaml")
+            let check = try FlowrunBinary.run(["validate", bad])
+            #expect(check.exitStatus == 2, "\(check)")
+            #expect(check.diagnostics == [
+                "\(bad):2:28: error: expected args[N] with N a whole number from 0 (the first word after --)",
+                "\(bad):2:44: error: expected args[N] with N a whole number from 0 (the first word after --)",
+            ], "\(check)")
+        }
+
         @Test func argsInsideAnotherExpressionIsAnErrorAtIt() throws {
             let sandbox = try RunSandbox()
             let file = try sandbox.write(workflow: """

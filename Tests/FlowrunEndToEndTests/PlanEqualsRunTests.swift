@@ -131,7 +131,22 @@ extension RunEndToEnd {
 
         struct Limits: Equatable, CustomStringConvertible {
             struct Group: Equatable { var name: String, concurrency: Int }
-            struct Semaphore: Equatable { var name: String, weight: Int, capacity: Int }
+            struct Semaphore: Equatable {
+                var name: String, weight: Int, capacity: Int
+                /// A name the plan computes per member (SPEC §15): the pools it said the members take, if it could tell.
+                var computedPools: [String]? = nil
+                var isComputed = false
+
+                /// A computed name equals the pool a member took when the plan named that pool (or could not tell).
+                static func == (a: Semaphore, b: Semaphore) -> Bool {
+                    guard a.weight == b.weight, a.capacity == b.capacity else { return false }
+                    if a.isComputed != b.isComputed {
+                        let (planned, taken) = a.isComputed ? (a, b) : (b, a)
+                        return planned.computedPools.map { $0.contains(taken.name) } ?? true
+                    }
+                    return a.name == b.name
+                }
+            }
             var run: Int
             var group: Group?
             /// Sorted by name: the plan lists them as the task does, the event by declaration.
@@ -151,7 +166,7 @@ extension RunEndToEnd {
                 }
                 let semaphores = (object["semaphores"] as? [[String: Any]] ?? []).compactMap { use -> Semaphore? in
                     guard let name = use["name"] as? String, let weight = use["weight"] as? Int, let capacity = use["capacity"] as? Int else { return nil }
-                    return Semaphore(name: name, weight: weight, capacity: capacity)
+                    return Semaphore(name: name, weight: weight, capacity: capacity, computedPools: use["pools"] as? [String], isComputed: use["computed"] as? Bool ?? false)
                 }
                 self.init(run: run, group: group, semaphores: semaphores)
             }
