@@ -27,8 +27,10 @@ enum FastCommandLine {
         case "list": return list(arguments.dropFirst())
         case "run": return run(arguments.dropFirst())
         default:
-            // Another subcommand, or `help`: argument-parser's.
-            if PassedArguments.otherCommands.contains(first) || first == "help" { return nil }
+            // Another subcommand, or `help`: argument-parser's. `watch` takes
+            // run's `-- ARGS` (so it is not among `otherCommands`), but its own
+            // command, not run's.
+            if PassedArguments.otherCommands.contains(first) || first == "help" || first == "watch" { return nil }
             return run(arguments)
         }
     }

@@ -46,6 +46,9 @@ import Glibc
         ["GOOD", "fetch", "broken", "--output", "plain", "--log-dir", "LOG", "--force", "--yes"],
         ["--help"],
         ["validate", "--help"],
+        // `watch` is its own command, never a target of run's.
+        ["watch", "missing.yaml"],
+        ["watch", "BAD"],
     ]
 
     @Test(arguments: commandLines)
@@ -78,8 +81,9 @@ import Glibc
     }
 
     /// The subcommands flowrun reads without argument-parser's tree
-    /// (`PassedArguments.otherCommands`, `TaskStartingCommand.startsNone`)
-    /// are these; a new subcommand must be added there too.
+    /// (`PassedArguments.otherCommands`, `TaskStartingCommand.startsNone`,
+    /// `FastCommandLine.command`'s `watch`) are these; a new subcommand must
+    /// be added there too.
     @Test func theSubcommandsAreTheOnesTheFastReadingKnows() throws {
         let help = try FlowrunBinary.run(["--help"])
         let section = try #require(help.stdout.components(separatedBy: "SUBCOMMANDS:").last)
@@ -88,7 +92,7 @@ import Glibc
             // `  name   abstract`, then `  See 'flowrun help <subcommand>' …`.
             return line.hasPrefix("  ") && !line.hasPrefix("   ") && words.first != "See" ? words.first.map(String.init) : nil
         }
-        #expect(names == ["run", "validate", "graph", "list", "export", "runs", "show", "logs", "resume"], "\(help.stdout)")
+        #expect(names == ["run", "watch", "validate", "graph", "list", "export", "runs", "show", "logs", "resume"], "\(help.stdout)")
     }
 
     /// Processes (not threads) a command line's flowrun creates, by strace.
