@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What another user can do to a run's Slurm jobs through their files, and
+/// what a job's process gets that a local task's does not (found attacking
+/// the Slurm executor from outside).
+extension SlurmTests {
+    /// A `slurm.shared_dir` that another user may write into without the
+    /// sticky bit (a group-writable project scratch folder) let them rename
+    /// flowrun's `flowrun-RUN/` away and put their own in its place, with an
+    /// exit file saying 0 and outputs of their choosing: flowrun read them by
+    /// path, so a job that failed "succeeded" with forged outputs, and a job
+    /// script written there could be edited before Slurm ran it. Such a
+    /// folder is now refused as the record's own folders are; a sticky one
+    /// (like /tmp) is accepted.
+    @Test func aSharedDirAnotherUserCouldWriteIsRefusedAStickyOneIsNot() throws {
+        let sandbox = try RunSandbox()
+        let open = sandbox.path + "/open-scratch"
+        let sticky = sandbox.path + "/sticky-scratch"
+        for (folder, mode) in [(open, 0o777), (sticky, 0o1777)] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            chmod(folder, mode_t(mode))
+        }
+        func workflow(_ shared: String) -> String {
+            """
+            executor: slurm
+            slurm:
+              shared_dir: \(shared)
+            tasks:
+              a:
+                run: echo "k=v" >> "$FLOWRUN_OUTPUT"; echo ran
+            """
+        }
+        let refused = try sandbox.run(workflow(open), timeout: .seconds(90))
+        #expect(refused.exitStatus == 1, "\(refused)")
+        let reason = try sandbox.record().finished("a")?["reason"] as? String ?? ""
+        #expect(reason.contains("slurm.shared_dir") && reason.contains("without the sticky bit"), "\(reason) \(refused)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: open).isEmpty, "flowrun made something in a folder others can swap")
+        #expect(try SlurmTestCluster.jobs().isEmpty)
+
+        let accepted = try sandbox.run(workflow(sticky), timeout: .seconds(90))
+        #expect(accepted.exitStatus == 0, "\(accepted)")
+        let made = try FileManager.default.contentsOfDirectory(atPath: sticky)
+        #expect(made.count == 1 && made[0].hasPrefix("flowrun-"), "\(made)")
+        var info = stat()
+        #expect(stat(sticky + "/" + (made.first ?? ""), &info) == 0 && info.st_mode & 0o7777 == 0o700)
+    }
+
+    /// The job script set `umask 077` for flowrun's own files and left it
+    /// for the task: every file a task on Slurm made (`> result.sam`) was
+    /// `0600`, where the same task run locally makes it with flowrun's
+    /// umask. Now the task runs under the umask the job was submitted with,
+    /// and flowrun's files in `slurm/` (its `$FLOWRUN_OUTPUT` too) stay `0600`.
+    @Test func aJobRunsUnderTheUmaskALocalTaskGetsWhileItsFilesStayPrivate() throws {
+        let sandbox = try RunSandbox()
+        let run = try sandbox.run("""
+            tasks:
+              here:
+                run: umask
+              there:
+                executor: slurm
+                run: umask; echo "k=v" >> "$FLOWRUN_OUTPUT"
+            """, timeout: .seconds(90))
+        #expect(run.exitStatus == 0, "\(run)")
+        let record = try sandbox.record()
+        let here = try #require(record.task("here")?["stdout"] as? String, "\(run)")
+        #expect(record.task("there")?["stdout"] as? String == here, "\(run)")
+        let slurm = record.directory + "/slurm"
+        for name in try FileManager.default.contentsOfDirectory(atPath: slurm) {
+            var info = stat()
+            #expect(lstat(slurm + "/" + name, &info) == 0)
+            if info.st_mode & S_IFMT == S_IFREG {
+                #expect(info.st_mode & 0o077 == 0, "\(name) is \(String(info.st_mode & 0o7777, radix: 8))")
+            }
+        }
+    }
+}
