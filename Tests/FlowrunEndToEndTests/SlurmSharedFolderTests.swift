@@ -77,4 +77,34 @@ extension SlurmTests {
             }
         }
     }
+
+    /// An `sbatch` that never answers (a hung controller, a wrapper that
+    /// waits): Ctrl-C, and then a second one, left flowrun waiting for ever
+    /// for the job id ("cancelled when its id comes"), with nothing on the
+    /// console. Now an sbatch whose every attempt was stopped is killed
+    /// after kill_grace (at once for a kill), and any Slurm command is
+    /// killed after 60 s without an answer.
+    @Test func ctrlCWhileSbatchHangsEndsTheRun() throws {
+        let sandbox = try RunSandbox()
+        let bin = sandbox.path + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let script = "#!/bin/sh\necho $$ > \(sandbox.path)/sbatch.pid\nexec sleep 300\n"
+        _ = FileManager.default.createFile(atPath: bin + "/sbatch", contents: Data(script.utf8), attributes: [.posixPermissions: 0o755])
+        let path = bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let flowrun = try sandbox.start("""
+            executor: slurm
+            kill_grace: 1s
+            tasks:
+              a: { run: echo hi }
+            """, hardTimeout: .seconds(40), wrapper: ["/usr/bin/env", "PATH=\(path)"])
+        let started = SlurmTestCluster.until(.seconds(20)) { FileManager.default.fileExists(atPath: sandbox.path + "/sbatch.pid") }
+        #expect(started, "sbatch was not called")
+        usleep(300_000)
+        flowrun.signalGroup(SIGINT)
+        let ended = flowrun.wait(upTo: .seconds(15)) ?? flowrun.finish()
+        #expect(!ended.hung && ended.wallSeconds < 30, "\(ended)")
+        #expect(ended.exitStatus == 130, "\(ended)")
+        let pid = Int32((try? String(contentsOfFile: sandbox.path + "/sbatch.pid", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        #expect(pid > 0 && SlurmTestCluster.until(.seconds(5)) { kill(pid, 0) != 0 }, "the hung sbatch \(pid) is still there")
+    }
 }
