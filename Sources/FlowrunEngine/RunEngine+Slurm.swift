@@ -36,6 +36,13 @@ extension RunEngine {
             environment.append(("FLOWRUN_ATTEMPT", String(attempt)))
             if let item = nodes[index].item { environment.append(("FLOWRUN_ITEM", item.text)) }
             if let position = nodes[index].index { environment.append(("FLOWRUN_INDEX", String(position))) }
+            // As a local task's spawn refuses it: the job script's shell would drop the byte and
+            // pass on another value (an item `a<NUL>b` reached the job as `ab`).
+            if let entry = environment.first(where: { $0.key.utf8.contains(0) || $0.value.utf8.contains(0) }) {
+                return FailedAttempt(
+                    reason: "cannot start the job: environment entry \(entry.key) contains a NUL byte, which cannot be passed to a process",
+                    queue: queue, completion: completion)
+            }
             let cwd = try task.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) }
             let here = Self.currentDirectory() ?? "/"
             let workingDirectory = cwd.map { $0.hasPrefix("/") ? $0 : here + "/" + $0 } ?? here

@@ -107,4 +107,30 @@ extension SlurmTests {
         let pid = Int32((try? String(contentsOfFile: sandbox.path + "/sbatch.pid", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
         #expect(pid > 0 && SlurmTestCluster.until(.seconds(5)) { kill(pid, 0) != 0 }, "the hung sbatch \(pid) is still there")
     }
+
+    /// An item holding a NUL byte: a local member fails (no process can be
+    /// given it), but the Slurm member's job script carried it inside
+    /// quotes, the shell dropped it, and the task ran with `ab` for `a<NUL>b`.
+    /// Now the Slurm member fails as the local one does.
+    @Test func anItemWithANulByteFailsOnSlurmAsLocally() throws {
+        let sandbox = try RunSandbox()
+        let run = try sandbox.run("""
+            tasks:
+              items:
+                run: printf 'a\\000b\\nc\\n'
+            groups:
+              there:
+                needs: [items]
+                executor: slurm
+                foreach: ${{ tasks.items.stdout }}
+                task:
+                  run: printf '%s' "$FLOWRUN_ITEM"
+            """, timeout: .seconds(90))
+        #expect(run.exitStatus == 1, "\(run)")
+        let record = try sandbox.record()
+        let first = try #require(record.finished("there[0]"), "\(run)")
+        #expect(first["status"] as? String == "failed" && (first["reason"] as? String ?? "").contains("NUL byte"), "\(first)")
+        #expect(record.finished("there[1]")?["status"] as? String == "succeeded", "\(run)")
+        #expect(try SlurmTestCluster.jobs().isEmpty)
+    }
 }
