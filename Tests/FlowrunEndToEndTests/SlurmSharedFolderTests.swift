@@ -133,4 +133,31 @@ extension SlurmTests {
         #expect(record.finished("there[1]")?["status"] as? String == "succeeded", "\(run)")
         #expect(try SlurmTestCluster.jobs().isEmpty)
     }
+
+    /// Each Slurm member kept its log's file open from its first output to
+    /// its end, and members on Slurm are not admitted by descriptors as
+    /// local ones are: a 200-member fan-out under `ulimit -n 64` failed its
+    /// members with "Too many open files", then could not even run squeue or
+    /// scancel, and hung (SIGTERM included). Now a member's log is reopened
+    /// at each poll that brings output, and let go after it.
+    @Test func aBigFanOutOnSlurmFitsInAFewDescriptors() throws {
+        let sandbox = try RunSandbox()
+        let ended = try sandbox.run(wrapped: [try RunSandbox.tool("prlimit"), "--nofile=64:64"], """
+            executor: slurm
+            groups:
+              g:
+                foreach: {range: [1, 200]}
+                task:
+                  run: echo "line of ${{ item }}"; sleep 3; echo "n=${{ item }}" >> "$FLOWRUN_OUTPUT"
+            tasks:
+              total:
+                executor: local
+                needs: [g]
+                run: echo '${{ groups.g.results }}' | grep -o '"n":"[0-9]*"' | wc -l
+            """, timeout: .seconds(120))
+        let stdout = (try? String(contentsOfFile: sandbox.file("stdout"), encoding: .utf8)) ?? ""
+        #expect(ended.exitStatus == 0 && !ended.timedOut, "\(ended) \(stdout.suffix(2000))")
+        #expect(!stdout.contains("Too many open files"), "\(stdout.suffix(2000))")
+        #expect(try SlurmTestCluster.jobs().isEmpty)
+    }
 }
