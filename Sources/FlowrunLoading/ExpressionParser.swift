@@ -135,7 +135,7 @@ package struct ExpressionParser {
         position += 1
         guard case .number(let value) = current.token, value >= 0, value.rounded() == value, value < 1_000_000,
               tokens[position + 1].token == .symbol("]") else {
-            throw ExpressionError(message: "expected args[N] with N a whole number from 0 (the first word after --)", offset: current.offset)
+            throw ExpressionError(message: "expected args[N] with N a whole number from 0 to 999999 (args[0] is the first word after --)", offset: current.offset)
         }
         position += 2
         let number = Int(value)

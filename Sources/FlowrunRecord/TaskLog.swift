@@ -108,6 +108,18 @@ package final class TaskLog: Sendable {
         }
     }
 
+    /// Lets go of the file's descriptor; the next write reopens the file,
+    /// appending. An attempt that writes only now and then from outside (a
+    /// Slurm job's output, copied at each poll) holds none in between: a
+    /// 300-member fan-out on Slurm held 300 for as long as its jobs ran.
+    package func releaseDescriptor() {
+        state.withLock { state in
+            guard state.descriptor >= 0 else { return }
+            Glibc.close(state.descriptor)
+            state.descriptor = -1
+        }
+    }
+
     /// The attempt ended: a log still in memory goes to the pack.
     package func close() {
         state.withLock { state in

@@ -87,8 +87,23 @@ extension RunEndToEnd {
             let check = try FlowrunBinary.run(["validate", bad])
             #expect(check.exitStatus == 2, "\(check)")
             #expect(check.diagnostics == [
-                "\(bad):2:28: error: expected args[N] with N a whole number from 0 (the first word after --)",
-                "\(bad):2:44: error: expected args[N] with N a whole number from 0 (the first word after --)",
+                "\(bad):2:28: error: expected args[N] with N a whole number from 0 to 999999 (args[0] is the first word after --)",
+                "\(bad):2:44: error: expected args[N] with N a whole number from 0 to 999999 (args[0] is the first word after --)",
+            ], "\(check)")
+        }
+
+        /// `args[1000000]` is a whole number from 0, as the message asked for,
+        /// and was refused with that same message; the limit is now said.
+        @Test func anIndexOfAMillionSaysTheLimit() throws {
+            let sandbox = try RunSandbox()
+            let bad = try sandbox.write(workflow: """
+                tasks:
+                  a: { run: "echo ${{ args[999999] }} ${{ args[1000000] }}" }
+                """, to: "big.yaml")
+            let check = try FlowrunBinary.run(["validate", bad])
+            #expect(check.exitStatus == 2, "\(check)")
+            #expect(check.diagnostics == [
+                "\(bad):2:48: error: expected args[N] with N a whole number from 0 to 999999 (args[0] is the first word after --)",
             ], "\(check)")
         }
 

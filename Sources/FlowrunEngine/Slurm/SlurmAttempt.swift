@@ -95,6 +95,8 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         copyNew(from: spec.files.stdout, offset: &stdoutRead, isStdout: true)
         copyNew(from: spec.files.stderr, offset: &stderrRead, isStdout: false)
+        // Until the next poll: no descriptor held per job waiting in the queue.
+        log.releaseDescriptor()
     }
 
     private func copyNew(from path: String, offset: inout Int, isStdout: Bool) {

@@ -42,28 +42,33 @@ enum SlurmJobScript {
         """
         #!/bin/sh
         # flowrun run \(runID): \(count) task\(count == 1 ? "" : "s"); element N runs \(count == 1 ? "0.sh" : "N.sh") beside this file.
+        task_umask=$(umask)
         umask 077
-        exec /bin/sh \(ShellQuoting.word(batchFolder))/"${SLURM_ARRAY_TASK_ID:-0}.sh"
+        exec /bin/sh \(ShellQuoting.word(batchFolder))/"${SLURM_ARRAY_TASK_ID:-0}.sh" "$task_umask"
 
         """
     }
 
     /// One member: cd, env, the task's script with stdout and stderr to the
     /// shared folder, then its exit status, written whole (tmp + rename) so
-    /// that a reader never sees half of it.
+    /// that a reader never sees half of it. Its first argument is the umask
+    /// the job started with: the task runs under it, flowrun's files under 077.
     static func element(_ spec: SlurmTaskSpec) -> String {
         let files = spec.files
         var lines = [
             "#!/bin/sh",
             "out=\(ShellQuoting.word(files.stdout)) err=\(ShellQuoting.word(files.stderr)) status_file=\(ShellQuoting.word(files.exit))",
-            ": >\"$out\"; : >\"$err\"",
-            "finish() { printf '%s\\n' \"$1\" >\"$status_file.tmp\" && mv -f \"$status_file.tmp\" \"$status_file\"; exit \"$1\"; }",
+            ": >\"$out\"; : >\"$err\"; : >>\(ShellQuoting.word(files.output))",
+            "finish() { umask 077; printf '%s\\n' \"$1\" >\"$status_file.tmp\" && mv -f \"$status_file.tmp\" \"$status_file\"; exit \"$1\"; }",
             "cd \(ShellQuoting.word(spec.workingDirectory)) 2>>\"$err\" || { echo \"flowrun: cannot enter \(String(spec.workingDirectory.filter { $0 != "\"" && $0 != "$" && $0 != "`" && $0 != "\\" })) on $(hostname)\" >>\"$err\"; finish 1; }",
         ]
         for entry in spec.environment {
             lines.append("export \(entry.key)=\(ShellQuoting.word(entry.value))")
         }
         let command = spec.command.map(ShellQuoting.word).joined(separator: " ")
+        // flowrun's files above are private (umask 077); the task itself gets the umask the job
+        // was submitted with (flowrun's, which Slurm gives the job), as a local task does.
+        lines.append("umask \"${1:-077}\"")
         lines.append("\(command) </dev/null >>\"$out\" 2>>\"$err\"")
         lines.append("finish $?")
         return lines.joined(separator: "\n") + "\n"

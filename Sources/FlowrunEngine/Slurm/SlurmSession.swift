@@ -41,6 +41,9 @@ final class SlurmSession: @unchecked Sendable {
     private var active: [String: SlurmAttempt] = [:]
     /// Being submitted (no id yet): cancelled ones are scancelled once the id comes.
     private var submitting = 0
+    /// The `sbatch` of each batch being submitted, and its attempts: one
+    /// that does not answer is stopped once all of them are (Ctrl-C).
+    private var sbatches: [Int: (running: SlurmCommand.Running, attempts: [SlurmAttempt], script: String)] = [:]
     private var batchSerial = 0
 
     private var toTerminate: Set<String> = []
@@ -109,9 +112,14 @@ final class SlurmSession: @unchecked Sendable {
     /// in `slurm/sN/`, kept in the record.
     private func submitBatch(_ attempts: [SlurmAttempt], asArray: Bool, tries: Int) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let attempts = attempts.filter { !$0.isDone }
+        // Stopped while waiting to be submitted again (a busy controller's backoff): never submitted.
+        for attempt in attempts where !attempt.isDone && attempt.stoppedAs != nil {
+            queue.async { attempt.finish(exitStatus: nil, state: nil, problem: "never submitted") }
+        }
+        let attempts = attempts.filter { !$0.isDone && $0.stoppedAs == nil }
         guard let first = attempts.first else { return }
         batchSerial += 1
+        let serial = batchSerial
         let batch = "\(folder)/s\(batchSerial)"
         if let problem = writeScripts(attempts, in: batch) {
             for attempt in attempts { attempt.finish(exitStatus: nil, state: nil, problem: problem) }
@@ -124,21 +132,24 @@ final class SlurmSession: @unchecked Sendable {
         arguments.append("\(batch)/job.sh")
         submitting += 1
         sbatchCalls += 1
-        SlurmCommand.run(arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
+        let running = SlurmCommand.run(arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
             dispatchPrecondition(condition: .onQueue(queue))
             submitting -= 1
+            sbatches[serial] = nil
             let id = outcome.output.split(separator: "\n").last.map { String($0.split(separator: ";").first ?? "") } ?? ""
             guard outcome.status == 0, !id.isEmpty, id.allSatisfy(\.isNumber) else {
                 let message = outcome.output.split(separator: "\n").joined(separator: "; ")
-                if SlurmQueueState.isTransient(message) || outcome.status == -1 && tries < 3, tries < 8 {
+                let stopped = attempts.allSatisfy { $0.stoppedAs != nil }
+                if !stopped, !outcome.timedOut, SlurmQueueState.isTransient(message) || outcome.status == -1 && tries < 3, tries < 8 {
                     // The controller is busy or restarting: not the task's failure.
                     let delay = min(1.0 * Double(1 << tries), 10)
                     queue.asyncAfter(deadline: .now() + delay) { [self] in submitBatch(attempts, asArray: asArray, tries: tries + 1) }
                     return
                 }
-                if attempts.contains(where: { $0.stoppedAs != nil }) {
-                    // Stopped meanwhile (the sbatch itself may have been killed after Slurm took the job).
-                    scancel(["--name=\(jobName)"])
+                if outcome.timedOut || attempts.contains(where: { $0.stoppedAs != nil }) {
+                    // Killed (stopped meanwhile, or no answer): Slurm may have taken the job
+                    // all the same. Only this batch's jobs are cancelled, found by their script.
+                    scancelJobs(running: "\(batch)/job.sh")
                 }
                 for attempt in attempts { attempt.finish(exitStatus: nil, state: nil, problem: "sbatch failed (exit \(outcome.status)): \(message)") }
                 return
@@ -156,6 +167,26 @@ final class SlurmSession: @unchecked Sendable {
             }
             if !toTerminate.isEmpty || !toKill.isEmpty { scheduleCancels() }
             schedulePoll(after: 1)
+        }
+        if let running { sbatches[serial] = (running, attempts, "\(batch)/job.sh") }
+    }
+
+    /// Cancels the run's jobs whose script is `script` (one batch), found
+    /// with one `squeue`: what an `sbatch` killed before it said the id may
+    /// have submitted, without touching the run's other jobs.
+    private func scancelJobs(running script: String, tries: Int = 0) {
+        let arguments = [tools.squeue, "--noheader", "--name=\(jobName)", "--format=%F|%o"]
+        SlurmCommand.run(arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
+            guard outcome.status == 0 else {
+                if tries < 5 { queue.asyncAfter(deadline: .now() + 1) { [self] in scancelJobs(running: script, tries: tries + 1) } }
+                return
+            }
+            var ids: [String] = []
+            for line in outcome.output.split(separator: "\n") {
+                let fields = line.split(separator: "|", maxSplits: 1).map(String.init)
+                if fields.count == 2, fields[1] == script, !ids.contains(fields[0]) { ids.append(fields[0]) }
+            }
+            if !ids.isEmpty { scancel(ids) }
         }
     }
 
@@ -196,7 +227,19 @@ final class SlurmSession: @unchecked Sendable {
             queue.async { attempt.finish(exitStatus: nil, state: nil, problem: "never submitted") }
             return
         }
-        guard let jobID = attempt.jobID else { return }  // sbatch in flight: cancelled when its id comes
+        guard let jobID = attempt.jobID else {
+            // sbatch in flight: the job is cancelled when its id comes. One that does not
+            // answer is not waited for once every attempt it submits is stopped: killed at
+            // once for a kill (a second Ctrl-C), after kill_grace for a stop.
+            if let (serial, entry) = sbatches.first(where: { $0.value.attempts.contains { $0 === attempt } }),
+               entry.attempts.allSatisfy({ $0.stoppedAs != nil }) {
+                let wait = kill ? 0 : Double(grace.nanoseconds) / 1e9
+                queue.asyncAfter(deadline: .now() + wait) { [self] in
+                    if let still = sbatches[serial], still.running === entry.running { still.running.kill() }
+                }
+            }
+            return
+        }
         if kill { toKill.insert(jobID) } else { toTerminate.insert(jobID) }
         scheduleCancels()
     }
