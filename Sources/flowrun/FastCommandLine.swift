@@ -27,8 +27,9 @@ enum FastCommandLine {
         case "list": return list(arguments.dropFirst())
         case "run": return run(arguments.dropFirst())
         default:
-            // Another subcommand, or `help`: argument-parser's.
-            if PassedArguments.otherCommands.contains(first) || first == "help" { return nil }
+            // Another subcommand (`watch` reads `--` as a run does, so it is not
+            // among `otherCommands`), or `help`: argument-parser's.
+            if PassedArguments.otherCommands.contains(first) || first == "watch" || first == "help" { return nil }
             return run(arguments)
         }
     }

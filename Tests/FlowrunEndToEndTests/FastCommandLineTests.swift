@@ -88,7 +88,7 @@ import Glibc
             // `  name   abstract`, then `  See 'flowrun help <subcommand>' …`.
             return line.hasPrefix("  ") && !line.hasPrefix("   ") && words.first != "See" ? words.first.map(String.init) : nil
         }
-        #expect(names == ["run", "validate", "graph", "list", "export", "runs", "show", "logs", "resume"], "\(help.stdout)")
+        #expect(names == ["run", "watch", "validate", "graph", "list", "export", "runs", "show", "logs", "resume"], "\(help.stdout)")
     }
 
     /// Processes (not threads) a command line's flowrun creates, by strace.
