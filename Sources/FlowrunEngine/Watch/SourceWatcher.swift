@@ -128,6 +128,16 @@ final class SourceWatcher: Sendable {
         }
         let path = folder.path.isEmpty ? name : (folder.path.hasSuffix("/") ? folder.path + name : folder.path + "/" + name)
         guard !skip(path) else { return }
+        if mask & UInt32(IN_ISDIR) != 0, mask & UInt32(IN_MOVED_FROM) != 0 {
+            // A folder moved away (out of the tree, or renamed): its watch follows
+            // it, so it no longer watches this path — forgotten, or a folder made
+            // under the old name would be taken as watched and never be, and
+            // events from where it went would be read as this path's. What
+            // was in it is gone from here: `path/` stands for all of it.
+            forget(path)
+            changed.append(path + "/")
+            return
+        }
         if mask & UInt32(IN_ISDIR) != 0 {
             // A new folder (made, or moved in) under a recursive root: watch it, and count what is in it already.
             guard folder.recursive, mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, !name.hasPrefix(".") else { return }
@@ -142,6 +152,19 @@ final class SourceWatcher: Sendable {
         // A file created is read once written and closed (IN_CLOSE_WRITE follows).
         if mask & UInt32(IN_CREATE) != 0 { return }
         changed.append(path)
+    }
+
+    /// Stops watching `folder` and every folder under it (as the watches spell them).
+    private func forget(_ folder: String) {
+        let gone: [Int32] = state.withLock { state in
+            let paths = state.watched.keys.filter { $0 == folder || $0.hasPrefix(folder + "/") }
+            return paths.compactMap { path in
+                guard let watch = state.watched.removeValue(forKey: path) else { return nil }
+                state.folders[watch] = nil
+                return watch
+            }
+        }
+        for watch in gone { inotify_rm_watch(descriptor, watch) }
     }
 
     private static func subfolders(of folder: String) -> [String] {
