@@ -47,3 +47,37 @@ extension RunEndToEnd.WatchTests {
         #expect(live.finish().exitStatus == 130)
     }
 }
+
+extension RunEndToEnd.WatchTests {
+    /// `src/*.c` watches `src` alone. `rm -rf src` (or `mv src src.old`)
+    /// took its watch away and nothing watched for it to come back: a file
+    /// in `src` made again never ran anything. Now the nearest folder that
+    /// exists is watched until it is made again.
+    @Test func aRootFolderRemovedOrRenamedAndMadeAgainIsWatched() throws {
+        let sandbox = try RunSandbox()
+        try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
+        try Self.write(sandbox, "src/a.c", "a\n")
+        let live = try Self.watch(sandbox, """
+            tasks:
+              compile:
+                sources: ["src/*.c"]
+                run: ls src
+            """)
+        #expect(Self.waitForRuns(sandbox, 1))
+        try FileManager.default.removeItem(atPath: sandbox.file("src"))
+        #expect(Self.waitForRuns(sandbox, 2), "the removal was not seen")
+        try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
+        try Self.write(sandbox, "src/b.c", "b\n")
+        #expect(Self.waitForRuns(sandbox, 3, timeout: .seconds(10)), "a file in src made again was missed")
+        #expect(Self.runs(sandbox).dropFirst(2).first?.stdout("compile") == "b.c")
+
+        try FileManager.default.moveItem(atPath: sandbox.file("src"), toPath: sandbox.file("src.old"))
+        #expect(Self.waitForRuns(sandbox, 4, timeout: .seconds(10)), "the rename was not seen")
+        try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
+        try Self.write(sandbox, "src/c.c", "c\n")
+        #expect(Self.waitForRuns(sandbox, 5, timeout: .seconds(10)), "a file in src made again after a rename was missed")
+        #expect(Self.runs(sandbox).dropFirst(4).first?.stdout("compile") == "c.c")
+        live.signalGroup(SIGINT)
+        #expect(live.finish().exitStatus == 130)
+    }
+}
