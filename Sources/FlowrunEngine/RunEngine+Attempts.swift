@@ -29,6 +29,7 @@ extension RunEngine {
             }
         case .run(let script):
             if runsOnSlurm(index) { return makeSlurmAttempt(for: index, script: script, completion: completion) }
+            if let problem = probePortInUse(index) { return FailedAttempt(reason: problem, queue: queue, completion: completion) }
             return makeProcessAttempt(for: index, script: script, completion: completion)
         }
     }

@@ -82,12 +82,17 @@ extension RunEngine {
         } } : nil
         guard name != nil, let check = lineCheck(for: index) else { return streamed }
         let attempt = nodes[index].attempt
-        return { [loop, weak self] line, isError in
-            loop.preconditionOnLoopThread()  // the check's regex is the pump's, on the loop's thread
+        return { [loop, queue, weak self] line, isError in
+            loop.preconditionOnLoopThread()
             streamed?(line, isError)
-            if check.matches(line) { loop.deliver { self?.serviceLineMatched(index, attempt: attempt) } }
+            // Matched on the check's own queue: a slow pattern never stalls the pump.
+            let engine = WeakEngine(engine: self)
+            check.offer(line) { queue.async { engine.engine?.serviceLineMatched(index, attempt: attempt) } }
         }
     }
+
+    /// The engine, for a hop back onto its queue (where alone it is touched).
+    private struct WeakEngine: @unchecked Sendable { weak var engine: RunEngine? }
 
     /// Whether one more running task's descriptors (two pipes and a log)
     /// fit under the limit, with room kept for flowrun's own (the events

@@ -12,9 +12,18 @@ package enum ContentHash {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         if info.st_mode & S_IFMT == S_IFDIR { return ofListing(path) }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // A named pipe, socket or device that a glob matches is never read: opening a
+        // FIFO blocks until a writer comes (the run hung for good, deaf to SIGTERM, on a
+        // `mkfifo src/x.c` anyone with write access to the folder could make), and a
+        // device may never end. What it is stands for its content.
+        guard info.st_mode & S_IFMT == S_IFREG else { return special(info) }
+        // O_NONBLOCK: replaced by a FIFO between stat and open, it still does not block.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
+        var opened = stat()
+        guard fstat(descriptor, &opened) == 0 else { return nil }
+        guard opened.st_mode & S_IFMT == S_IFREG else { return special(opened) }
         var sha = SHA256()
         sha.update("file\u{0}")
         let size = 64 * 1024
@@ -29,6 +38,15 @@ package enum ContentHash {
             if count == 0 { break }
             sha.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
         }
+        return sha.finalize()
+    }
+
+    /// A file that is not a regular one: its type and device numbers.
+    private static func special(_ info: stat) -> String {
+        var sha = SHA256()
+        sha.update("special\u{0}")
+        sha.field(String(info.st_mode & S_IFMT))
+        sha.field(String(info.st_rdev))
         return sha.finalize()
     }
 

@@ -12,8 +12,12 @@ final class HTTPReadinessCheck: ReadinessCheck, @unchecked Sendable {
     private var inFlight: UInt64 = 0
     private var report: ((String?) -> Void)?
 
-    init(url: String, status: Int, connectTimeout: Duration, queue: DispatchQueue) {
+    /// The URL's host and port: an answer from another user's socket there does not count.
+    private let endpoint: (host: String, port: Int)?
+
+    init(url: String, status: Int, connectTimeout: Duration, queue: DispatchQueue, endpoint: (host: String, port: Int)? = nil) {
         self.url = url
+        self.endpoint = endpoint
         self.status = status
         self.queue = queue
         connectTimeoutMilliseconds = max(100, connectTimeout.nanoseconds / 1_000_000)
@@ -50,7 +54,10 @@ final class HTTPReadinessCheck: ReadinessCheck, @unchecked Sendable {
         inFlight = 0
         guard let report else { return }
         self.report = nil
-        if status == self.status { return report(nil) }
+        if status == self.status {
+            if let endpoint, let foreign = LocalListeners.foreignAnswer(host: endpoint.host, port: endpoint.port) { return report(foreign) }
+            return report(nil)
+        }
         report(status == 0 ? "request failed: \(error ?? "no response") (\(url))" : "HTTP \(status) (expected \(self.status)) from \(url)")
     }
 

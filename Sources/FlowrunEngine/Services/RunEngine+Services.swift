@@ -49,6 +49,25 @@ extension RunEngine {
         }
     }
 
+    /// The local host and port a service's `tcp` or `http` probe connects
+    /// to, filled in; nil for other probes, a task, or a value that cannot be filled in yet.
+    func probeEndpoint(_ index: Int) -> (host: String, port: Int)? {
+        guard isService(index), let check = nodes[index].definition?.value.ready?.check else { return nil }
+        switch check {
+        case .tcp(let address): return (try? renderText(address, for: index)).flatMap(ReadyProbe.hostAndPort)
+        case .http(let url, _): return (try? renderText(url, for: index)).flatMap(LocalListeners.endpoint(ofURL:))
+        case .line, .run: return nil
+        }
+    }
+
+    /// Why a service may not start: its probe's port on this machine is
+    /// listened on already, by another user's server or one left running,
+    /// which the probe would take for the service's (SPEC §14).
+    func probePortInUse(_ index: Int) -> String? {
+        guard let (host, port) = probeEndpoint(index) else { return nil }
+        return LocalListeners.inUseBeforeStart(host: host, port: port)
+    }
+
     /// Before the attempt is made: what its output reader needs (a `line` probe).
     func prepareService(_ index: Int) {
         let service = ServiceRun(attempt: nodes[index].attempt, name: nodes[index].name)
@@ -94,9 +113,11 @@ extension RunEngine {
             guard let (host, port) = ReadyProbe.hostAndPort(text) else {
                 throw TemplateRenderError(location: address.location, message: "ready.tcp must be HOST:PORT, found '\(text)'")
             }
-            return TCPReadinessCheck(host: host, port: port)
+            return TCPReadinessCheck(host: host, port: port, checksOwner: true)
         case .http(let url, let status):
-            return HTTPReadinessCheck(url: try renderText(url, for: index), status: status, connectTimeout: max(probe.interval, .seconds(1)), queue: queue)
+            let filled = try renderText(url, for: index)
+            return HTTPReadinessCheck(url: filled, status: status, connectTimeout: max(probe.interval, .seconds(1)), queue: queue,
+                                      endpoint: LocalListeners.endpoint(ofURL: filled))
         case .line:
             return service.lineCheck ?? LineReadinessCheck(pattern: "")
         case .run(let command):

@@ -12,13 +12,20 @@ final class TCPReadinessCheck: ReadinessCheck {
     /// A connect in progress, if one is.
     private var connecting: Int32 = -1
 
-    init(host: String, port: Int) {
+    /// A probe's (not the watch's port check): a connection accepted by
+    /// another user's socket does not count (`LocalListeners`).
+    private let checksOwner: Bool
+
+    init(host: String, port: Int, checksOwner: Bool = false) {
         self.host = host
         self.port = port
+        self.checksOwner = checksOwner
     }
 
     func poke(_ report: @escaping (String?) -> Void) {
-        report(tryOnce())
+        let problem = tryOnce()
+        if problem == nil, checksOwner, let foreign = LocalListeners.foreignAnswer(host: host, port: port) { return report(foreign) }
+        report(problem)
     }
 
     /// nil: connected. Else why not (still connecting counts as not yet).

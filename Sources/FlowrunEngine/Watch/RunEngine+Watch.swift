@@ -136,6 +136,19 @@ extension RunEngine {
                 trigger = trigger ?? "(events lost: everything watched)"
                 continue
             }
+            if path.hasSuffix("/") {
+                // A folder moved away: every task whose sources could match something under it.
+                let folder = String(path.dropLast())
+                let owners = watch.sources.filter { source in
+                    let root = source.pattern.watchRoot
+                    let rootFolder = Self.joined(source.base, root.folder)
+                    return (root.recursive && (rootFolder.isEmpty || folder == rootFolder || folder.hasPrefix(rootFolder + "/")))
+                        || rootFolder == folder || rootFolder.hasPrefix(folder + "/")
+                }.map(\.index)
+                if !owners.isEmpty, trigger == nil { trigger = path }
+                touched.formUnion(owners)
+                continue
+            }
             if watch.generates.contains(where: { Self.matches($0.pattern, $0.base, path) }) { continue }
             let owners = watch.sources.filter { Self.matches($0.pattern, $0.base, path) }.map(\.index)
             if !owners.isEmpty, trigger == nil { trigger = path }

@@ -21,6 +21,10 @@ final class SourceWatcher: Sendable {
         var watched: [String: Int32] = [:]
         /// A watch that could not be added after the start (a new folder): reported once.
         var lateProblem: Problem?
+        /// Roots that were removed (`rm -rf src`), with whether they were
+        /// recursive: no watch of theirs would see them made again, so their
+        /// nearest folder that exists is watched for them to come back.
+        var awaited: [String: Bool] = [:]
     }
 
     let descriptor: Int32
@@ -28,7 +32,7 @@ final class SourceWatcher: Sendable {
     /// Folders never watched nor walked: the record, `.flowrun/`.
     private let skip: @Sendable (String) -> Bool
 
-    static let mask: UInt32 = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_DELETE_SELF)
+    static let mask: UInt32 = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF)
 
     init(skip: @escaping @Sendable (String) -> Bool) throws(Problem) {
         let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -120,14 +124,47 @@ final class SourceWatcher: Sendable {
         }
         guard let folder = state.withLock({ $0.folders[watch] }) else { return }
         if mask & UInt32(IN_IGNORED) != 0 || mask & UInt32(IN_DELETE_SELF) != 0 {
-            state.withLock { state in
+            let parentWatched: Bool = state.withLock { state in
+                guard state.folders[watch] != nil else { return true }
                 state.folders[watch] = nil
-                state.watched[folder.path] = nil
+                if state.watched[folder.path] == watch { state.watched[folder.path] = nil }
+                return state.watched[Self.parent(of: folder.path)].flatMap { state.folders[$0]?.recursive } == true
+            }
+            // A root removed: nothing else would see it made again (then a write in it would be missed).
+            if !parentWatched, !folder.path.isEmpty, folder.path != "/" { waitForRoot(folder.path, recursive: folder.recursive, into: &changed) }
+            return
+        }
+        if mask & UInt32(IN_MOVE_SELF) != 0 {
+            // A root renamed away (`mv src src.old`): its watch went with it. (A folder whose
+            // parent is watched is the parent's IN_MOVED_FROM's.)
+            let parentWatched = state.withLock { state in state.watched[Self.parent(of: folder.path)].flatMap { state.folders[$0]?.recursive } == true }
+            if !parentWatched, !folder.path.isEmpty, folder.path != "/" {
+                forget(folder.path)
+                changed.append(folder.path + "/")
+                waitForRoot(folder.path, recursive: folder.recursive, into: &changed)
             }
             return
         }
         let path = folder.path.isEmpty ? name : (folder.path.hasSuffix("/") ? folder.path + name : folder.path + "/" + name)
         guard !skip(path) else { return }
+        if mask & UInt32(IN_ISDIR) != 0, mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+            let awaited: (path: String, recursive: Bool)? = state.withLock { state in
+                state.awaited.first { $0.key == path || $0.key.hasPrefix(path + "/") }.map { ($0.key, $0.value) }
+            }
+            if let awaited { return waitForRoot(awaited.path, recursive: awaited.recursive, into: &changed) }
+        }
+        if mask & UInt32(IN_ISDIR) != 0, mask & UInt32(IN_MOVED_FROM) != 0 {
+            // A folder moved away (out of the tree, or renamed): its watch follows
+            // it, so it no longer watches this path — forgotten, or a folder made
+            // under the old name would be taken as watched and never be, and
+            // events from where it went would be read as this path's. What
+            // was in it is gone from here: `path/` stands for all of it.
+            let wasRoot = forget(path)
+            changed.append(path + "/")
+            // Under a folder watched alone, a folder watched was a root (or on the way to one).
+            if !folder.recursive, let recursive = wasRoot { waitForRoot(path, recursive: recursive, into: &changed) }
+            return
+        }
         if mask & UInt32(IN_ISDIR) != 0 {
             // A new folder (made, or moved in) under a recursive root: watch it, and count what is in it already.
             guard folder.recursive, mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, !name.hasPrefix(".") else { return }
@@ -142,6 +179,70 @@ final class SourceWatcher: Sendable {
         // A file created is read once written and closed (IN_CLOSE_WRITE follows).
         if mask & UInt32(IN_CREATE) != 0 { return }
         changed.append(path)
+    }
+
+    /// `root` was removed: if it exists again, it is watched as before and
+    /// what is in it counts as changed; else its nearest folder that exists
+    /// is watched (alone) until it is made again.
+    private func waitForRoot(_ root: String, recursive: Bool, into changed: inout [String]) {
+        if Self.isFolder(root) {
+            _ = state.withLock { $0.awaited.removeValue(forKey: root) }
+            do throws(Problem) {
+                try add(root, recursive: recursive)
+            } catch {
+                state.withLock { $0.lateProblem = error }
+            }
+            changed += Self.files(under: root)
+            return
+        }
+        state.withLock { $0.awaited[root] = recursive }
+        var lookout = Self.parent(of: root)
+        while !lookout.isEmpty, lookout != "/", !Self.isFolder(lookout) { lookout = Self.parent(of: lookout) }
+        let known = state.withLock { $0.watched[lookout] != nil }
+        if !known {
+            let watch = inotify_add_watch(descriptor, lookout.isEmpty ? "." : lookout, Self.mask | UInt32(IN_ONLYDIR))
+            if watch >= 0 {
+                state.withLock { state in
+                    state.folders[watch] = (lookout, false)
+                    state.watched[lookout] = watch
+                }
+            } else if errno == ENOSPC {
+                state.withLock { $0.lateProblem = Problem(description: "cannot watch \(lookout.isEmpty ? "." : lookout): the inotify watch limit is reached; raise it with sysctl fs.inotify.max_user_watches=524288 (now \(Self.sysctl("max_user_watches")); in a container, user.max_inotify_watches)") }
+            }
+        }
+        // Made again between its removal and this watch: follow it down.
+        let rest = lookout.isEmpty ? Substring(root) : root.dropFirst(lookout == "/" ? 1 : lookout.count + 1)
+        if let first = rest.split(separator: "/").first {
+            let next = lookout.isEmpty ? String(first) : (lookout == "/" ? "/" : lookout + "/") + first
+            if Self.isFolder(next) { waitForRoot(root, recursive: recursive, into: &changed) }
+        }
+    }
+
+    private static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    private static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path.isEmpty ? "." : path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// Stops watching `folder` and every folder under it (as the watches spell them).
+    /// Returns whether `folder` itself was watched recursively, nil if it was not watched.
+    @discardableResult
+    private func forget(_ folder: String) -> Bool? {
+        let recursive = state.withLock { state in state.watched[folder].flatMap { state.folders[$0]?.recursive } }
+        let gone: [Int32] = state.withLock { state in
+            let paths = state.watched.keys.filter { $0 == folder || $0.hasPrefix(folder + "/") }
+            return paths.compactMap { path in
+                guard let watch = state.watched.removeValue(forKey: path) else { return nil }
+                state.folders[watch] = nil
+                return watch
+            }
+        }
+        for watch in gone { inotify_rm_watch(descriptor, watch) }
+        return recursive
     }
 
     private static func subfolders(of folder: String) -> [String] {
