@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -29,6 +30,45 @@ enum FlowrunBinary {
     static func path() throws(FlowrunBinaryError) -> String {
         try located.get()
     }
+
+    /// A copy of the binary that any local user can run, for the tests that
+    /// run flowrun as another user through `setpriv`: the binary under test
+    /// may sit below a folder only its owner can search (CI installs it into
+    /// a `mktemp -d` folder, mode 0700; a clone may live under `/root`). The
+    /// copy is made once per test process in a fresh folder of mode 0755
+    /// under /tmp and removed when the process exits.
+    static func pathForAnyUser() throws -> String {
+        try copiedForAnyUser.get()
+    }
+
+    private static let copiedForAnyUser: Result<String, FlowrunBinaryError> = {
+        do {
+            let original = try path()
+            var template = Array("/tmp/flowrun-any-user.XXXXXX".utf8CString)
+            guard let made = mkdtemp(&template) else {
+                return .failure(FlowrunBinaryError("mkdtemp under /tmp: \(String(cString: strerror(errno)))"))
+            }
+            let folder = String(cString: made)
+            let copy = folder + "/flowrun"
+            try FileManager.default.copyItem(atPath: original, toPath: copy)
+            guard chmod(folder, 0o755) == 0, chmod(copy, 0o755) == 0 else {
+                return .failure(FlowrunBinaryError("chmod \(copy): \(String(cString: strerror(errno)))"))
+            }
+            copiedFolderToRemove.withLock { $0 = folder }
+            atexit {
+                copiedFolderToRemove.withLock { folder in
+                    if let folder { try? FileManager.default.removeItem(atPath: folder) }
+                }
+            }
+            return .success(copy)
+        } catch let error as FlowrunBinaryError {
+            return .failure(error)
+        } catch {
+            return .failure(FlowrunBinaryError("cannot copy the binary under test for another user: \(error)"))
+        }
+    }()
+
+    private static let copiedFolderToRemove = Mutex<String?>(nil)
 
     /// Runs the binary with `arguments`, stdin `/dev/null`, stdout and stderr
     /// captured through files (no pipe can fill up and deadlock), and returns

@@ -13,8 +13,6 @@ import Glibc
     typealias Trust = WorkflowLookupTrustTests
     typealias Privacy = RunEndToEnd.RunRecordPrivacyTests
 
-    static let enabled = Trust.otherUserCanRunTheBinary && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
-
     /// A user made with `useradd` (`arguments` after the name's), removed when the test ends.
     final class User {
         let name: String
@@ -61,7 +59,8 @@ import Glibc
     /// is not yours alone when another account has it as its primary group
     /// (`useradd -g`): that user writes your group-writable folder. The
     /// lookup refuses the file there; once that user is gone, it runs.
-    @Test(.enabled(if: enabled)) func aGroupAnotherUserHasAsPrimaryIsNotYourOwn() throws {
+    @Test func aGroupAnotherUserHasAsPrimaryIsNotYourOwn() throws {
+        try Trust.requireAnotherUser(useradd: true)
         let tag = getpid() % 100_000
         let owner = try User("flowrun-o\(tag)", ["--user-group"])
         let sharer = try User("flowrun-s\(tag)", ["--no-user-group", "--gid", String(owner.gid)])
@@ -88,7 +87,8 @@ import Glibc
     /// `src/`, `runs` finds the record beside it, `resume` runs the failed
     /// task again, and a `--log-dir` in the project is written: one rule.
     /// Shared with the group `users`, the folder is refused, naming the group.
-    @Test(.enabled(if: enabled)) func yourOwnPrivateGroupsFoldersAreYoursForTheRecordAndResume() throws {
+    @Test func yourOwnPrivateGroupsFoldersAreYoursForTheRecordAndResume() throws {
+        try Trust.requireAnotherUser(useradd: true)
         let user = try User("flowrun-u\(getpid() % 100_000)", ["--user-group"])
         let (folder, top) = try Self.project(of: user, "tasks:\n  mine: {run: 'echo ran >> ran.txt; exit 1'}\n")
         defer { withExtendedLifetime(folder) {} }

@@ -342,10 +342,11 @@ extension RunEndToEnd {
             return try #require(found, "the test needs \(name), which is not installed")
         }
 
-        /// Runs flowrun as the last program of `wrapper` (which ends by exec'ing `"$0" "$@"`).
+        /// Runs flowrun as the last program of `wrapper` (which ends by
+        /// exec'ing `"$0" "$@"`, perhaps as another user: the copy any user can run).
         static func flowrun(wrappedIn wrapper: [String], _ arguments: [String], in directory: String,
                             environment overrides: [String: String], timeout: Duration = .seconds(30)) throws -> FlowrunRun {
-            let binary = try FlowrunBinary.path()
+            let binary = try FlowrunBinary.pathForAnyUser()
             let scratch = try TemporaryDirectory(prefix: "flowrun-wrapped")
             var environment = ProcessInfo.processInfo.environment
             environment["NO_COLOR"] = "1"

@@ -228,17 +228,21 @@ import Glibc
         #expect(FileManager.default.fileExists(atPath: folder.marker), "\(run)")
     }
 
-    /// Whether uid 65534 can run the built binary (its folders must be
-    /// searchable by others; in CI they are).
-    static let otherUserCanRunTheBinary: Bool = {
-        guard let binary = try? FlowrunBinary.path() else { return false }
-        return (try? Privacy.asOtherUser("test", "-x", binary)) != nil
-    }()
+    /// Fails the test unless uid 65534 can run the binary under test (its
+    /// copy for any user) and, with `useradd`, unless users can be made: the
+    /// tests that need another user run as root, as CI does.
+    static func requireAnotherUser(useradd: Bool = false) throws {
+        try #require(geteuid() == 0, "running flowrun as another user through setpriv needs root (CI runs as root)")
+        let binary = try FlowrunBinary.pathForAnyUser()
+        try Privacy.asOtherUser("test", "-x", binary)
+        if useradd { try #require(FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"), "the test needs useradd (package passwd)") }
+    }
 
     /// A user who is not root trusts root's files (root could change theirs
     /// anyway) and their own; root's `flowrun.yaml` above another user's
     /// project runs for that user, and that user's own file runs too.
-    @Test(.enabled(if: otherUserCanRunTheBinary)) func anotherUserTrustsRootsFileAndTheirOwn() throws {
+    @Test func anotherUserTrustsRootsFileAndTheirOwn() throws {
+        try Self.requireAnotherUser()
         let folder = try SharedFolder()
         try folder.directory.write("tasks:\n  build: {run: 'true'}\n", to: "shared/flowrun.yaml")
         try Privacy.asOtherUser("mkdir", "-p", folder.shared + "/theirs/project")
@@ -255,8 +259,8 @@ import Glibc
     /// their primary group, no other member), so their file runs. The same
     /// folder shared with the group `users` is refused. The user is made
     /// with `useradd --user-group` and removed after.
-    @Test(.enabled(if: otherUserCanRunTheBinary && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")))
-    func aGroupWritableFolderOfYourOwnPrivateGroupIsTrusted() throws {
+    @Test func aGroupWritableFolderOfYourOwnPrivateGroupIsTrusted() throws {
+        try Self.requireAnotherUser(useradd: true)
         let name = "flowrun-t\(getpid() % 100_000)"
         try Self.tool("/usr/sbin/useradd", ["--user-group", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
         defer { _ = try? Self.tool("/usr/sbin/userdel", [name]) }
@@ -294,7 +298,7 @@ import Glibc
         #expect(chmod(scratch.path, 0o777) == 0)
         let outcome = try ChildProcess.run(
             executable: try RunSandbox.tool("setpriv"),
-            arguments: ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", try FlowrunBinary.path()] + arguments,
+            arguments: ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", try FlowrunBinary.pathForAnyUser()] + arguments,
             environment: ["PATH=/usr/bin:/bin", "NO_COLOR=1"], directory: directory,
             stdoutPath: scratch.path + "/out", stderrPath: scratch.path + "/err", timeout: .seconds(20), launcher: nil)
         return (outcome.exitStatus, ProcessProbe.text(scratch.path + "/out") ?? "", ProcessProbe.text(scratch.path + "/err") ?? "")
