@@ -116,26 +116,11 @@ struct ArgoCompiler {
             return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
         case .arguments:
             // Like flowrun's environment: a workflow parameter, empty unless the submit gives one.
-            let parameter = parameterNames.name(for: "args", base: "args")
-            if !environmentParameters.contains(where: { $0.name == parameter }) {
-                environmentParameters.append((parameter, ""))
-            }
-            problems.emulate(
-                "'\(operand.text)' is the words after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow "
-                    + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE), one word however many it holds",
-                at: operand.location)
-            return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
+            return argumentsParameter(
+                "args", operand, "is the words after -- on a flowrun command line", note: ", one word however many it holds")
         case .argument(let number):
-            // One word after --: a workflow parameter of its own, empty unless the submit gives one.
-            let parameter = parameterNames.name(for: "args-\(number)", base: "args-\(number)")
-            if !environmentParameters.contains(where: { $0.name == parameter }) {
-                environmentParameters.append((parameter, ""))
-            }
-            problems.emulate(
-                "'\(operand.text)' is a word after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow "
-                    + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE)",
-                at: operand.location)
-            return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
+            // One word after --: a workflow parameter of its own.
+            return argumentsParameter("args-\(number)", operand, "is a word after -- on a flowrun command line", note: "")
         case .item:
             return ArgoValue(path: ArgoPath("item", "item"))
         case .itemField(let path):
@@ -179,6 +164,22 @@ struct ArgoCompiler {
             return carry(ArgoValue(path: ArgoPath("tasks", argo, "outputs", "parameters", key)), from: .main, to: scope)
         }
     }
+
+    /// `${{ args }}` or `${{ args[N] }}`: words after `--`, which an Argo
+    /// submit does not have, become a workflow parameter of their own (empty
+    /// unless the submit gives one), said once per read.
+    private mutating func argumentsParameter(_ base: String, _ operand: Operand, _ what: String, note: String) -> ArgoValue {
+        let parameter = parameterNames.name(for: base, base: base)
+        if !environmentParameters.contains(where: { $0.name == parameter }) {
+            environmentParameters.append((parameter, ""))
+        }
+        problems.emulate(
+            "'\(operand.text)' \(what), which an Argo submit does not have: it becomes the workflow "
+                + "parameter '\(parameter)' (empty unless submitted with -p \(parameter)=VALUE)\(note)",
+            at: operand.location)
+        return ArgoValue(path: ArgoPath("workflow", "parameters", parameter))
+    }
+
 
     private mutating func resolveTask(_ name: String, _ field: TaskField, operand: Operand, in scope: ArgoScope) -> ArgoValue? {
         guard let task = tasksByName[name], let home = scopeOf[name] else { return nil }
