@@ -43,6 +43,26 @@ import Testing
         #expect(ArgoExport.export(plan, options: strict).manifest == nil)
     }
 
+    /// The words after `--` become workflow parameters: `args` one word however many it
+    /// holds, `args[N]` one of its own, each declared once however often it is read.
+    @Test func wordsAfterDashDashBecomeWorkflowParameters() throws {
+        let yaml = """
+            tasks:
+              a: { run: "echo ${{ args }} ${{ args[1] }} ${{ args[1] }}" }
+            """
+        var planning = PlanOptions()
+        planning.fillsArguments = false  // as `flowrun export` plans: the compiler sees `args`
+        let export = ArgoExport.export(try Planner.plan(try workflow(yaml), options: planning), options: ArgoExportOptions())
+        #expect(export.diagnostics.map(\.description) == [
+            "test.yaml:2:23: warning: emulated on Argo: 'args' is the words after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow parameter 'args' (empty unless submitted with -p args=VALUE), one word however many it holds",
+            "test.yaml:2:35: warning: emulated on Argo: 'args[1]' is a word after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow parameter 'args-1' (empty unless submitted with -p args-1=VALUE)",
+            "test.yaml:2:50: warning: emulated on Argo: 'args[1]' is a word after -- on a flowrun command line, which an Argo submit does not have: it becomes the workflow parameter 'args-1' (empty unless submitted with -p args-1=VALUE)",
+        ])
+        let manifest = try #require(export.manifest)
+        #expect(manifest.components(separatedBy: "- name: args-1\n").count == 2, "\(manifest)")
+        #expect(manifest.components(separatedBy: "- name: args\n").count == 2, "\(manifest)")
+    }
+
     @Test func anExactWorkflowPassesStrict() throws {
         var strict = ArgoExportOptions()
         strict.strict = true
