@@ -250,7 +250,8 @@ extension RunEngine {
     /// of the run before let go, its progress and its names forgotten.
     func resetFanOutForNextRun(_ group: Int) {
         for member in nodes.liveMembers where nodes[member].group == group { nodes.retire(member) }
-        nodes[group].members.removeAll { $0 >= nodes.count }  // made members kept for a join or `results`
+        let planNodes = nodes.count
+        nodes[group].members.removeAll { $0 >= planNodes }  // made members kept for a join or `results`
         fanOutProgress[group] = nil
         madeMemberNames.removeAll { $0.index == group }
     }

@@ -216,9 +216,12 @@ extension RunEngine {
 
     /// A run of the watch has ended (its record and console are finished): wait for the next change.
     func runEndedUnderWatch() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let watch = watchState else { return }
         watch.idle = true
-        if !watch.pending.isEmpty { startNextRun() }
+        // Not from inside the settle that ended this run: the next run lets go of this run's
+        // fan-out members, and that settle still reads its member.
+        if !watch.pending.isEmpty { queue.async { [weak self] in self?.startNextRun() } }
     }
 
     /// Between runs, with changes to run: first the affected services are
