@@ -31,6 +31,11 @@ extension RunEndToEnd {
             return runs[number]
         }
 
+        /// The services' processes alive now (`sleep 60`, carrying the sandbox's token).
+        static func services(_ sandbox: RunSandbox) -> Set<Int32> {
+            Set(sandbox.survivors().filter { ProcessProbe.commandLine(of: $0).hasPrefix("sleep 60") })
+        }
+
         static func mkdir(_ sandbox: RunSandbox, _ folder: String) throws {
             try FileManager.default.createDirectory(atPath: sandbox.file(folder), withIntermediateDirectories: true)
         }
@@ -239,6 +244,41 @@ extension RunEndToEnd {
             #expect(Watch.started(runs[1]) == ["w-slow"], "\(runs[1].names("task_started"))")
             #expect(runs[1].statuses["w-slow"] == "succeeded", "\(runs[1].statuses)")
             #expect(sandbox.lines("quick-starts").count == 1, "w-quick ran once")
+            live.signalGroup(SIGINT)
+            #expect(live.finish().exitStatus == 130)
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        /// A fan-out of services run again: each of its services is stopped (its tree reaped) and started again, none twice.
+        @Test func aMatrixOfServicesRunAgainStopsEachOldServiceBeforeItStartsAgain() throws {
+            let sandbox = try RunSandbox()
+            try Self.mkdir(sandbox, "src")
+            for number in 1...3 { try Watch.write(sandbox, "src/\(number)", "1\n") }
+            let live = try Watch.watch(sandbox, """
+                groups:
+                  replicas:
+                    matrix: { n: [1, 2, 3] }
+                    task:
+                      name: replica-${{ item.n }}
+                      service: true
+                      sources: ["src/${{ item.n }}"]
+                      run: echo "replica ${{ item.n }} up"; exec sleep 60
+                      ready: { line: "up$" }
+                tasks:
+                  use:
+                    needs: [replicas]
+                    run: echo all ready
+                """)
+            #expect(Watch.waitForRuns(sandbox, 1))
+            let first = Self.services(sandbox)
+            #expect(first.count == 3, "\(sandbox.describeSurvivors())")
+            try Watch.write(sandbox, "src/2", "2\n")
+            #expect(Watch.waitForRuns(sandbox, 2))
+            let second = try Self.run(sandbox, 1)
+            #expect(second.names("task_ready").count == 3, "\(second.names("task_ready"))")
+            #expect(second.status("use") == "succeeded")
+            let again = Self.services(sandbox)
+            #expect(again.count == 3 && again.isDisjoint(with: first), "the old services were left: \(sandbox.describeSurvivors())")
             live.signalGroup(SIGINT)
             #expect(live.finish().exitStatus == 130)
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")

@@ -228,7 +228,11 @@ extension RunEngine {
     /// stopped and their ports freed, then the next run begins.
     private func startNextRun() {
         guard let watch = watchState, watch.idle, stopping == nil else { return }
-        for index in watch.pending where isServing(index) && !watch.stoppingServices.contains(index) {
+        // A fan-out run again makes its members afresh: its serving members are stopped too (every one is started again).
+        let servingMembers = services.keys.filter { index in
+            nodes.contains(index) && nodes[index].index != nil && nodes[index].group.map { watch.pending.contains($0) && fanOuts[$0] != nil } == true
+        }
+        for index in watch.pending.union(servingMembers) where isServing(index) && !watch.stoppingServices.contains(index) {
             watch.stoppingServices.insert(index)
             services[index]?.stopping = true
             attempts[index]?.stop(as: .succeeded, reason: "service stopped by flowrun: its sources changed")
@@ -241,7 +245,8 @@ extension RunEngine {
     func serviceStoppedForWatch(_ index: Int) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let watch = watchState, watch.stoppingServices.remove(index) != nil else { return }
-        if case .tcp(let address)? = nodes[index].definition?.value.ready?.check, address.isLiteral,
+        // A fan-out's member is let go as it ends: its probe's address was filled in per item, not a literal.
+        if nodes.contains(index), case .tcp(let address)? = nodes[index].definition?.value.ready?.check, address.isLiteral,
            let (host, port) = ReadyProbe.hostAndPort(address.source) {
             watch.portWaits += 1
             waitForFreePort(host: host, port: port, tries: 0)
