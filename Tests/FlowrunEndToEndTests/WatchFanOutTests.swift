@@ -88,6 +88,8 @@ extension RunEndToEnd {
             #expect(Watch.started(third) == ["notes"], "\(third.names("task_started"))")
             #expect(Self.counts(third) == ["succeeded": 5], "\(third.summary["counts"] ?? "")")
             #expect(Self.members(third, "compile") == ["cc-a", "cc-b", "cc-c"])
+            #expect(integer(third.group("compile")?["rows_left_out"]) == 3 && integer(third.group("compile")?["left_out_restored"]) == 3,
+                    "\(third.group("compile") ?? [:])")
             #expect(third.exitCode == 0)
             live.signalGroup(SIGINT)
             #expect(live.finish().exitStatus == 130)
@@ -133,6 +135,42 @@ extension RunEndToEnd {
             #expect(Watch.started(third) == ["list", "link"], "\(third.names("task_started"))")
             #expect(Self.members(third, "compile") == ["cc-a", "cc-c", "cc-d"])
             #expect(Self.counts(third) == ["succeeded": 5], "\(third.summary["counts"] ?? "")")
+            live.signalGroup(SIGINT)
+            #expect(live.finish().exitStatus == 130)
+        }
+
+        /// Items only the run knows, globs that are all `${{ }}`: the whole tree is watched, and
+        /// what the members generate (`out/${{ item }}.o`) still never starts a run.
+        @Test func whatMembersGenerateNeverStartsARunWhenTheirGlobsAreKnownOnlyAtRunTime() throws {
+            let sandbox = try RunSandbox()
+            try Self.mkdir(sandbox, "src")
+            for name in ["a", "b"] { try Watch.write(sandbox, "src/\(name).c", "\(name)\n") }
+            try Watch.write(sandbox, "marker", "1\n")
+            let live = try Watch.watch(sandbox, """
+                tasks:
+                  list: { sources: ["src/*.c"], run: ls src/*.c }
+                  mark: { sources: [marker], run: echo mark }
+                groups:
+                  compile:
+                    needs: [list]
+                    foreach: ${{ tasks.list.stdout }}
+                    task:
+                      sources: ["${{ item }}"]
+                      generates: ["out/${{ item }}.o"]
+                      run: mkdir -p "out/src" && cp "$FLOWRUN_ITEM" "out/$FLOWRUN_ITEM.o"
+                """)
+            #expect(Watch.waitForRuns(sandbox, 1))
+            #expect(sandbox.exists("out/src/a.c.o") && sandbox.exists("out/src/b.c.o"))
+            // The members' writes came first; had they counted, the next run would be theirs.
+            try Watch.write(sandbox, "marker", "2\n")
+            #expect(Watch.waitForRuns(sandbox, 2))
+            let second = try Self.run(sandbox, 1)
+            #expect(Watch.started(second) == ["mark"], "\(second.names("task_started"))")
+            try Watch.write(sandbox, "src/b.c", "B\n")
+            #expect(Watch.waitForRuns(sandbox, 3))
+            let third = try Self.run(sandbox, 2)
+            #expect(Watch.started(third) == ["list", "compile[1]"], "\(third.names("task_started"))")
+            #expect(Watch.runs(sandbox).count == 3, "a run too many")
             live.signalGroup(SIGINT)
             #expect(live.finish().exitStatus == 130)
         }
