@@ -166,6 +166,8 @@ extension RunEndToEnd {
             #expect(Watch.waitForRuns(sandbox, 2))
             let second = try Self.run(sandbox, 1)
             #expect(Watch.started(second) == ["mark"], "\(second.names("task_started"))")
+            // Had they counted, the fan-out would be decided again here (or in a run of their own before).
+            #expect(second.events("group_finished").isEmpty && Self.upToDate(second).isEmpty, "\(second.events("task_finished"))")
             try Watch.write(sandbox, "src/b.c", "B\n")
             #expect(Watch.waitForRuns(sandbox, 3))
             let third = try Self.run(sandbox, 2)
