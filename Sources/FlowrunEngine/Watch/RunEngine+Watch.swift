@@ -343,6 +343,8 @@ extension RunEngine {
             members: again.count(where: { nodes[$0].kind == .task && !nodes[$0].isFinally })
                 + groups.reduce(0) { $0 + (fanOuts[$1]?.source.staticCount ?? 0) })
         started.trigger = trigger ?? "(a change)"
+        let sizedAtRunTime = groups.filter { fanOuts[$0].map { $0.source.staticCount == nil } ?? false }.map { nodes[$0].name }
+        if !sizedAtRunTime.isEmpty { started.sizedAtRunTime = sizedAtRunTime }
         emit(event(.runStarted(started)))
         for index in again where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 { needsSettled(index) }
         finishIfDone()

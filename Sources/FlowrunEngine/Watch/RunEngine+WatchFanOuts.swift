@@ -150,6 +150,7 @@ extension RunEngine {
     /// A fan-out member has settled: counted for the runs that keep it.
     func watchCountsMember(_ index: Int, group: Int) {
         guard let watch = watchState else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
         let kept = watch.keptFanOuts[group] ?? KeptFanOut()
         watch.keptFanOuts[group] = kept
         kept.counts[nodes[index].status, default: 0] += 1
@@ -159,6 +160,7 @@ extension RunEngine {
     /// The summary's lists of a fan-out, as written: kept for the runs that do not run it again.
     func watchKeepsLists(of group: Int, names: ArraySlice<UInt8>?, items: ArraySlice<UInt8>?) {
         guard let watch = watchState else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
         let kept = watch.keptFanOuts[group] ?? KeptFanOut()
         watch.keptFanOuts[group] = kept
         if let names { kept.names += names }
