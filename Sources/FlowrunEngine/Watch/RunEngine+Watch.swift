@@ -341,7 +341,7 @@ extension RunEngine {
             runID: record.runID, workflow: plan.workflow.name, path: record.directory,
             maxParallel: pool.capacity(of: Self.runSlots),
             members: again.count(where: { nodes[$0].kind == .task && !nodes[$0].isFinally })
-                + groups.reduce(0) { $0 + (fanOuts[$1]?.source.staticCount ?? 0) })
+                + groups.reduce(0) { $0 + (fanOuts[$1].flatMap { $0.items?.count ?? $0.source.staticCount } ?? 0) })
         started.trigger = trigger ?? "(a change)"
         let sizedAtRunTime = groups.filter { fanOuts[$0].map { $0.source.staticCount == nil } ?? false }.map { nodes[$0].name }
         if !sizedAtRunTime.isEmpty { started.sizedAtRunTime = sizedAtRunTime }
