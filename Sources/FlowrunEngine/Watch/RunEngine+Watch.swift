@@ -75,7 +75,7 @@ extension RunEngine {
                 guard let text = try? renderText(source, for: index), let pattern = try? GlobPattern.parse(text) else { continue }
                 watch.sources.append((index, pattern, base))
                 let root = pattern.watchRoot
-                roots.append((Self.joined(base, root.folder), root.recursive))
+                roots.append((Self.joinedPath(base, root.folder), root.recursive))
             }
             for generated in task.generates {
                 if let text = try? renderText(generated, for: index), let pattern = try? GlobPattern.parse(text) { watch.generates.append((pattern, base)) }
@@ -150,7 +150,7 @@ extension RunEngine {
                 let folder = String(path.dropLast())
                 let owners = watch.sources.filter { source in
                     let root = source.pattern.watchRoot
-                    let rootFolder = Self.joined(source.base, root.folder)
+                    let rootFolder = Self.joinedPath(source.base, root.folder)
                     return (root.recursive && (rootFolder.isEmpty || folder == rootFolder || folder.hasPrefix(rootFolder + "/")))
                         || rootFolder == folder || rootFolder.hasPrefix(folder + "/")
                 }.map(\.index) + watch.prefixes.filter { folder.hasPrefix($0.prefix) || $0.prefix.hasPrefix(folder + "/") }.map(\.index)
@@ -158,9 +158,9 @@ extension RunEngine {
                 touched.formUnion(owners)
                 continue
             }
-            if watch.generates.contains(where: { Self.matches($0.pattern, $0.base, path) }) { continue }
+            if watch.generates.contains(where: { Self.watchMatches($0.pattern, $0.base, path) }) { continue }
             if watch.templatedGenerates.contains(where: { path.count >= $0.prefix.count + $0.suffix.count && path.hasPrefix($0.prefix) && path.hasSuffix($0.suffix) }) { continue }
-            let owners = watch.sources.filter { Self.matches($0.pattern, $0.base, path) }.map(\.index)
+            let owners = watch.sources.filter { Self.watchMatches($0.pattern, $0.base, path) }.map(\.index)
                 + watch.prefixes.filter { path.hasPrefix($0.prefix) }.map(\.index)
             if !owners.isEmpty, trigger == nil { trigger = path }
             touched.formUnion(owners)
@@ -361,18 +361,6 @@ extension RunEngine {
             done.signal()
         }
         return true
-    }
-
-    private static func matches(_ pattern: GlobPattern, _ base: String, _ path: String) -> Bool {
-        if pattern.isAbsolute { return pattern.matches(path: path) }
-        guard !base.isEmpty else { return pattern.matches(path: path) }
-        guard path.hasPrefix(base + "/") else { return false }
-        return pattern.matches(path: String(path.dropFirst(base.count + 1)))
-    }
-
-    private static func joined(_ base: String, _ folder: String) -> String {
-        if folder.hasPrefix("/") || base.isEmpty { return folder }
-        return folder.isEmpty ? base : base + "/" + folder
     }
 
     private static func parent(of path: String) -> String {

@@ -191,11 +191,13 @@ extension RunEngine {
         return (literalPrefix(template), suffix)
     }
 
+    /// `folder` under a task's `cwd:` (`base`), as the watch spells paths.
     static func joinedPath(_ base: String, _ folder: String) -> String {
         if folder.hasPrefix("/") || base.isEmpty { return folder }
         return folder.isEmpty ? base : base + "/" + folder
     }
 
+    /// Whether `path` (as the watch spells it) matches `pattern` under `base`.
     static func watchMatches(_ pattern: GlobPattern, _ base: String, _ path: String) -> Bool {
         if pattern.isAbsolute { return pattern.matches(path: path) }
         guard !base.isEmpty else { return pattern.matches(path: path) }
