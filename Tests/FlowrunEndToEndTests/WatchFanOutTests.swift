@@ -324,6 +324,37 @@ extension RunEndToEnd {
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
 
+        /// What the fan-out needs changed while its members run: every running member is stopped (their inputs are stale).
+        @Test func aChangeToWhatAFanOutNeedsDuringARunStopsEachRunningMember() throws {
+            let sandbox = try RunSandbox()
+            try Self.mkdir(sandbox, "src")
+            try Watch.write(sandbox, "src/gen", "1\n")
+            let live = try Watch.watch(sandbox, """
+                tasks:
+                  gen: { sources: [src/gen], run: cat src/gen }
+                groups:
+                  use:
+                    needs: [gen]
+                    foreach: [p, q]
+                    task:
+                      run: |
+                        echo started >> "$SANDBOX/starts"
+                        if [ ! -e "$SANDBOX/released" ]; then sleep 60 & wait; fi
+                """)
+            #expect(sandbox.waitFor("starts", lines: 2, timeout: .seconds(30)))
+            try Watch.write(sandbox, "released", "")
+            try Watch.write(sandbox, "src/gen", "2\n")
+            #expect(Watch.waitForRuns(sandbox, 2))
+            let first = try Self.run(sandbox, 0), second = try Self.run(sandbox, 1)
+            #expect(first.statuses["use[0]"] == "cancelled" && first.statuses["use[1]"] == "cancelled", "\(first.statuses)")
+            #expect(first.finished("use[0]")?["reason"] as? String == "sources_changed")
+            #expect(Watch.started(second) == ["gen", "use[0]", "use[1]"], "\(second.names("task_started"))")
+            #expect(second.statuses["use[0]"] == "succeeded" && second.statuses["use[1]"] == "succeeded", "\(second.statuses)")
+            live.signalGroup(SIGINT)
+            #expect(live.finish().exitStatus == 130)
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
         @Test func ctrlCDuringARunningFanOutLeavesNothingRunning() throws {
             let sandbox = try RunSandbox()
             try Self.mkdir(sandbox, "src")
