@@ -395,7 +395,7 @@ extension RunEndToEnd {
             let written = Date().timeIntervalSince1970
             #expect(Watch.waitForRuns(sandbox, 2))
             let second = try Self.run(sandbox, 1)
-            #expect(Watch.started(second) == ["cc-117"], "\(second.names("task_started"))")
+            #expect(Watch.started(second) == ["cc-117"], "\(second.names("task_started")) after \(second.events("run_started").first?["trigger"] ?? "")")
             #expect(Self.upToDate(second).count == 199)
             let start = Watch.startTime(second) - written
             let end = ((second.events("run_finished").first?["time"] as? String).flatMap(Watch.isoSeconds) ?? 0) - written
