@@ -391,6 +391,8 @@ extension RunEndToEnd {
                       run: mkdir -p build && cp "src/f$FLOWRUN_ITEM.c" "build/f$FLOWRUN_ITEM.o"
                 """)
             #expect(Watch.waitForRuns(sandbox, 1, timeout: .seconds(60)))
+            let first = try Self.run(sandbox, 0)
+            #expect(Self.counts(first) == ["succeeded": 200], "\(first.summary["counts"] ?? ""): \(first.events("task_finished").filter { $0["status"] as? String != "succeeded" })")
             try Watch.write(sandbox, "src/f117.c", "edited\n")
             let written = Date().timeIntervalSince1970
             #expect(Watch.waitForRuns(sandbox, 2))
