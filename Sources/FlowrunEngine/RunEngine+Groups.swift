@@ -246,6 +246,16 @@ extension RunEngine {
         nodes.retire(index)
     }
 
+    /// `flowrun watch`: a fan-out runs again from its first item: its members
+    /// of the run before let go, its progress and its names forgotten.
+    func resetFanOutForNextRun(_ group: Int) {
+        for member in nodes.liveMembers where nodes[member].group == group { nodes.retire(member) }
+        let planNodes = nodes.count
+        nodes[group].members.removeAll { $0 >= planNodes }  // made members kept for a join or `results`
+        fanOutProgress[group] = nil
+        madeMemberNames.removeAll { $0.index == group }
+    }
+
     /// Counts the member for the run's totals and writes its summary row
     /// (once, when it settles) — or, in a fan-out past
     /// `FanOutProgress.plainRowsKeptUpTo` members, leaves out the row of a
@@ -254,6 +264,7 @@ extension RunEngine {
         let status = nodes[index].status
         settledMemberCounts[status, default: 0] += 1
         if status.isFailure && !(nodes[index].definition?.value.continueOnError ?? false) { settledMemberFailed = true }
+        if watchState != nil, let group = nodes[index].group { watchCountsMember(index, group: group) }
         guard let progress = nodes[index].group.flatMap({ fanOutProgress[$0] }) else { return }
         let plain = plainSuccess(index)
         if progress.heldRows != nil {

@@ -15,6 +15,18 @@ extension RunEngine {
         for join in nodes[index].joins { joinClockStarts(join) }
     }
 
+    /// `flowrun watch`: the join runs again, its clock, deadline and counts
+    /// as before its first member started; members that do not run again
+    /// count as they ended in the run before.
+    func resetJoinForNextRun(_ index: Int, rerunning: Set<Int>) {
+        cancelTimer(.join(index))
+        nodes[index].status = .pending
+        (nodes[index].startedAt, nodes[index].finishedAt, nodes[index].cancelReason) = (nil, nil, nil)
+        nodes[index].joinTimedOut = false
+        nodes[index].succeededMembers = 0
+        nodes[index].settledMembers = nodes[index].members.count { !rerunning.contains($0) && nodes[$0].status.isFinal }
+    }
+
     func joinMemberSettled(_ index: Int) {
         guard !nodes[index].status.isFinal else { return }
         nodes[index].settledMembers += 1

@@ -95,11 +95,13 @@ extension RunEngine {
         progress.names.drain(in: record) { chunk in
             file.bytes += chunk
             file.flushIfFull()
+            if watchState != nil { watchKeepsLists(of: index, names: chunk, items: nil) }  // for the next runs that keep it
         }
         file.bytes.append(contentsOf: "],\"items\":[".utf8)
         progress.items.drain(in: record) { chunk in
             file.bytes += chunk
             file.flushIfFull()
+            if watchState != nil { watchKeepsLists(of: index, names: nil, items: chunk) }
         }
         file.bytes.append(contentsOf: "]}".utf8)
     }

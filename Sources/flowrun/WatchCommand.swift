@@ -16,7 +16,11 @@ struct WatchCommand: ParsableCommand {
             run starts them again. Each run is a run of its own in `flowrun runs`, saying which \
             file it is for. Services (service: true) keep running between runs, and are started \
             again only when their own sources changed. Ctrl-C stops everything, services \
-            included. Joins and fan-outs (foreach, matrix) are not run again by watch: name tasks as targets.
+            included. A fan-out (foreach, matrix) is watched through its template's sources: filled in \
+            per item (or, for items only the run knows, everything under the globs' folder before \
+            their first ${{); a change runs the group again, each member decided again (only those \
+            whose sources changed run, the rest are up_to_date), then what needs the group. A join \
+            whose members run again runs again, its report printed again.
             """
     )
 
@@ -38,11 +42,6 @@ struct WatchCommand: ParsableCommand {
         options.requiresVariables = true
         let logDir = file == nil ? settings.logDir.map(WorkflowFileLookup.absolute) : settings.logDir
         let plan = try PlanLoader.load(WorkflowFileLookup.resolve(file), options: options, startsRun: true).plan
-        // What the watch cannot run again is refused before anything starts, naming it.
-        if let step = (plan.steps + plan.finallySteps).first(where: { $0.kind == .join || $0.kind == .fanOut }) {
-            Terminal.standardError.write("flowrun watch: '\(step.name)' is a \(step.kind.rawValue); watch runs tasks and groups of named members again, not joins or fan-outs yet: name the tasks to watch as targets\n")
-            throw ExitCode(2)
-        }
         if !IncrementalSetup.hasIncrementalTasks(plan) {
             Terminal.standardError.write("flowrun watch: no task of the targets has sources:, so no change would run anything again; add sources: globs\n")
             throw ExitCode(2)

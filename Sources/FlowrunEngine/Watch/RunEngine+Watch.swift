@@ -22,6 +22,14 @@ package final class WatchState: @unchecked Sendable {
     /// Each task's sources and generated files, as patterns with their base folder.
     var sources: [(index: Int, pattern: GlobPattern, base: String)] = []
     var generates: [(pattern: GlobPattern, base: String)] = []
+    /// Fan-outs' sources that only the run fills in: every path under the literal text before the first `${{`, by group.
+    var prefixes: [(index: Int, prefix: String)] = []
+    /// Such templates' generated files: the literal text before the first `${{` and after the last `}}`.
+    var templatedGenerates: [(prefix: String, suffix: String)] = []
+    /// Fan-outs whose member template needs a task outside the group, by that task.
+    var fanOutsNeeding: [Int: [Int]] = [:]
+    /// Each fan-out's members as they ended in the last run that ran it.
+    var keptFanOuts: [Int: KeptFanOut] = [:]
     /// Between runs: waiting for a change.
     var idle = false
     /// Nodes the next run runs again, and the file that first asked for it.
@@ -67,12 +75,13 @@ extension RunEngine {
                 guard let text = try? renderText(source, for: index), let pattern = try? GlobPattern.parse(text) else { continue }
                 watch.sources.append((index, pattern, base))
                 let root = pattern.watchRoot
-                roots.append((Self.joined(base, root.folder), root.recursive))
+                roots.append((Self.joinedPath(base, root.folder), root.recursive))
             }
             for generated in task.generates {
                 if let text = try? renderText(generated, for: index), let pattern = try? GlobPattern.parse(text) { watch.generates.append((pattern, base)) }
             }
         }
+        watchFanOuts(watch, roots: &roots)
         let recordFolder = Self.relativeToHere(Self.parent(of: record.directory))
         let skip: @Sendable (String) -> Bool = { path in
             path == ".flowrun" || path.hasPrefix(".flowrun/") || path.hasSuffix("/.flowrun") || path.contains("/.flowrun/")
@@ -80,7 +89,7 @@ extension RunEngine {
         }
         do throws(SourceWatcher.Problem) {
             let watcher = try SourceWatcher(skip: skip)
-            for root in roots { try watcher.add(Self.existingFolder(root.folder), recursive: root.recursive || !Self.exists(root.folder)) }
+            for root in Self.distinct(roots) { try watcher.add(Self.existingFolder(root.folder), recursive: root.recursive || !Self.exists(root.folder)) }
             watch.watcher = watcher
             loop.watch(watcher.descriptor) { [loop, weak self] in
                 let changed = watcher.drain()
@@ -141,16 +150,18 @@ extension RunEngine {
                 let folder = String(path.dropLast())
                 let owners = watch.sources.filter { source in
                     let root = source.pattern.watchRoot
-                    let rootFolder = Self.joined(source.base, root.folder)
+                    let rootFolder = Self.joinedPath(source.base, root.folder)
                     return (root.recursive && (rootFolder.isEmpty || folder == rootFolder || folder.hasPrefix(rootFolder + "/")))
                         || rootFolder == folder || rootFolder.hasPrefix(folder + "/")
-                }.map(\.index)
+                }.map(\.index) + watch.prefixes.filter { folder.hasPrefix($0.prefix) || $0.prefix.hasPrefix(folder + "/") }.map(\.index)
                 if !owners.isEmpty, trigger == nil { trigger = path }
                 touched.formUnion(owners)
                 continue
             }
-            if watch.generates.contains(where: { Self.matches($0.pattern, $0.base, path) }) { continue }
-            let owners = watch.sources.filter { Self.matches($0.pattern, $0.base, path) }.map(\.index)
+            if watch.generates.contains(where: { Self.watchMatches($0.pattern, $0.base, path) }) { continue }
+            if watch.templatedGenerates.contains(where: { path.count >= $0.prefix.count + $0.suffix.count && path.hasPrefix($0.prefix) && path.hasSuffix($0.suffix) }) { continue }
+            let owners = watch.sources.filter { Self.watchMatches($0.pattern, $0.base, path) }.map(\.index)
+                + watch.prefixes.filter { path.hasPrefix($0.prefix) }.map(\.index)
             if !owners.isEmpty, trigger == nil { trigger = path }
             touched.formUnion(owners)
         }
@@ -162,10 +173,19 @@ extension RunEngine {
             startNextRun()
         } else {
             // During a run: the affected tasks running now are stopped; the next run starts them again.
-            for index in affected.sorted() where nodes.contains(index) {
+            // A group is not cancelled whole: its affected members are (a fan-out's, those whose own sources changed).
+            for index in affected.sorted() where nodes.contains(index) && nodes[index].kind == .task {
                 if isServing(index) { continue }  // stopped before the next run, not counted as cancelled here
                 let status = nodes[index].status
                 if status == .running || status == .waiting { cancel(index, reason: .sourcesChanged) }
+            }
+            for group in affected.sorted() where fanOuts[group] != nil && nodes[group].status == .running {
+                // Reached through a need (not its members' sources): every member is affected.
+                let stopped = touched.contains(group) ? membersWhoseSourcesChanged(group, paths) : members(of: group)
+                for member in stopped where nodes.contains(member) && !isServing(member) {
+                    let status = nodes[member].status
+                    if status == .running || status == .waiting { cancel(member, reason: .sourcesChanged) }
+                }
             }
         }
     }
@@ -182,6 +202,10 @@ extension RunEngine {
         }
         while let next = queue.popLast() {
             if let group = nodes[next].group { add(group) }
+            // A join whose member runs again runs again; a fan-out runs again with its static members.
+            nodes[next].joins.forEach(add)
+            watchState?.fanOutsNeeding[next]?.forEach(add)
+            if fanOuts[next] != nil { nodes[next].members.filter { $0 < nodes.count }.forEach(add) }
             for dependent in nodes[next].dependents where nodes.contains(dependent) {
                 add(dependent)
                 if nodes[dependent].kind == .group { nodes[dependent].members.forEach(add) }
@@ -192,16 +216,23 @@ extension RunEngine {
 
     /// A run of the watch has ended (its record and console are finished): wait for the next change.
     func runEndedUnderWatch() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let watch = watchState else { return }
         watch.idle = true
-        if !watch.pending.isEmpty { startNextRun() }
+        // Not from inside the settle that ended this run: the next run lets go of this run's
+        // fan-out members, and that settle still reads its member.
+        if !watch.pending.isEmpty { queue.async { [weak self] in self?.startNextRun() } }
     }
 
     /// Between runs, with changes to run: first the affected services are
     /// stopped and their ports freed, then the next run begins.
     private func startNextRun() {
         guard let watch = watchState, watch.idle, stopping == nil else { return }
-        for index in watch.pending where isServing(index) && !watch.stoppingServices.contains(index) {
+        // A fan-out run again makes its members afresh: its serving members are stopped too (every one is started again).
+        let servingMembers = services.keys.filter { index in
+            nodes.contains(index) && nodes[index].index != nil && nodes[index].group.map { watch.pending.contains($0) && fanOuts[$0] != nil } == true
+        }
+        for index in watch.pending.union(servingMembers) where isServing(index) && !watch.stoppingServices.contains(index) {
             watch.stoppingServices.insert(index)
             services[index]?.stopping = true
             attempts[index]?.stop(as: .succeeded, reason: "service stopped by flowrun: its sources changed")
@@ -214,7 +245,8 @@ extension RunEngine {
     func serviceStoppedForWatch(_ index: Int) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let watch = watchState, watch.stoppingServices.remove(index) != nil else { return }
-        if case .tcp(let address)? = nodes[index].definition?.value.ready?.check, address.isLiteral,
+        // A fan-out's member is let go as it ends: its probe's address was filled in per item, not a literal.
+        if nodes.contains(index), case .tcp(let address)? = nodes[index].definition?.value.ready?.check, address.isLiteral,
            let (host, port) = ReadyProbe.hostAndPort(address.source) {
             watch.portWaits += 1
             waitForFreePort(host: host, port: port, tries: 0)
@@ -280,6 +312,11 @@ extension RunEngine {
             nodes[group].unsettledMembers = 0
             nodes[group].skippedByOwnCondition = false
         }
+        // Fan-outs run again start from their first item; the others keep their members' ends.
+        prepareFanOutsForNextRun(watch, again: Set(groups))
+        // Joins run again: their counts and clocks as before, for the members that run again.
+        let joins = pending.filter { nodes.contains($0) && nodes[$0].kind == .join }.sorted()
+        for join in joins { resetJoinForNextRun(join, rerunning: pending) }
         for index in again {
             let keep = (name: nodes[index].name, needs: nodes[index].needs, dependents: nodes[index].dependents, definition: nodes[index].definition,
                         isFinally: nodes[index].isFinally, timeout: nodes[index].timeout, demand: nodes[index].demand, runsAfter: nodes[index].runsAfter,
@@ -289,7 +326,7 @@ extension RunEngine {
                 (keep.needs, keep.dependents, keep.definition, keep.isFinally, keep.timeout, keep.demand, keep.runsAfter, keep.group, keep.joins)
             nodes[index] = node
         }
-        again += groups
+        again += groups + joins
         let againSet = Set(again)
         // Waits for its needs that run again, for the step it runs after (targets in the
         // order given) if that runs again, and for its group to start.
@@ -302,8 +339,12 @@ extension RunEngine {
         unsettledMain = again.count - unsettledFinally
         var started = RunEvent.RunStarted(
             runID: record.runID, workflow: plan.workflow.name, path: record.directory,
-            maxParallel: pool.capacity(of: Self.runSlots), members: again.count(where: { nodes[$0].kind == .task && !nodes[$0].isFinally }))
+            maxParallel: pool.capacity(of: Self.runSlots),
+            members: again.count(where: { nodes[$0].kind == .task && !nodes[$0].isFinally })
+                + groups.reduce(0) { $0 + (fanOuts[$1].flatMap { $0.items?.count ?? $0.source.staticCount } ?? 0) })
         started.trigger = trigger ?? "(a change)"
+        let sizedAtRunTime = groups.filter { fanOuts[$0].map { $0.source.staticCount == nil } ?? false }.map { nodes[$0].name }
+        if !sizedAtRunTime.isEmpty { started.sizedAtRunTime = sizedAtRunTime }
         emit(event(.runStarted(started)))
         for index in again where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 { needsSettled(index) }
         finishIfDone()
@@ -322,18 +363,6 @@ extension RunEngine {
         return true
     }
 
-    private static func matches(_ pattern: GlobPattern, _ base: String, _ path: String) -> Bool {
-        if pattern.isAbsolute { return pattern.matches(path: path) }
-        guard !base.isEmpty else { return pattern.matches(path: path) }
-        guard path.hasPrefix(base + "/") else { return false }
-        return pattern.matches(path: String(path.dropFirst(base.count + 1)))
-    }
-
-    private static func joined(_ base: String, _ folder: String) -> String {
-        if folder.hasPrefix("/") || base.isEmpty { return folder }
-        return folder.isEmpty ? base : base + "/" + folder
-    }
-
     private static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "" }
         var parent = String(path[..<slash])
@@ -348,6 +377,17 @@ extension RunEngine {
         guard getcwd(&buffer, buffer.count) != nil else { return path }
         let here = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return path.hasPrefix(here + "/") ? String(path.dropFirst(here.count + 1)) : path
+    }
+
+    /// Each folder once, watched recursively if any glob asks for it.
+    private static func distinct(_ roots: [(folder: String, recursive: Bool)]) -> [(folder: String, recursive: Bool)] {
+        var recursive: [String: Bool] = [:]
+        var order: [String] = []
+        for root in roots {
+            if recursive[root.folder] == nil { order.append(root.folder) }
+            recursive[root.folder] = (recursive[root.folder] ?? false) || root.recursive
+        }
+        return order.map { ($0, recursive[$0]!) }
     }
 
     private static func exists(_ folder: String) -> Bool {
