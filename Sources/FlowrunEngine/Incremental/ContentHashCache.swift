@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 package import FlowrunModel
 
 /// The content hashes one run has taken, by path, each with the stamp the
@@ -21,6 +24,11 @@ package final class ContentHashCache: Sendable {
     /// What each glob (its text, its base folder) matched, taken while no
     /// task had started: 70 tasks listing `include/**/*.h` walk it once.
     private let expansions = Mutex<[String: [String]]>([:])
+    /// A path a pattern without wildcards named, as `stat` found it while
+    /// no task had started, and the clock before that `stat`: its hash
+    /// takes the stamp from here instead of a second `stat` (a compile
+    /// task's source and object were six `stat`s, now two).
+    private let statted = Mutex<[String: (stamp: FileStamp, readStart: Int64)]>([:])
 
     private struct Entry {
         var stamp: FileStamp
@@ -43,6 +51,14 @@ package final class ContentHashCache: Sendable {
     /// has started (it may add or remove files), else walked once a run.
     package func paths(matching pattern: GlobPattern, base: String) -> [String] {
         guard !tasksStarted.load(ordering: .acquiring) else { return GlobExpansion.expand(pattern, base: base) }
+        if let literal = GlobExpansion.literalPath(pattern, base: base) {
+            let readStart = now()
+            var info = stat()
+            guard stat(literal.full, &info) == 0 else { return [] }
+            // Under the name `hash` is given (`RunEngine.hashes`: base + "/" + path).
+            statted.withLock { $0[literal.full] = (FileStamp(info), readStart) }
+            return [literal.shown]
+        }
         let key = base + "\u{0}" + pattern.text
         if let known = expansions.withLock({ $0[key] }) { return known }
         let paths = GlobExpansion.expand(pattern, base: base)
@@ -59,8 +75,10 @@ package final class ContentHashCache: Sendable {
     package func hash(_ path: String, recorded: IncrementalRecord.PathHash? = nil) -> (hash: String, stamp: FileStamp?)? {
         // Before the stat: a write after this moment gets a later ctime.
         if !tasksStarted.load(ordering: .acquiring), let known = entries.withLock({ $0[path] }) { return (known.hash, known.stamp) }
-        let readStart = now()
-        guard let stamp = FileStamp.of(path) else { return nil }
+        // The stat the pattern's match took, if no task has started since.
+        let seen = tasksStarted.load(ordering: .acquiring) ? nil : statted.withLock { $0.removeValue(forKey: path) }
+        let readStart = seen?.readStart ?? now()
+        guard let stamp = seen?.stamp ?? FileStamp.of(path) else { return nil }
         // A recorded stamp was settled when it was recorded (only those are kept).
         if let recorded, recorded.stamp == stamp {
             entries.withLock { $0[path] = Entry(stamp: stamp, hash: recorded.hash) }
