@@ -11,8 +11,9 @@ extension RunEndToEnd {
     /// `--keep N` records a no-op run makes no folder and removes none —
     /// on a filesystem mounted with `discard`, each `rmdir` was a
     /// synchronous discard. It still counts as a run: listed, `latest`,
-    /// every task `up_to_date`. A task that is not up to date still gets
-    /// its `logs/` and `outputs/`.
+    /// every task `up_to_date`. It forks one process, the engine: the
+    /// supervisor's watch and its sentinel start with the first attempt. A
+    /// task that is not up to date still gets its `logs/` and `outputs/`.
     @Suite struct NoOpRunTests {
         static let workflow = """
             tasks:
@@ -36,12 +37,12 @@ extension RunEndToEnd {
         /// exit status and the system calls that made or removed a folder,
         /// or wrote into the record (`-y` names each descriptor's file).
         func tracedRun(_ sandbox: RunSandbox, _ workflow: String, sourceLocation: SourceLocation = #_sourceLocation) throws
-            -> (exitStatus: Int32?, folderCalls: [String], recordWrites: [String]) {
+            -> (exitStatus: Int32?, folderCalls: [String], recordWrites: [String], processes: [String]) {
             let strace = try RunSandbox.tool("strace")
             let trace = sandbox.file("trace-\(UUID().uuidString)")
             let outcome = try ChildProcess.run(
                 executable: strace,
-                arguments: ["-f", "-qq", "-y", "-e", "trace=mkdir,mkdirat,rmdir,unlinkat,write,writev,pwrite64", "-o", trace, try FlowrunBinary.path()]
+                arguments: ["-f", "-qq", "-y", "-e", "trace=mkdir,mkdirat,rmdir,unlinkat,write,writev,pwrite64,clone,clone3,fork,vfork", "-o", trace, try FlowrunBinary.path()]
                     + sandbox.arguments(workflow, ["--keep", "2"]),
                 environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"], directory: sandbox.path,
                 stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(60), launcher: nil)
@@ -52,7 +53,9 @@ extension RunEndToEnd {
                 ($0.contains("mkdir") && $0.hasSuffix(" = 0")) || $0.contains("rmdir(") || $0.contains("AT_REMOVEDIR")
             }
             let recordWrites = lines.filter { $0.contains("write") && $0.contains(sandbox.logDirectory) }
-            return (outcome.exitStatus, folderCalls, recordWrites)
+            // A process made (a thread is a clone with CLONE_THREAD).
+            let processes = lines.filter { ($0.contains("clone") || $0.contains("fork(")) && !$0.contains("CLONE_THREAD") && !$0.contains("resumed") }
+            return (outcome.exitStatus, folderCalls, recordWrites, processes)
         }
 
         @Test func aNoOpRunMakesNoFolderAndRemovesNoneYetIsARunWithEveryTaskUpToDate() throws {
@@ -69,6 +72,8 @@ extension RunEndToEnd {
             #expect(traced.folderCalls.isEmpty, "a no-op run made or removed folders:\n\(traced.folderCalls.joined(separator: "\n"))")
             // events.jsonl in one write, summary.json in one: the record is two small writes.
             #expect(traced.recordWrites.count <= 2, "writes into the record:\n\(traced.recordWrites.joined(separator: "\n"))")
+            // The supervisor's fork of the engine, and nothing else: no sentinel, no task.
+            #expect(traced.processes.count == 1, "processes made:\n\(traced.processes.joined(separator: "\n"))")
 
             // Still a run: two kept, the newest is `latest`, listed, every task up to date.
             let runs = runFolders(in: sandbox.logDirectory)
@@ -86,10 +91,10 @@ extension RunEndToEnd {
             let listed = try FlowrunBinary.run(["runs", "--log-dir", sandbox.logDirectory], in: sandbox.path)
             #expect(listed.exitStatus == 0 && listed.stdout.contains(newest), "\(listed)")
             let shown = try FlowrunBinary.run(["show", newest, "--log-dir", sandbox.logDirectory], in: sandbox.path)
-            #expect(shown.exitStatus == 0 && shown.stdout.contains("up to date"), "\(shown)")
-            // A log asked of a task that ran nothing: no log, said as for any task that printed nothing.
+            #expect(shown.exitStatus == 0 && shown.stdout.contains("succeeded, exit 0: 3 succeeded"), "\(shown)")
+            // A log asked of a task that ran nothing: said so, as before (no logs/ folder to read).
             let logs = try FlowrunBinary.run(["logs", newest, "a", "--log-dir", sandbox.logDirectory], in: sandbox.path)
-            #expect(logs.exitStatus == 0 && logs.stdout.isEmpty, "\(logs)")
+            #expect(logs.exitStatus == 0 && logs.stdout.isEmpty && logs.stderr.contains("'a' did not run (succeeded)"), "\(logs)")
         }
 
         /// After no-op runs, an edited source runs its task and the link

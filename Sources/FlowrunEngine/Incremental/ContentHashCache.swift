@@ -52,6 +52,8 @@ package final class ContentHashCache: Sendable {
     package func paths(matching pattern: GlobPattern, base: String) -> [String] {
         guard !tasksStarted.load(ordering: .acquiring) else { return GlobExpansion.expand(pattern, base: base) }
         if let literal = GlobExpansion.literalPath(pattern, base: base) {
+            // Matched (and hashed) already this run: it stands, as a walked glob does.
+            if entries.withLock({ $0[literal.full] != nil }) || statted.withLock({ $0[literal.full] != nil }) { return [literal.shown] }
             let readStart = now()
             var info = stat()
             guard stat(literal.full, &info) == 0 else { return [] }
