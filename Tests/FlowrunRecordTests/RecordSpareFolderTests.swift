@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import FlowrunEvents
 @testable import FlowrunRecord
 #if canImport(Glibc)
 import Glibc
@@ -31,8 +32,9 @@ import Glibc
         return { iterator.next()! }
     }
 
-    /// A run's end as pruning sees it: its summary.json.
+    /// A run as pruning sees it: started (events.jsonl says when), ended (summary.json).
     private static func end(_ record: RunRecord) {
+        record.report(RunEvent(elapsed: 0, .runStarted(.init(runID: record.runID, workflow: "w", path: record.directory, maxParallel: 1, members: 0))))
         record.finish()
         record.writeSummary { $0.bytes += Array("{}".utf8) }
     }
@@ -54,13 +56,16 @@ import Glibc
 
     @Test func pruningKeepsOneEmptiedFolderThatTheNextRecordTakes() throws {
         let base = try Base()
-        let first = try RunRecord(baseDirectory: base.path, makeRunID: Self.ids(["20261129-100000-0000000000000001"]))
-        Self.end(first)
-        let firstInode = Self.inode(first.directory)
+        // Ended, its flowrun gone (the record let go: no lock held).
+        let (firstDirectory, firstInode) = try {
+            let first = try RunRecord(baseDirectory: base.path, makeRunID: Self.ids(["20261129-100000-0000000000000001"]))
+            Self.end(first)
+            return (first.directory, Self.inode(first.directory))
+        }()
         let second = try RunRecord(baseDirectory: base.path, makeRunID: Self.ids(["20261129-100001-0000000000000002"]))
         Self.end(second)
         #expect(second.pruneOlderRecords(keeping: 1).isEmpty)
-        #expect(!FileManager.default.fileExists(atPath: first.directory))
+        #expect(!FileManager.default.fileExists(atPath: firstDirectory))
         #expect(Self.inode(base.path + "/" + RecordPruning.spareName) == firstInode, "the pruned folder is the spare")
         #expect(try FileManager.default.contentsOfDirectory(atPath: base.path + "/" + RecordPruning.spareName).isEmpty)
         let third = try RunRecord(baseDirectory: base.path, makeRunID: Self.ids(["20261129-100002-0000000000000003"]))
