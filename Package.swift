@@ -9,6 +9,11 @@ let strictSettings: [SwiftSetting] = [
     // which the unit tests use, keep them): on a long fan-out they were
     // 15 % of the engine's time (docs/BENCHMARKS.md, "A million members").
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+    // Release builds reach a concrete generic type's metadata through an
+    // accessor function, not by demangling its name at its first use
+    // (`swift_getTypeByMangledName`): that demangling was a tenth of a
+    // no-op run's CPU, paid again at every start (docs/BENCHMARKS.md, "The no-op run").
+    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"], .when(configuration: .release)),
 ]
 
 let package = Package(

@@ -13,8 +13,9 @@
 #   PREFIX/share/flowrun/flowrun.schema.json
 #
 # The binary links the Swift runtime, Foundation and Dispatch statically
-# (--static-swift-stdlib), so it runs where no Swift toolchain is installed;
-# the install stops if `ldd` still finds a Swift library. `flowrun --version`
+# (--static-swift-stdlib), and libstdc++ and libgcc where the compiler has
+# their archives, so it runs where no Swift toolchain is installed;
+# the install stops if `ldd` still finds a Swift library (or one of those). `flowrun --version`
 # names the commit it was built from (passed to the compiler here, so a plain
 # `swift build` needs neither git nor a generated file).
 set -euo pipefail
@@ -43,12 +44,27 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
   git diff --quiet HEAD -- 2>/dev/null || commit="$commit-dirty"
 fi
 
+# The Swift runtime's C++ library (libstdc++) and libgcc linked in too:
+# loading and relocating them was a sixth of `flowrun --version`'s CPU and a
+# fifth of its page faults (docs/BENCHMARKS.md, "The no-op run"). The
+# runtime's link line names -lstdc++; a folder holding only the static
+# archive, searched first (-L), makes that the archive.
+static_cxx_flags=()
+archive=$(c++ -print-file-name=libstdc++.a 2>/dev/null || true)
+if [ -f "$archive" ]; then
+  mkdir -p .build/static-libstdcxx
+  ln -sf "$archive" .build/static-libstdcxx/libstdc++.a
+  static_cxx_flags=(-Xswiftc "-L$PWD/.build/static-libstdcxx" -Xswiftc -Xclang-linker -Xswiftc -static-libgcc)
+fi
+
 echo "install.sh: building a static release binary (commit ${commit:-unknown})"
-swift build -c release --static-swift-stdlib --product flowrun -Xcc "-DFLOWRUN_COMMIT=\"$commit\""
+swift build -c release --static-swift-stdlib --product flowrun -Xcc "-DFLOWRUN_COMMIT=\"$commit\"" "${static_cxx_flags[@]}"
 binary="$(swift build -c release --static-swift-stdlib --show-bin-path)/flowrun"
 
 # What ldd lists must be the system's C libraries only.
-if swift_libraries=$(ldd "$binary" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|lib_FoundationICU'); then
+needless='libswift|libFoundation|libdispatch|libBlocksRuntime|lib_FoundationICU'
+[ ${#static_cxx_flags[@]} -gt 0 ] && needless="$needless|libstdc\+\+|libgcc_s"
+if swift_libraries=$(ldd "$binary" | grep -E "$needless"); then
   echo "install.sh: $binary still needs Swift libraries:" >&2
   echo "$swift_libraries" >&2
   exit 1

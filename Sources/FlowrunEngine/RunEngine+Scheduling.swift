@@ -181,6 +181,8 @@ extension RunEngine {
         attempts[index] = attempt
         // From now on a file this run hashed may change under it (`ContentHashCache`).
         reuse.store?.hashes.taskStarting()
+        // The first attempt: from now on there is something to kill should the supervisor die.
+        watchSupervisorLink()
         // The plan's deadline, defaults resolved there (finally's budget, http's whole-request limit).
         if let timeout = nodes[index].timeout {
             let reason = "timed out after \(timeout.text)" + (nodes[index].definition?.value.timeoutNote ?? "")

@@ -323,7 +323,7 @@ package final class RunEngine: @unchecked Sendable {
     package func run() -> RunOutcome {
         if ownsProcess { installSignalHandlers() }
         queue.async { self.begin() }
-        // After `begin` is queued: a supervisor found dead kills what began.
+        // The supervisor gets the record's events; its watch starts with the first attempt.
         if ownsProcess { watchSupervisor() }
         done.wait()
         // Nothing of the run may outlive flowrun, not even a daemon that left

@@ -20,6 +20,11 @@ import Glibc
 /// what it points at.
 package enum RecordPruning {
     package static let defaultKeep = 50
+    /// The one record folder a pruning empties and keeps instead of
+    /// removing it, for the next run to rename into place
+    /// (`RunFolder.takeSpare`): in a steady state of `keep` records, a run
+    /// makes no folder and removes none.
+    package static let spareName = ".flowrun-spare"
     /// How long a record without a summary may be a run still starting up.
     static let startupGrace: time_t = 60
 
@@ -30,15 +35,16 @@ package enum RecordPruning {
         let older = RunHistory.unorderedRunIDs(in: base, ownedBy: geteuid()).filter { $0 != current }
         let removable = RunHistory.oldest(older.count - max(0, keep - 1), of: older, in: base)
         var problems: [String] = []
+        var keepsSpare = true
         for id in removable {
-            if let problem = remove(id, in: base, shownAs: shownAs + "/" + id) { problems.append(problem) }
+            if let problem = remove(id, in: base, shownAs: shownAs + "/" + id, keepingSpare: &keepsSpare) { problems.append(problem) }
         }
         return problems
     }
 
     /// Removes one record unless it is live, starting, or not ours; nil when
     /// removed or left on purpose, else why it could not be.
-    private static func remove(_ id: String, in base: Int32, shownAs path: String) -> String? {
+    private static func remove(_ id: String, in base: Int32, shownAs path: String, keepingSpare keepsSpare: inout Bool) -> String? {
         let run = openat(base, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard run >= 0 else { return nil }  // gone already, or not a folder
         defer { close(run) }
@@ -51,6 +57,16 @@ package enum RecordPruning {
             return nil
         }
         if let problem = removeContents(of: run, shownAs: path, depth: 0) { return problem }
+        // Emptied: the first one kept as the spare, if there is none yet (renamed, never over one).
+        if keepsSpare {
+            keepsSpare = false
+            var spare = stat()
+            if fstatat(base, spareName, &spare, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT,
+               renameat(base, id, base, spareName) == 0 {
+                if info.st_mode & 0o7777 != 0o700 { fchmod(run, 0o700) }
+                return nil
+            }
+        }
         guard unlinkat(base, id, AT_REMOVEDIR) == 0 else {
             return "cannot remove \(path): \(String(cString: strerror(errno)))"
         }

@@ -24,8 +24,15 @@ package final class RunFolder: Sendable {
     /// The folder the run folder was made in (`.flowrun/runs`, `--log-dir`),
     /// held for `latest` and pruning.
     let base: Int32
-    /// `logs/`, opened once: a task that replaces it cannot redirect a log.
-    let logs: Int32
+    /// `logs/` once made (-1 before): made at the first log, then held, so
+    /// that a task that replaces it cannot redirect a log. A run whose tasks
+    /// print nothing (every task up to date) makes no `logs/` at all: a
+    /// folder costs its record a `mkdir` and its pruning an `rmdir`, each
+    /// a block freed and, on a filesystem mounted with `discard`, a
+    /// synchronous discard (docs/BENCHMARKS.md, "The no-op run").
+    private let madeLogs = Mutex<Int32>(-1)
+    /// Whether `outputs/` was made (at the first task's start).
+    private let madeOutputs = Mutex<Bool>(false)
     /// How flowrun names the folder it holds: `/proc/self/fd/N` where /proc
     /// says so, else the folder's absolute path.
     package let pathForFlowrun: String
@@ -49,9 +56,9 @@ package final class RunFolder: Sendable {
         var description: String
     }
 
-    /// Makes `BASE/RUN_ID` (a new id if one is taken) with `logs/` and
-    /// `outputs/` in it (the shards of `logs/`, `logs/000/`, come as tasks
-    /// need them). `base` nil means `.flowrun/runs` under the current directory.
+    /// Makes `BASE/RUN_ID` (a new id if one is taken); `logs/`, its shards
+    /// (`logs/000/`) and `outputs/` come as tasks need them. `base` nil
+    /// means `.flowrun/runs` under the current directory.
     init(base: String?, makeRunID: () -> String) throws(Refusal) {
         let baseDescriptor = try Self.openBase(base)
         let base = base ?? ".flowrun/runs"
@@ -60,7 +67,7 @@ package final class RunFolder: Sendable {
         var lastError: Int32 = 0
         for _ in 0..<8 {
             let id = makeRunID()
-            guard mkdirat(baseDescriptor, id, 0o700) == 0 else {
+            guard Self.takeSpare(in: baseDescriptor, as: id) || mkdirat(baseDescriptor, id, 0o700) == 0 else {
                 lastError = errno
                 if lastError == EEXIST { continue }  // taken (or planted): another id
                 break
@@ -87,17 +94,6 @@ package final class RunFolder: Sendable {
         path = base + "/" + made.id
         descriptor = made.descriptor
         self.base = baseDescriptor
-        var logs: Int32 = -1
-        do throws(Refusal) {
-            logs = try Self.makeFolder("logs", in: descriptor, shownAs: path + "/logs")
-            close(try Self.makeFolder("outputs", in: descriptor, shownAs: path + "/outputs"))
-        } catch {
-            if logs >= 0 { close(logs) }
-            close(descriptor)
-            close(baseDescriptor)
-            throw error
-        }
-        self.logs = logs
         // Held from before the first task: the record's opens can fall back on it.
         DescriptorReserve.refill()
         (pathForFlowrun, procNamesHandle) = Self.handlePath(descriptor: descriptor, path: path)
@@ -105,7 +101,7 @@ package final class RunFolder: Sendable {
 
     deinit {
         heldLogsShard.withLock { if let held = $0 { close(held.descriptor) } }
-        close(logs)
+        madeLogs.withLock { if $0 >= 0 { close($0) } }
         close(descriptor)
         close(base)
     }
@@ -122,7 +118,8 @@ package final class RunFolder: Sendable {
                 let result = body(current.descriptor)
                 return (result, errno)
             }
-            let opened = Self.openShard(shard, in: logs, make: make)
+            let logs = logsFolder(make: make)
+            let opened = logs >= 0 ? Self.openShard(shard, in: logs, make: make) : -1
             guard opened >= 0 else {
                 let reason = errno
                 _ = body(-1)
@@ -132,6 +129,38 @@ package final class RunFolder: Sendable {
             held = HeldShard(name: shard, descriptor: opened)
             let result = body(opened)
             return (result, errno)
+        }
+    }
+
+    /// `logs/`, made `0700` (and held) at the first call with `make`; -1
+    /// with errno set when it is not there yet (`make` false) or cannot be
+    /// made. One a task made first must be a folder of flowrun's user, never
+    /// a link; it is made `0700`, as a shard is.
+    func logsFolder(make: Bool) -> Int32 {
+        madeLogs.withLock { logs -> Int32 in
+            if logs >= 0 { return logs }
+            guard make else {
+                errno = ENOENT
+                return -1
+            }
+            logs = Self.openShard("logs", in: descriptor, make: true)
+            return logs
+        }
+    }
+
+    /// Makes `outputs/` (`0700`) if this run has not yet: before a task is
+    /// given its `$FLOWRUN_OUTPUT` path there. Nil when there, else why not.
+    func makeOutputsFolder() -> String? {
+        madeOutputs.withLock { made -> String? in
+            if made { return nil }
+            guard mkdirat(descriptor, "outputs", 0o700) == 0 || errno == EEXIST else {
+                return "cannot create \(path)/outputs: \(String(cString: strerror(errno)))"
+            }
+            let folder = Self.openShard("outputs", in: descriptor, make: false)
+            guard folder >= 0 else { return "cannot create \(path)/outputs: \(String(cString: strerror(errno)))" }
+            close(folder)
+            made = true
+            return nil
         }
     }
 
@@ -158,6 +187,8 @@ package final class RunFolder: Sendable {
     /// Creates `name` in `folder` (a descriptor of this record) for writing:
     /// never through a link, never an existing file. -1 with errno set.
     func create(_ name: String, in folder: Int32, appending: Bool = false) -> Int32 {
+        // A folder that could not be made: its errno stands.
+        guard folder >= 0 else { return -1 }
         let file = DescriptorReserve.opening {
             openat(folder, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (appending ? O_APPEND : 0), 0o600)
         }
@@ -223,6 +254,41 @@ package final class RunFolder: Sendable {
         }
     }
 
+    /// Renames the folder the last pruning emptied and kept
+    /// (`RecordPruning.spareName`) to `id`, if there is one: a run folder
+    /// without a `mkdir`, as the pruning spared an `rmdir` (on a filesystem
+    /// mounted with `discard`, each frees a block with a synchronous discard:
+    /// milliseconds on a busy disk). Only an empty, private folder of
+    /// flowrun's user is taken, never over anything; `openMade` then checks
+    /// what is there as it checks a folder just made.
+    private static func takeSpare(in base: Int32, as id: String) -> Bool {
+        let spare = openat(base, RecordPruning.spareName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard spare >= 0 else { return false }
+        defer { close(spare) }
+        var info = stat()
+        guard fstat(spare, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 == 0, isEmpty(spare) else { return false }
+        var existing = stat()
+        guard fstatat(base, id, &existing, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return false }
+        return renameat(base, RecordPruning.spareName, base, id) == 0
+    }
+
+    /// Whether the folder open as `folder` holds nothing.
+    private static func isEmpty(_ folder: Int32) -> Bool {
+        let copy = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard copy >= 0, let listing = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return false
+        }
+        defer { closedir(listing) }
+        while let entry = readdir(listing) {
+            let isDots = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                raw[0] == UInt8(ascii: ".") && (raw[1] == 0 || (raw[1] == UInt8(ascii: ".") && raw[2] == 0))
+            }
+            if !isDots { return false }
+        }
+        return true
+    }
+
     /// Opens the run folder just made in `base` and checks it is the one
     /// flowrun made (its own, private, not a link swapped in), then forces
     /// `0700`; `narrowed` tells whether the umask had taken bits from it.
@@ -239,14 +305,6 @@ package final class RunFolder: Sendable {
         let narrowed = info.st_mode & 0o7777 != 0o700
         if narrowed { fchmod(folder, 0o700) }
         return (folder, narrowed)
-    }
-
-    /// Makes a fresh folder `name` in `parent`, `0700`, and opens it.
-    private static func makeFolder(_ name: String, in parent: Int32, shownAs path: String) throws(Refusal) -> Int32 {
-        guard mkdirat(parent, name, 0o700) == 0 else {
-            throw Refusal(description: "cannot create \(path): \(String(cString: strerror(errno)))")
-        }
-        return try openMade(name, in: parent, shownAs: path).descriptor
     }
 
     /// How a task names the run folder: through flowrun's own handle on it

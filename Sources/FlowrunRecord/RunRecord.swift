@@ -15,6 +15,10 @@ package import FlowrunEvents
 ///     logs/small.index          and where each is (`SmallLogPack`, read by `RecordedLog`)
 ///     outputs/000042-NAME.N     the `$FLOWRUN_OUTPUT` file of its attempt N (if it wrote one)
 ///
+/// `logs/` is made at the first log, `outputs/` at the first task's start:
+/// the record of a run where every task was up to date is `events.jsonl`
+/// and `summary.json` alone.
+///
 /// `000` is the log's shard (`RecordFileName.shard`: tasks 0–999, then
 /// `001`, …), so that no folder holds more than a thousand tasks' logs.
 /// `outputs/` is not sharded: a task writes at most one file there an attempt.
@@ -148,9 +152,14 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         String(joining: outputsForTasks, fileName)
     }
 
-    /// `…/outputs/`, made when the first task starts: in the process that
-    /// holds the folder and starts tasks, whatever forked before.
-    private lazy var outputsForTasks: String = folder.pathForTasks() + "/outputs/"
+    /// `…/outputs/`, named when the first task starts: in the process that
+    /// holds the folder and starts tasks, whatever forked before. The folder
+    /// is made then too (a run that starts none has none); if it cannot
+    /// be, the record says so and the run fails.
+    private lazy var outputsForTasks: String = {
+        if let problem = folder.makeOutputsFolder() { folder.noteFailure(problem) }
+        return folder.pathForTasks() + "/outputs/"
+    }()
 
     // MARK: Events
 

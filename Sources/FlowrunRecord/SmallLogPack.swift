@@ -58,9 +58,10 @@ package final class SmallLogPack: Sendable {
             state.unsettled[task, default: []] += bytes
             if let problem = state.problem { return problem }
             if state.pack < 0 {
-                state.pack = folder.create(Self.packName, in: folder.logs, appending: true)
+                let logs = folder.logsFolder(make: true)
+                state.pack = folder.create(Self.packName, in: logs, appending: true)
                 if state.pack < 0 { return fail(&state, Self.packName) }
-                state.index = folder.create(Self.indexName, in: folder.logs, appending: true)
+                state.index = folder.create(Self.indexName, in: logs, appending: true)
                 if state.index < 0 { return fail(&state, Self.indexName) }
             }
             guard bytes.withUnsafeBytes({ writeAll(state.pack, $0) }) else { return fail(&state, Self.packName) }

@@ -81,17 +81,20 @@ package final class TaskLogReader {
     package func follow() {
         let watcher = FolderWatcher()
         let runFolder = history.openFolder(runID)
-        if runFolder >= 0 {
-            watcher.watch("/proc/self/fd/\(runFolder)", fallback: history.folderPath(runID))
-            let logs = openat(runFolder, "logs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if logs >= 0 {
-                watcher.watch("/proc/self/fd/\(logs)", fallback: history.folderPath(runID) + "/logs")
-                close(logs)
-            }
-        }
+        if runFolder >= 0 { watcher.watch("/proc/self/fd/\(runFolder)", fallback: history.folderPath(runID)) }
         defer { if runFolder >= 0 { close(runFolder) } }
+        // `logs/` is made at the run's first log (seen through the watch on the run folder).
+        var watchesLogs = false
         var watchedShard: String?
         while true {
+            if runFolder >= 0, !watchesLogs {
+                let logs = openat(runFolder, "logs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if logs >= 0 {
+                    watcher.watch("/proc/self/fd/\(logs)", fallback: history.folderPath(runID) + "/logs")
+                    close(logs)
+                    watchesLogs = true
+                }
+            }
             readNewEvents(runFolder)
             if runFolder >= 0, let shard = logFile.flatMap(RecordFileName.shard(ofFile:)), watchedShard != shard {
                 // Not there until the shard's first log is made (seen through the watch on `logs/`).

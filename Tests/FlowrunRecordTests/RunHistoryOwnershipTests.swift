@@ -85,6 +85,7 @@ import Glibc
         let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         #expect(left == (Self.mine + [Self.theirs, "latest"]).sorted(), "keep 2 counts our two, not theirs")
         #expect(RecordPruning.prune(base: base, shownAs: folder.path, keep: 1, current: Self.mine[1]).isEmpty)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [Self.mine[1], Self.theirs, "latest"].sorted())
+        // Ours removed is kept emptied as the next run's folder (`RecordPruning.spareName`).
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [Self.mine[1], Self.theirs, "latest", RecordPruning.spareName].sorted())
     }
 }

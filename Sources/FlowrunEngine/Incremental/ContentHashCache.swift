@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 package import FlowrunModel
 
 /// The content hashes one run has taken, by path, each with the stamp the
@@ -21,10 +24,21 @@ package final class ContentHashCache: Sendable {
     /// What each glob (its text, its base folder) matched, taken while no
     /// task had started: 70 tasks listing `include/**/*.h` walk it once.
     private let expansions = Mutex<[String: [String]]>([:])
+    /// A path a pattern without wildcards named, as `stat` found it while
+    /// no task had started, and the clock before that `stat`: its hash
+    /// takes the stamp from here instead of a second `stat` (a compile
+    /// task's source and object were six `stat`s, now two).
+    private let statted = Mutex<[String: (stamp: FileStamp, readStart: Int64)]>([:])
+
+    /// The run of this process the cache serves (`flowrun watch` runs many):
+    /// a hash stands without a `stat` only in the run that took it.
+    private let run = Atomic(0)
 
     private struct Entry {
         var stamp: FileStamp
         var hash: String
+        /// The run whose `stat` found `stamp`.
+        var run: Int
     }
 
     package init(now: @escaping @Sendable () -> Int64 = FileStamp.coarseNow) {
@@ -39,10 +53,31 @@ package final class ContentHashCache: Sendable {
         tasksStarted.store(true, ordering: .releasing)
     }
 
+    /// Called by `flowrun watch` before each later run: what the run before
+    /// found stands no more without a new look (a source edited between two
+    /// runs that started no task was taken as unchanged). A stamp found
+    /// before still spares reading a file whose `stat` is as it was.
+    package func runStarting() {
+        run.add(1, ordering: .acquiringAndReleasing)
+        expansions.withLock { $0.removeAll() }
+        statted.withLock { $0.removeAll() }
+    }
+
     /// The paths `pattern` matches under `base`: walked again once a task
     /// has started (it may add or remove files), else walked once a run.
     package func paths(matching pattern: GlobPattern, base: String) -> [String] {
         guard !tasksStarted.load(ordering: .acquiring) else { return GlobExpansion.expand(pattern, base: base) }
+        if let literal = GlobExpansion.literalPath(pattern, base: base) {
+            // Matched (and hashed) already this run: it stands, as a walked glob does.
+            let current = run.load(ordering: .acquiring)
+            if entries.withLock({ $0[literal.full]?.run == current }) || statted.withLock({ $0[literal.full] != nil }) { return [literal.shown] }
+            let readStart = now()
+            var info = stat()
+            guard stat(literal.full, &info) == 0 else { return [] }
+            // Under the name `hash` is given (`RunEngine.hashes`: base + "/" + path).
+            statted.withLock { $0[literal.full] = (FileStamp(info), readStart) }
+            return [literal.shown]
+        }
         let key = base + "\u{0}" + pattern.text
         if let known = expansions.withLock({ $0[key] }) { return known }
         let paths = GlobExpansion.expand(pattern, base: base)
@@ -58,19 +93,25 @@ package final class ContentHashCache: Sendable {
     /// Nil when the path cannot be read.
     package func hash(_ path: String, recorded: IncrementalRecord.PathHash? = nil) -> (hash: String, stamp: FileStamp?)? {
         // Before the stat: a write after this moment gets a later ctime.
-        if !tasksStarted.load(ordering: .acquiring), let known = entries.withLock({ $0[path] }) { return (known.hash, known.stamp) }
-        let readStart = now()
-        guard let stamp = FileStamp.of(path) else { return nil }
+        let current = run.load(ordering: .acquiring)
+        if !tasksStarted.load(ordering: .acquiring), let known = entries.withLock({ $0[path] }), known.run == current { return (known.hash, known.stamp) }
+        // The stat the pattern's match took, if no task has started since.
+        let seen = tasksStarted.load(ordering: .acquiring) ? nil : statted.withLock { $0.removeValue(forKey: path) }
+        let readStart = seen?.readStart ?? now()
+        guard let stamp = seen?.stamp ?? FileStamp.of(path) else { return nil }
         // A recorded stamp was settled when it was recorded (only those are kept).
         if let recorded, recorded.stamp == stamp {
-            entries.withLock { $0[path] = Entry(stamp: stamp, hash: recorded.hash) }
+            entries.withLock { $0[path] = Entry(stamp: stamp, hash: recorded.hash, run: current) }
             return (recorded.hash, stamp)
         }
-        if let known = entries.withLock({ $0[path] }), known.stamp == stamp { return (known.hash, stamp) }
+        if let known = entries.withLock({ $0[path] }), known.stamp == stamp {
+            entries.withLock { $0[path]?.run = current }
+            return (known.hash, stamp)
+        }
         reads.add(1, ordering: .relaxed)
         guard let hash = ContentHash.of(path) else { return nil }
         guard stamp.isSettled(readStart: readStart) else { return (hash, nil) }
-        entries.withLock { $0[path] = Entry(stamp: stamp, hash: hash) }
+        entries.withLock { $0[path] = Entry(stamp: stamp, hash: hash, run: current) }
         return (hash, stamp)
     }
 }

@@ -9,10 +9,29 @@ package import FlowrunModel
 /// (a link to a parent folder would make the walk endless).
 package enum GlobExpansion {
     package static func expand(_ pattern: GlobPattern, base: String) -> [String] {
+        if let literal = literalPath(pattern, base: base) {
+            var info = stat()
+            return stat(literal.full, &info) == 0 ? [literal.shown] : []
+        }
         var found = Set<String>()
         let root = pattern.isAbsolute ? "/" : (base.isEmpty ? "." : base)
         walk(pattern.segments[...], directory: root, shown: pattern.isAbsolute ? "/" : "", into: &found)
         return found.sorted()
+    }
+
+    /// A pattern without wildcards (`src/main.c`): the path it names as
+    /// reported (`shown`) and as opened (`full`, under `base`), nil for one
+    /// with wildcards. One `stat` of `full` matches it as the walk would: the
+    /// kernel follows links and fails unless every parent is a folder.
+    package static func literalPath(_ pattern: GlobPattern, base: String) -> (shown: String, full: String)? {
+        var shown = pattern.isAbsolute ? "/" : ""
+        for segment in pattern.segments {
+            guard case .literal(let bytes) = segment else { return nil }
+            shown = join(shown, String(decoding: bytes, as: UTF8.self))
+        }
+        guard !shown.isEmpty, shown != "/" else { return nil }
+        // Spelled as the content hash opens it (`RunEngine.hashes`), so that it names one file in a trace.
+        return (shown, pattern.isAbsolute || base.isEmpty ? shown : base + "/" + shown)
     }
 
     private static func join(_ shown: String, _ name: String) -> String {

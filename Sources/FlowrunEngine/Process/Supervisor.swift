@@ -1,4 +1,5 @@
 import CFlowrunSystem
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,6 +27,14 @@ package enum Supervisor {
     /// the split fails, in the one unsupervised process).
     package static func split() {
         _ = flowrun_supervise()
+    }
+
+    /// Whether the supervisor is being watched already in this process.
+    private static let watching = Atomic(false)
+
+    /// True once per process: the caller starts the watch (`whenGone`).
+    static func startsWatching() -> Bool {
+        !watching.load(ordering: .acquiring) && !watching.exchange(true, ordering: .acquiringAndReleasing)
     }
 
     /// In the engine: calls `gone` (on a thread of its own) once the

@@ -280,6 +280,8 @@ extension RunEngine {
         }
         watch.idle = false
         watch.runs += 1
+        // What the run before found must be looked at again (`ContentHashCache`).
+        reuse.store?.hashes.runStarting()
         let pending = watch.pending
         let trigger = watch.trigger
         watch.pending = []

@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension RunEndToEnd {
+    /// The no-op run (issue 37): every task up to date, nothing started. Its
+    /// record is `events.jsonl` and `summary.json` in a folder the last
+    /// pruning kept (`.flowrun-spare`), so that in a steady state of
+    /// `--keep N` records a no-op run makes no folder and removes none —
+    /// on a filesystem mounted with `discard`, each `rmdir` was a
+    /// synchronous discard. It still counts as a run: listed, `latest`,
+    /// every task `up_to_date`. It forks one process, the engine: the
+    /// supervisor's watch and its sentinel start with the first attempt. A
+    /// task that is not up to date still gets its `logs/` and `outputs/`.
+    @Suite struct NoOpRunTests {
+        static let workflow = """
+            tasks:
+              a: { sources: [a.c], generates: [a.o], run: "cp a.c a.o" }
+              b: { sources: [b.c], generates: [b.o], run: "cp b.c b.o" }
+              link:
+                needs: [a, b]
+                sources: [a.o, b.o]
+                generates: [app]
+                run: 'cat a.o b.o > app; echo "size=$(wc -c < app)" >> "$FLOWRUN_OUTPUT"'
+            """
+
+        func project() throws -> (RunSandbox, String) {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: Self.workflow)
+            for name in ["a.c", "b.c"] { try "int \(name.first!);\n".write(toFile: sandbox.file(name), atomically: false, encoding: .utf8) }
+            return (sandbox, workflow)
+        }
+
+        /// One run of the workflow with `--keep 2` under `strace -f -y`: its
+        /// exit status and the system calls that made or removed a folder,
+        /// or wrote into the record (`-y` names each descriptor's file).
+        func tracedRun(_ sandbox: RunSandbox, _ workflow: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+            -> (exitStatus: Int32?, folderCalls: [String], recordWrites: [String], processes: [String]) {
+            let strace = try RunSandbox.tool("strace")
+            let trace = sandbox.file("trace-\(UUID().uuidString)")
+            let outcome = try ChildProcess.run(
+                executable: strace,
+                arguments: ["-f", "-qq", "-y", "-e", "trace=mkdir,mkdirat,rmdir,unlinkat,write,writev,pwrite64,clone,clone3,fork,vfork", "-o", trace, try FlowrunBinary.path()]
+                    + sandbox.arguments(workflow, ["--keep", "2"]),
+                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"], directory: sandbox.path,
+                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(60), launcher: nil)
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stdout") ?? "") \(sandbox.read("stderr") ?? "")", sourceLocation: sourceLocation)
+            let lines = ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+            // Made or removed: a mkdir that returned 0, an rmdir or an unlinkat of a folder.
+            let folderCalls = lines.filter {
+                ($0.contains("mkdir") && $0.hasSuffix(" = 0")) || $0.contains("rmdir(") || $0.contains("AT_REMOVEDIR")
+            }
+            let recordWrites = lines.filter { $0.contains("write") && $0.contains(sandbox.logDirectory) }
+            // A process made (a thread is a clone with CLONE_THREAD).
+            let processes = lines.filter { ($0.contains("clone") || $0.contains("fork(")) && !$0.contains("CLONE_THREAD") && !$0.contains("resumed") }
+            return (outcome.exitStatus, folderCalls, recordWrites, processes)
+        }
+
+        @Test func aNoOpRunMakesNoFolderAndRemovesNoneYetIsARunWithEveryTaskUpToDate() throws {
+            let (sandbox, workflow) = try project()
+            // The first run builds; two no-op runs bring the record to its steady state (two kept, a spare).
+            for round in 1...3 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            #expect(FileManager.default.fileExists(atPath: sandbox.logDirectory + "/.flowrun-spare"), "no spare kept by the pruning")
+
+            let traced = try tracedRun(sandbox, workflow)
+            #expect(traced.exitStatus == 0)
+            #expect(traced.folderCalls.isEmpty, "a no-op run made or removed folders:\n\(traced.folderCalls.joined(separator: "\n"))")
+            // events.jsonl in one write, summary.json in one: the record is two small writes.
+            #expect(traced.recordWrites.count <= 2, "writes into the record:\n\(traced.recordWrites.joined(separator: "\n"))")
+            // The supervisor's fork of the engine, and nothing else: no sentinel, no task.
+            #expect(traced.processes.count == 1, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+
+            // Still a run: two kept, the newest is `latest`, listed, every task up to date.
+            let runs = runFolders(in: sandbox.logDirectory)
+            #expect(runs.count == 2, "\(runs)")
+            // The newest: `latest` (two ids of one second sort by their random part).
+            let newest = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.logDirectory + "/latest")
+            #expect(runs.contains(newest), "\(runs)")
+            let folder = sandbox.logDirectory + "/" + newest
+            #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder)) == ["events.jsonl", "summary.json"])
+            var info = stat()
+            #expect(stat(folder, &info) == 0 && info.st_mode & 0o7777 == 0o700 && info.st_uid == geteuid(), "the run folder is private")
+            let record = try RunRecordFiles(directory: folder)
+            #expect(record.statuses == ["a": "succeeded", "b": "succeeded", "link": "succeeded"], "\(record.overview)")
+            #expect(Set(record.events("task_finished").compactMap { $0["reused"] as? String }) == ["up_to_date"], "\(record.overview)")
+            #expect(record.outputs("link") == ["size": "14"], "the up-to-date task's outputs come from its last run")
+            let listed = try FlowrunBinary.run(["runs", "--log-dir", sandbox.logDirectory], in: sandbox.path)
+            #expect(listed.exitStatus == 0 && listed.stdout.contains(newest), "\(listed)")
+            let shown = try FlowrunBinary.run(["show", newest, "--log-dir", sandbox.logDirectory], in: sandbox.path)
+            #expect(shown.exitStatus == 0 && shown.stdout.contains("succeeded, exit 0: 3 succeeded"), "\(shown)")
+            // A log asked of a task that ran nothing: said so, as before (no logs/ folder to read).
+            let logs = try FlowrunBinary.run(["logs", newest, "a", "--log-dir", sandbox.logDirectory], in: sandbox.path)
+            #expect(logs.exitStatus == 0 && logs.stdout.isEmpty && logs.stderr.contains("'a' did not run (succeeded)"), "\(logs)")
+        }
+
+        /// After no-op runs, an edited source runs its task and the link
+        /// again, with `logs/` and `outputs/` made for them: the link's
+        /// `$FLOWRUN_OUTPUT` lands, its log is readable.
+        @Test func aTaskThatIsNotUpToDateGetsItsLogsAndOutputs() throws {
+            let (sandbox, workflow) = try project()
+            for _ in 1...3 { _ = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment) }
+            try "int a; int edited;\n".write(toFile: sandbox.file("a.c"), atomically: false, encoding: .utf8)
+            let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(run.exitStatus == 0, "\(run)")
+            let newest = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.logDirectory + "/latest")
+            let record = try RunRecordFiles(directory: sandbox.logDirectory + "/" + newest)
+            #expect(record.names("task_started").sorted() == ["a", "link"], "\(record.overview)")
+            #expect(record.outputs("link") == ["size": "26"], "\(record.overview)")
+            #expect(FileManager.default.fileExists(atPath: record.directory + "/outputs"))
+            #expect(FileManager.default.fileExists(atPath: record.directory + "/logs"))
+            #expect(sandbox.read("app") == "int a; int edited;\nint b;\n")
+        }
+    
+        /// `flowrun watch` whose first run starts nothing (every task up to
+        /// date): a source edited then is seen by the next run, which runs
+        /// the task. The hashes one run took stand without a `stat` only in
+        /// that run (`ContentHashCache.runStarting`); before, the next run
+        /// took the old hash and said `up to date` for ever.
+        @Test func aWatchWhoseFirstRunStartsNothingRunsATaskWhoseSourceChanged() throws {
+            let sandbox = try RunSandbox()
+            let text = """
+                tasks:
+                  copy: { sources: [a.txt], run: 'cat a.txt > "$SANDBOX/out.txt"' }
+                """
+            let workflow = try sandbox.write(workflow: text)
+            try "one\n".write(toFile: sandbox.file("a.txt"), atomically: false, encoding: .utf8)
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0 && sandbox.read("out.txt") == "one\n", "\(first)")
+            // Settled (its ctime over 2 s old): a hash the watch's first run takes is kept (`FileStamp.settledMargin`).
+            RunEndToEnd.IncrementalStampTests().waitUntilSettled(sandbox.file("a.txt"))
+            let live = try RunEndToEnd.WatchTests.watch(sandbox, text)
+            // The watch's first run: up to date, nothing started.
+            try #require(RunEndToEnd.WatchTests.waitForRuns(sandbox, 2))
+            let upToDate = RunEndToEnd.WatchTests.runs(sandbox)[1]
+            #expect(RunEndToEnd.WatchTests.started(upToDate).isEmpty, "\(upToDate.overview)")
+            try "two\n".write(toFile: sandbox.file("a.txt"), atomically: false, encoding: .utf8)
+            try #require(RunEndToEnd.WatchTests.waitForRuns(sandbox, 3), "no run after the change")
+            let changed = RunEndToEnd.WatchTests.runs(sandbox)[2]
+            #expect(RunEndToEnd.WatchTests.started(changed) == ["copy"], "\(changed.overview)")
+            #expect(sandbox.read("out.txt") == "two\n")
+            live.signalGroup(SIGINT)
+            #expect(live.finish().exitStatus == 130)
+        }
+    }
+}
