@@ -29,9 +29,8 @@ extension RunEngine {
             membersAllSettled(index)
             return
         }
-        for member in waiting {
-            nodes[member].unsettledNeeds -= 1
-            if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+        for member in waiting where scheduler.needSettled(member) {
+            needsSettled(member)
         }
     }
 
@@ -69,9 +68,8 @@ extension RunEngine {
         let members = nodes[index].members
         fanOutProgress[index]?.unsettled = members.count
         fanOutProgress[index]?.staticMembers = members.count
-        for member in members {
-            nodes[member].unsettledNeeds -= 1
-            if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+        for member in members where scheduler.needSettled(member) {
+            needsSettled(member)
         }
         refillFanOut(index)
     }
@@ -154,8 +152,7 @@ extension RunEngine {
                 nodes[member].unsettledNeeds = 0
                 settle(member, .cancelled, reason: reason)
             } else {
-                nodes[member].unsettledNeeds -= 1
-                if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+                if scheduler.needSettled(member) { needsSettled(member) }
             }
             if let retiring { retireMember(retiring) }
         }
@@ -292,29 +289,18 @@ extension RunEngine {
             fanOutMemberSettled(group, member, progress)
             return
         }
-        nodes[group].unsettledMembers -= 1
-        guard nodes[group].unsettledMembers == 0 else { return }
+        guard scheduler.staticMemberSettled(group) else { return }
         membersAllSettled(group)
     }
 
-    /// A static group's members have all settled: its own status from theirs.
+    /// A static group's members have all settled: its own status from theirs (`Scheduler.staticGroupOutcome`).
     private func membersAllSettled(_ group: Int) {
         cancelTimer(.group(group))
-        let members = nodes[group].members
-        if nodes[group].groupTimedOut {
-            settle(group, .timedOut, why: "deadline passed")
-        } else if members.contains(where: { nodes[$0].isFailure && !(nodes[$0].definition?.value.continueOnError ?? false) }) {
-            settle(group, .failed, why: "a member failed")
-        } else if let stop = members.lazy.compactMap({ self.nodes[$0].cancelReason }).first(where: { $0 != .joinSettled }) {
-            settle(group, .cancelled, reason: stop)
-        } else if !members.isEmpty, members.allSatisfy({ nodes[$0].status == .skipped }),
-                  !(sequentialGroups.contains(group) && members.allSatisfy { nodes[$0].skippedByOwnCondition }) {
-            // SPEC §10: what needs it is skipped, as after a skipped task;
-            // not a sequence whose members each chose to skip: a job in
-            // GitHub's sense succeeds when every step was skipped by its `if:` (SPEC §15).
-            settle(group, .skipped, why: "every member was skipped")
+        let outcome = scheduler.staticGroupOutcome(group, sequential: sequentialGroups.contains(group))
+        if let reason = outcome.reason {
+            settle(group, outcome.status, reason: reason)
         } else {
-            settle(group, .succeeded)
+            settle(group, outcome.status, why: outcome.why)
         }
     }
 
