@@ -54,8 +54,8 @@ package final class RunEngine: @unchecked Sendable {
     /// coroutines without a copy of the array (a copy-on-write copy of
     /// every node would be made if this were `get`/`set`).
     var nodes: RunNodes {
-        _read { yield scheduler.nodes }
-        _modify { yield &scheduler.nodes }
+        @inline(__always) _read { yield scheduler.nodes }
+        @inline(__always) _modify { yield &scheduler.nodes }
     }
     /// Each running (or finished) fan-out's feed and counts, by the group's node index.
     var fanOutProgress = ByGroupIndex<FanOutProgress>()
@@ -83,8 +83,8 @@ package final class RunEngine: @unchecked Sendable {
     var indexByName: [String: Int] = [:]
     /// The scheduler's slot pool, in place.
     var pool: SlotPool {
-        _read { yield scheduler.pool }
-        _modify { yield &scheduler.pool }
+        @inline(__always) _read { yield scheduler.pool }
+        @inline(__always) _modify { yield &scheduler.pool }
     }
     /// Resource 0 of the pool: the run's `max_parallel` slots.
     static let runSlots = 0
