@@ -49,7 +49,7 @@ extension RunEngine {
                 problem = memberNameProblem(group: index, fanOut: fanOut, makeFeed: makeFeed)
             }
             if problem == nil {
-                let window = fanOut.sequential ? 2 : fanOutWindow(fanOut)
+                let window = fanOut.sequential ? 2 : scheduler.fanOutWindow(for: fanOut.demand)
                 fanOutProgress[index] = FanOutProgress(
                     feed: feed, window: window, keepsMembers: groupsWithMembersRead.contains(nodes[index].name),
                     groupResource: resourceOfGroup[nodes[index].name])
@@ -72,17 +72,6 @@ extension RunEngine {
             needsSettled(member)
         }
         refillFanOut(index)
-    }
-
-    /// Members unsettled at once: the slots the members can hold at most
-    /// (the run's, their group limit's, their semaphores'), and 16 more
-    /// waiting, so a freed slot always has a member to take it.
-    private func fanOutWindow(_ fanOut: FanOut) -> Int {
-        var slots = Int.max
-        for (resource, amount) in fanOut.demand.pairs where amount > 0 {
-            slots = min(slots, pool.capacity(of: resource) / amount)
-        }
-        return min(max(slots, 1), 100_000) + 16
     }
 
     /// `no item has the field …` when the template reads a field no item
@@ -173,16 +162,7 @@ extension RunEngine {
         }
         node.demand = fanOut.demand
         node.timeout = fanOut.timeout
-        let member = nodes.addMember(node)
-        var unsettled = 1
-        for need in nodes[member].needs where !nodes[need].status.isFinal {
-            nodes[need].dependents.append(member)
-            unsettled += 1
-        }
-        nodes[member].unsettledNeeds = unsettled
-        if fanOutProgress[group]?.keepsMembers == true { nodes[group].members.append(member) }
-        unsettledMain += 1
-        return member
+        return scheduler.addMember(node, listedInGroup: fanOutProgress[group]?.keepsMembers == true)
     }
 
     /// A fan-out member has settled: counted, then let go unless something
@@ -305,8 +285,7 @@ extension RunEngine {
     }
 
     private func groupTimedOut(_ index: Int) {
-        guard nodes[index].status == .running else { return }
-        nodes[index].groupTimedOut = true
+        guard scheduler.groupDeadlinePassed(index) else { return }
         for member in members(of: index) where !nodes[member].status.isFinal {
             cancel(member, reason: .groupTimeout)
         }

@@ -304,7 +304,7 @@ extension RunEngine {
             emitJoinCompleted(index, status: status)
         }
 
-        if status == .succeeded && startsWaitersFirst(index) { admitWaiters() }
+        if status == .succeeded && scheduler.startsWaitersFirst(index) { admitWaiters() }
         let fanOutMember = nodes[index].index != nil && nodes[index].group.map { fanOutProgress[$0] != nil } == true
         if fanOutMember { recordSettledMember(index) }
         if let group = nodes[index].group { memberSettled(group, member: index) }
@@ -314,17 +314,6 @@ extension RunEngine {
         }
         finishIfDone()
         if fanOutMember { retireMember(index) }
-    }
-
-    /// Whether a task that succeeded may hand its freed slot to the next
-    /// waiter before its dependents, group and joins hear of it: the next
-    /// task starts sooner, and no waiter is chosen differently (dependents
-    /// queue behind every waiter already there). Not when a join could
-    /// complete and cancel waiters that would otherwise have started.
-    private func startsWaitersFirst(_ index: Int) -> Bool {
-        guard nodes[index].kind == .task, nodes[index].joins.isEmpty else { return false }
-        guard let group = nodes[index].group else { return true }
-        return nodes[group].joins.isEmpty
     }
 
     /// The last lines of a failed task's log, for the reporter.

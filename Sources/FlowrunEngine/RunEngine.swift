@@ -99,8 +99,7 @@ package final class RunEngine: @unchecked Sendable {
     /// Pool resources by group and semaphore name (a family's pools are
     /// added as tasks first name them: `semaphoreResource(named:)`).
     let resourceOfGroup: [String: Int]
-    var resourceOfSemaphore: [String: Int]
-    let semaphoreTable: SemaphoreTable
+    var resourceOfSemaphore: [String: Int] { scheduler.resourceOfSemaphore }
     /// A group's fan-out as its plan step gives it: what each member runs,
     /// over which items, holding which slots, under which deadline. A class:
     /// read for every member made, and a struct this size was copied out of
@@ -274,16 +273,17 @@ package final class RunEngine: @unchecked Sendable {
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         startWallSeconds = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
-        let pool: SlotPool
-        (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
-        scheduler = Scheduler(pool: pool, clock: MonotonicSchedulerClock(), runTimeout: plan.runTimeout, queue: queue)
+        let (pool, semaphores, groups) = Self.slotPool(for: plan)
+        resourceOfGroup = groups
+        scheduler = Scheduler(
+            pool: pool, semaphores: semaphores, semaphoreTable: SemaphoreTable(plan.workflow.semaphores),
+            clock: MonotonicSchedulerClock(), runTimeout: plan.runTimeout, queue: queue)
         // A task with resources runs in a cgroup: the run's folder is made
         // now (or why it cannot be, said at the start); none without them.
         let declaresResources = (plan.steps + plan.finallySteps).contains { step in
             step.sharedTask.map { $0.value.resources != nil && plan.workflow.executor(of: $0.value) == .local } ?? false
         }
         runCgroups = attemptFactory == nil && declaresResources ? RunCgroups(runID: record.runID) : nil
-        semaphoreTable = SemaphoreTable(plan.workflow.semaphores)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]

@@ -376,6 +376,44 @@ import Testing
         #expect(run.allSettled)
     }
 
+    @Test func aFamilysPoolIsMadeWhenATaskFirstNamesIt() throws {
+        let run = try SchedulerUnderTest("""
+            semaphores: {db: 2, "batch-*": 1}
+            tasks:
+              a: {run: "true"}
+            """)
+        let declared = run.withScheduler { $0.semaphoreResource(named: "db") }
+        #expect(declared != nil)
+        let first = try #require(run.withScheduler { $0.semaphoreResource(named: "batch-7") })
+        #expect(run.withScheduler { $0.semaphoreResource(named: "batch-7") } == first, "one pool per name")
+        #expect(run.withScheduler { $0.pool.capacity(of: first) } == 1)
+        #expect(run.withScheduler { $0.semaphoreResource(named: "nothing") } == nil)
+    }
+
+    @Test func aFanOutsWindowIsTheSlotsItsMembersCanHoldAndSixteenMore() throws {
+        let run = try SchedulerUnderTest("""
+            max_parallel: 8
+            semaphores: {db: 6}
+            tasks:
+              a: {run: "true"}
+            """)
+        let db = try #require(run.withScheduler { $0.semaphoreResource(named: "db") })
+        #expect(run.withScheduler { $0.fanOutWindow(for: SlotPool.Demand(amounts: [0: 1])) } == 8 + 16)
+        #expect(run.withScheduler { $0.fanOutWindow(for: SlotPool.Demand(amounts: [0: 1, db: 2])) } == 3 + 16)
+    }
+
+    @Test func aSuccessHandsItsSlotToAWaiterFirstUnlessAJoinCounts() throws {
+        let run = try SchedulerUnderTest("""
+            tasks:
+              plain: {run: "true"}
+              counted: {run: "true"}
+            joins:
+              j: {wait: [counted]}
+            """)
+        #expect(run.withScheduler { $0.startsWaitersFirst(run.index("plain")) })
+        #expect(!run.withScheduler { $0.startsWaitersFirst(run.index("counted")) }, "the join may cancel waiters")
+    }
+
     @Test func deadlinesMoveLaterByTheTimeTheRunWasStopped() {
         var deadlines = Deadlines()
         deadlines.arm(.timeout(3), after: .seconds(5), now: 100)

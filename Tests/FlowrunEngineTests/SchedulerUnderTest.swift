@@ -40,7 +40,8 @@ final class SchedulerUnderTest {
         let engine = RunEngine(plan: plan, record: try RunRecord(baseDirectory: directory), reporters: [],
                                attemptFactory: { _, _, _ in preconditionFailure("the engine under a scheduler test starts nothing") })
         let built = engine.scheduler
-        scheduler = Scheduler(pool: built.pool, clock: clock, runTimeout: plan.runTimeout, queue: queue)
+        scheduler = Scheduler(pool: built.pool, semaphores: built.resourceOfSemaphore, semaphoreTable: built.semaphoreTable,
+                              clock: clock, runTimeout: plan.runTimeout, queue: queue)
         scheduler.nodes = built.nodes
         scheduler.unsettledMain = built.unsettledMain
         scheduler.unsettledFinally = built.unsettledFinally
@@ -227,8 +228,7 @@ final class SchedulerUnderTest {
         case .retry(let index):
             if scheduler.backOffEnded(index), scheduler.enqueue(index) { admit() }
         case .group(let group):
-            guard scheduler.nodes[group].status == .running else { return }
-            scheduler.nodes[group].groupTimedOut = true
+            guard scheduler.groupDeadlinePassed(group) else { return }
             for member in scheduler.nodes[group].members { cancel(member, .groupTimeout) }
         case .join(let join):
             if let verdict = scheduler.joinDeadlinePassed(join) { complete(join, verdict) }

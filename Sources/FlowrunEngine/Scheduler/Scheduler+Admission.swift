@@ -1,3 +1,5 @@
+import FlowrunModel
+
 /// Waiting for slots and taking them (SPEC §4 "Limits nest"): all or
 /// nothing, first come first served per resource (`SlotPool`).
 extension Scheduler {
@@ -22,6 +24,38 @@ extension Scheduler {
         guard nodes[index].holdsSlots, let demand = nodes[index].demand else { return }
         nodes[index].holdsSlots = false
         pool.release(demand)
+    }
+
+    /// The pool resource of a semaphore name: declared, made already, or made
+    /// now from the family that matches it; nil when none does.
+    mutating func semaphoreResource(named name: String) -> Int? {
+        if let resource = resourceOfSemaphore[name] { return resource }
+        guard let family = semaphoreTable.pool(named: name) else { return nil }
+        let resource = pool.addResource(capacity: family.capacity, name: "semaphore \(name)")
+        resourceOfSemaphore[name] = resource
+        return resource
+    }
+
+    /// Whether a task that succeeded may hand its freed slot to the next
+    /// waiter before its dependents, group and joins hear of it: the next
+    /// task starts sooner, and no waiter is chosen differently (dependents
+    /// queue behind every waiter already there). Not when a join could
+    /// complete and cancel waiters that would otherwise have started.
+    func startsWaitersFirst(_ index: Int) -> Bool {
+        guard nodes[index].kind == .task, nodes[index].joins.isEmpty else { return false }
+        guard let group = nodes[index].group else { return true }
+        return nodes[group].joins.isEmpty
+    }
+
+    /// Members of a fan-out unsettled at once: the slots its members can
+    /// hold at most (the run's, their group limit's, their semaphores'),
+    /// and 16 more waiting, so a freed slot always has a member to take it.
+    func fanOutWindow(for demand: SlotPool.Demand) -> Int {
+        var slots = Int.max
+        for (resource, amount) in demand.pairs where amount > 0 {
+            slots = min(slots, pool.capacity(of: resource) / amount)
+        }
+        return min(max(slots, 1), 100_000) + 16
     }
 
     /// An attempt of `index` starts now (`elapsed` on the run's clock): it

@@ -20,6 +20,30 @@ extension Scheduler {
         return true
     }
 
+    /// A fan-out member made now (its group has started): it waits for its
+    /// own needs not yet settled, plus one for its group's start, which the
+    /// caller settles; listed in its group when the group keeps its members.
+    mutating func addMember(_ node: RunNode, listedInGroup: Bool) -> Int {
+        let member = nodes.addMember(node)
+        var unsettled = 1
+        for need in nodes[member].needs where !nodes[need].status.isFinal {
+            nodes[need].dependents.append(member)
+            unsettled += 1
+        }
+        nodes[member].unsettledNeeds = unsettled
+        if listedInGroup, let group = node.group { nodes[group].members.append(member) }
+        unsettledMain += 1
+        return member
+    }
+
+    /// A running group's deadline passed: it is marked timed out (its
+    /// members, made or not, are then cancelled); false when it was not running.
+    mutating func groupDeadlinePassed(_ group: Int) -> Bool {
+        guard nodes[group].status == .running else { return false }
+        nodes[group].groupTimedOut = true
+        return true
+    }
+
     /// How a group ends: its status and why (a cancel reason, or text).
     struct GroupOutcome: Equatable {
         var status: TaskStatus

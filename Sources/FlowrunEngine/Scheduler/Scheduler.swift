@@ -18,6 +18,10 @@ struct Scheduler {
     var nodes = RunNodes()
     /// The run's slots, group limits, semaphores, CPUs and memory.
     var pool: SlotPool
+    /// Pool resources by semaphore name: declared ones from the start, a
+    /// family's added as tasks first name them (`semaphoreResource(named:)`).
+    var resourceOfSemaphore: [String: Int]
+    let semaphoreTable: SemaphoreTable
     /// When each deadline falls due, on `clock`.
     var deadlines = Deadlines()
     let clock: any SchedulerClock
@@ -35,8 +39,11 @@ struct Scheduler {
     /// A second signal: everything is cancelled at once, `finally` included.
     var killingEverything = false
 
-    init(pool: SlotPool, clock: any SchedulerClock, runTimeout: Duration?, queue: DispatchQueue) {
+    init(pool: SlotPool, semaphores: [String: Int] = [:], semaphoreTable: SemaphoreTable = SemaphoreTable([]),
+         clock: any SchedulerClock, runTimeout: Duration?, queue: DispatchQueue) {
         self.pool = pool
+        resourceOfSemaphore = semaphores
+        self.semaphoreTable = semaphoreTable
         self.clock = clock
         self.runTimeout = runTimeout
         self.queue = queue
