@@ -189,22 +189,15 @@ extension RunEngine {
     private func fanOutSettled(_ group: Int, _ progress: FanOutProgress) {
         cancelTimer(.group(group))
         writeHeldRows(progress)
-        if let failure = progress.feed.failure {
-            settle(group, .failed, why: "foreach: \(failure)")
-        } else if progress.created == 0 && progress.settled == 0 {
-            settle(group, .succeeded, why: "no members")
-        } else if nodes[group].groupTimedOut {
-            settle(group, .timedOut, why: "deadline passed")
-        } else if progress.failed > 0 {
-            settle(group, .failed, why: "a member failed")
-        } else if let stop = progress.firstStop {
-            settle(group, .cancelled, reason: stop.reason)
-        } else if progress.skipped == progress.settled, !(sequentialGroups.contains(group) && progress.skippedByOwnCondition == progress.skipped) {
-            // SPEC §10: what needs it is skipped, as after a skipped task;
-            // not a sequence whose members each chose to skip (SPEC §15).
-            settle(group, .skipped, why: "every member was skipped")
+        let counts = Scheduler.FanOutCounts(
+            created: progress.created, settled: progress.settled, failed: progress.failed, skipped: progress.skipped,
+            skippedByOwnCondition: progress.skippedByOwnCondition, firstStop: progress.firstStop?.reason)
+        let outcome = scheduler.fanOutOutcome(
+            group, counts, feedFailure: progress.feed.failure.map { "foreach: \($0)" }, sequential: sequentialGroups.contains(group))
+        if let reason = outcome.reason {
+            settle(group, outcome.status, reason: reason)
         } else {
-            settle(group, .succeeded)
+            settle(group, outcome.status, why: outcome.why)
         }
     }
 

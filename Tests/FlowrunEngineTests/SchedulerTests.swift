@@ -414,6 +414,27 @@ import Testing
         #expect(!run.withScheduler { $0.startsWaitersFirst(run.index("counted")) }, "the join may cancel waiters")
     }
 
+    @Test func aFanOutsStatusFollowsItsCounts() throws {
+        let run = try SchedulerUnderTest("""
+            groups:
+              g:
+                foreach: [a, b]
+                task: {name: "m-${{ item }}", run: "true"}
+            """)
+        let g = run.index("g")
+        func outcome(_ counts: Scheduler.FanOutCounts, feedFailure: String? = nil, sequential: Bool = false) -> Scheduler.GroupOutcome {
+            run.withScheduler { $0.fanOutOutcome(g, counts, feedFailure: feedFailure, sequential: sequential) }
+        }
+        #expect(outcome(.init(), feedFailure: "foreach: bad").status == .failed)
+        #expect(outcome(.init()) == .init(status: .succeeded, why: "no members"))
+        #expect(outcome(.init(created: 2, settled: 2, failed: 1, firstStop: .failFast)).status == .failed, "a failure outranks a cancel")
+        #expect(outcome(.init(created: 2, settled: 2, firstStop: .failFast)) == .init(status: .cancelled, why: "fail_fast", reason: .failFast))
+        #expect(outcome(.init(created: 2, settled: 2, skipped: 2)).status == .skipped)
+        #expect(outcome(.init(created: 2, settled: 2, skipped: 2, skippedByOwnCondition: 2), sequential: true).status == .succeeded,
+                "a sequence whose members each chose to skip succeeds")
+        #expect(outcome(.init(created: 2, settled: 2, skipped: 1)).status == .succeeded)
+    }
+
     @Test func deadlinesMoveLaterByTheTimeTheRunWasStopped() {
         var deadlines = Deadlines()
         deadlines.arm(.timeout(3), after: .seconds(5), now: 100)

@@ -75,6 +75,34 @@ extension Scheduler {
         return GroupOutcome(status: .succeeded)
     }
 
+    /// What a fan-out's members came to, counted as they settled and were let go.
+    struct FanOutCounts: Equatable {
+        var created = 0
+        var settled = 0
+        var failed = 0
+        var skipped = 0
+        var skippedByOwnCondition = 0
+        /// Why the first member (by index) cancelled other than by a join's quorum was.
+        var firstStop: CancelReason?
+    }
+
+    /// A fan-out whose items are used up and whose members have all
+    /// settled: SPEC §4's status rules from the counts, after a feed that
+    /// failed (`feedFailure`, the reason) and a group with no member.
+    func fanOutOutcome(_ group: Int, _ counts: FanOutCounts, feedFailure: String?, sequential: Bool) -> GroupOutcome {
+        if let feedFailure { return GroupOutcome(status: .failed, why: feedFailure) }
+        if counts.created == 0 && counts.settled == 0 { return GroupOutcome(status: .succeeded, why: "no members") }
+        if nodes[group].groupTimedOut { return GroupOutcome(status: .timedOut, why: "deadline passed") }
+        if counts.failed > 0 { return GroupOutcome(status: .failed, why: "a member failed") }
+        if let stop = counts.firstStop { return GroupOutcome(status: .cancelled, why: stop.rawValue, reason: stop) }
+        if counts.skipped == counts.settled, !(sequential && counts.skippedByOwnCondition == counts.skipped) {
+            // SPEC §10: what needs it is skipped, as after a skipped task;
+            // not a sequence whose members each chose to skip (SPEC §15).
+            return GroupOutcome(status: .skipped, why: "every member was skipped")
+        }
+        return GroupOutcome(status: .succeeded)
+    }
+
     /// A static member of a running group settled; true when it was the last.
     mutating func staticMemberSettled(_ group: Int) -> Bool {
         nodes[group].unsettledMembers -= 1
