@@ -4,27 +4,10 @@ import FlowrunValues
 /// A group's own `when:` and `if:` (SPEC §15): read as a task's once its
 /// needs have settled; a group that does not start skips its members.
 extension RunEngine {
-    /// Whether the group whose needs have settled starts; else it is settled here.
-    func groupPassesItsConditions(_ index: Int) -> Bool {
-        let needs = nodes[index].needs
-        guard let group = groupConditions[index] else {
-            // Most groups: when: success and no if:.
-            if needs.allSatisfy({ nodes[$0].isOK }) { return true }
-            skipGroup(index, why: "a need did not succeed")
-            return false
-        }
-        let runs: Bool
-        switch group.when {
-        case .success: runs = needs.allSatisfy { nodes[$0].isOK }
-        case .failure: runs = needs.contains { nodes[$0].isFailure && !nodes[$0].isOK }
-        case .always: runs = true
-        }
-        guard runs else {
-            nodes[index].skippedByOwnCondition = group.when == .failure
-            skipGroup(index, why: group.when == .failure ? "no need failed" : "a need did not succeed")
-            return false
-        }
-        guard let condition = group.condition else { return true }
+    /// Whether the group whose needs have settled, and whose `when:` holds
+    /// (`Scheduler.readiness`), starts: its `if:`; else it is settled here.
+    func groupPassesItsCondition(_ index: Int) -> Bool {
+        guard let condition = groupConditions[index]?.condition else { return true }
         let holds: Bool
         do throws(TemplateRenderError) {
             try ValueLimit.check(condition.value, at: condition.location, in: context(for: index), measuringValues: true)

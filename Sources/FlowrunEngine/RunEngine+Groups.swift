@@ -29,9 +29,8 @@ extension RunEngine {
             membersAllSettled(index)
             return
         }
-        for member in waiting {
-            nodes[member].unsettledNeeds -= 1
-            if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+        for member in waiting where scheduler.needSettled(member) {
+            needsSettled(member)
         }
     }
 
@@ -50,7 +49,7 @@ extension RunEngine {
                 problem = memberNameProblem(group: index, fanOut: fanOut, makeFeed: makeFeed)
             }
             if problem == nil {
-                let window = fanOut.sequential ? 2 : fanOutWindow(fanOut)
+                let window = fanOut.sequential ? 2 : scheduler.fanOutWindow(for: fanOut.demand)
                 fanOutProgress[index] = FanOutProgress(
                     feed: feed, window: window, keepsMembers: groupsWithMembersRead.contains(nodes[index].name),
                     groupResource: resourceOfGroup[nodes[index].name])
@@ -69,22 +68,10 @@ extension RunEngine {
         let members = nodes[index].members
         fanOutProgress[index]?.unsettled = members.count
         fanOutProgress[index]?.staticMembers = members.count
-        for member in members {
-            nodes[member].unsettledNeeds -= 1
-            if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+        for member in members where scheduler.needSettled(member) {
+            needsSettled(member)
         }
         refillFanOut(index)
-    }
-
-    /// Members unsettled at once: the slots the members can hold at most
-    /// (the run's, their group limit's, their semaphores'), and 16 more
-    /// waiting, so a freed slot always has a member to take it.
-    private func fanOutWindow(_ fanOut: FanOut) -> Int {
-        var slots = Int.max
-        for (resource, amount) in fanOut.demand.pairs where amount > 0 {
-            slots = min(slots, pool.capacity(of: resource) / amount)
-        }
-        return min(max(slots, 1), 100_000) + 16
     }
 
     /// `no item has the field …` when the template reads a field no item
@@ -154,8 +141,7 @@ extension RunEngine {
                 nodes[member].unsettledNeeds = 0
                 settle(member, .cancelled, reason: reason)
             } else {
-                nodes[member].unsettledNeeds -= 1
-                if nodes[member].unsettledNeeds == 0 { needsSettled(member) }
+                if scheduler.needSettled(member) { needsSettled(member) }
             }
             if let retiring { retireMember(retiring) }
         }
@@ -176,16 +162,7 @@ extension RunEngine {
         }
         node.demand = fanOut.demand
         node.timeout = fanOut.timeout
-        let member = nodes.addMember(node)
-        var unsettled = 1
-        for need in nodes[member].needs where !nodes[need].status.isFinal {
-            nodes[need].dependents.append(member)
-            unsettled += 1
-        }
-        nodes[member].unsettledNeeds = unsettled
-        if fanOutProgress[group]?.keepsMembers == true { nodes[group].members.append(member) }
-        unsettledMain += 1
-        return member
+        return scheduler.addMember(node, listedInGroup: fanOutProgress[group]?.keepsMembers == true)
     }
 
     /// A fan-out member has settled: counted, then let go unless something
@@ -212,22 +189,15 @@ extension RunEngine {
     private func fanOutSettled(_ group: Int, _ progress: FanOutProgress) {
         cancelTimer(.group(group))
         writeHeldRows(progress)
-        if let failure = progress.feed.failure {
-            settle(group, .failed, why: "foreach: \(failure)")
-        } else if progress.created == 0 && progress.settled == 0 {
-            settle(group, .succeeded, why: "no members")
-        } else if nodes[group].groupTimedOut {
-            settle(group, .timedOut, why: "deadline passed")
-        } else if progress.failed > 0 {
-            settle(group, .failed, why: "a member failed")
-        } else if let stop = progress.firstStop {
-            settle(group, .cancelled, reason: stop.reason)
-        } else if progress.skipped == progress.settled, !(sequentialGroups.contains(group) && progress.skippedByOwnCondition == progress.skipped) {
-            // SPEC §10: what needs it is skipped, as after a skipped task;
-            // not a sequence whose members each chose to skip (SPEC §15).
-            settle(group, .skipped, why: "every member was skipped")
+        let counts = Scheduler.FanOutCounts(
+            created: progress.created, settled: progress.settled, failed: progress.failed, skipped: progress.skipped,
+            skippedByOwnCondition: progress.skippedByOwnCondition, firstStop: progress.firstStop?.reason)
+        let outcome = scheduler.fanOutOutcome(
+            group, counts, feedFailure: progress.feed.failure.map { "foreach: \($0)" }, sequential: sequentialGroups.contains(group))
+        if let reason = outcome.reason {
+            settle(group, outcome.status, reason: reason)
         } else {
-            settle(group, .succeeded)
+            settle(group, outcome.status, why: outcome.why)
         }
     }
 
@@ -303,35 +273,23 @@ extension RunEngine {
             fanOutMemberSettled(group, member, progress)
             return
         }
-        nodes[group].unsettledMembers -= 1
-        guard nodes[group].unsettledMembers == 0 else { return }
+        guard scheduler.staticMemberSettled(group) else { return }
         membersAllSettled(group)
     }
 
-    /// A static group's members have all settled: its own status from theirs.
+    /// A static group's members have all settled: its own status from theirs (`Scheduler.staticGroupOutcome`).
     private func membersAllSettled(_ group: Int) {
         cancelTimer(.group(group))
-        let members = nodes[group].members
-        if nodes[group].groupTimedOut {
-            settle(group, .timedOut, why: "deadline passed")
-        } else if members.contains(where: { nodes[$0].isFailure && !(nodes[$0].definition?.value.continueOnError ?? false) }) {
-            settle(group, .failed, why: "a member failed")
-        } else if let stop = members.lazy.compactMap({ self.nodes[$0].cancelReason }).first(where: { $0 != .joinSettled }) {
-            settle(group, .cancelled, reason: stop)
-        } else if !members.isEmpty, members.allSatisfy({ nodes[$0].status == .skipped }),
-                  !(sequentialGroups.contains(group) && members.allSatisfy { nodes[$0].skippedByOwnCondition }) {
-            // SPEC §10: what needs it is skipped, as after a skipped task;
-            // not a sequence whose members each chose to skip: a job in
-            // GitHub's sense succeeds when every step was skipped by its `if:` (SPEC §15).
-            settle(group, .skipped, why: "every member was skipped")
+        let outcome = scheduler.staticGroupOutcome(group, sequential: sequentialGroups.contains(group))
+        if let reason = outcome.reason {
+            settle(group, outcome.status, reason: reason)
         } else {
-            settle(group, .succeeded)
+            settle(group, outcome.status, why: outcome.why)
         }
     }
 
     private func groupTimedOut(_ index: Int) {
-        guard nodes[index].status == .running else { return }
-        nodes[index].groupTimedOut = true
+        guard scheduler.groupDeadlinePassed(index) else { return }
         for member in members(of: index) where !nodes[member].status.isFinal {
             cancel(member, reason: .groupTimeout)
         }

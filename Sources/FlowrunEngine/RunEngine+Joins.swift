@@ -3,16 +3,11 @@ import FlowrunEvents
 /// Joins (SPEC §5): complete at quorum and cancel the rest, fail when the
 /// quorum is out of reach, or stop waiting at the deadline with partial results.
 extension RunEngine {
-    /// The join's clock starts when the first of its members starts.
-    func joinClockStarts(_ index: Int) {
-        guard nodes[index].kind == .join, nodes[index].startedAt == nil else { return }
-        nodes[index].startedAt = elapsed
-        nodes[index].status = .running
+    /// A join's clock started (`Scheduler.markStarted`): its deadline, if it has one.
+    func armJoinDeadline(_ index: Int) {
         if let timeout = nodes[index].timeout {
             startTimer(.join(index), after: timeout) { $0.joinTimedOut(index) }
         }
-        // A join that waits for joins starts their clocks too.
-        for join in nodes[index].joins { joinClockStarts(join) }
     }
 
     /// `flowrun watch`: the join runs again, its clock, deadline and counts
@@ -28,49 +23,26 @@ extension RunEngine {
     }
 
     func joinMemberSettled(_ index: Int) {
-        guard !nodes[index].status.isFinal else { return }
-        nodes[index].settledMembers += 1
-        let succeeded = nodes[index].members.filter(countsAsSucceeded).count
-        nodes[index].succeededMembers = succeeded
-        let total = nodes[index].members.count
-        let required = nodes[index].required
-        if succeeded >= required {
-            completeJoin(index, .succeeded, why: "\(succeeded)/\(total) succeeded")
-        } else if total - nodes[index].settledMembers + succeeded < required {
-            completeJoin(index, .failed, why: "only \(succeeded) of \(total) can succeed, \(required) needed")
-        }
-    }
-
-    /// Whether a member counts toward `need` (SPEC §5): it succeeded, or it
-    /// failed with `continue_on_error: true` — allowed to fail, as for its
-    /// dependents; the join block still shows it failed.
-    func countsAsSucceeded(_ member: Int) -> Bool {
-        nodes[member].isOK
+        if let verdict = scheduler.joinMemberSettled(index) { completeJoin(index, verdict) }
     }
 
     /// Joins with nothing to wait for complete at once.
     func settleEmptyJoins() {
-        for index in nodes.indices where nodes[index].kind == .join && nodes[index].status == .pending && nodes[index].required == 0 {
-            completeJoin(index, .succeeded, why: "nothing to wait for")
+        for index in scheduler.emptyJoins() where nodes[index].status == .pending {
+            completeJoin(index, Scheduler.JoinVerdict(status: .succeeded, why: "nothing to wait for"))
         }
     }
 
     private func joinTimedOut(_ index: Int) {
-        guard !nodes[index].status.isFinal, let join = nodes[index].joinDefinition else { return }
-        nodes[index].joinTimedOut = true
-        completeJoin(index, join.onTimeout == .continue ? .succeeded : .timedOut, why: "deadline passed")
+        if let verdict = scheduler.joinDeadlinePassed(index) { completeJoin(index, verdict) }
     }
 
-    private func completeJoin(_ index: Int, _ status: TaskStatus, why: String) {
+    /// Settles the join, then cancels the members it no longer waits for (`Scheduler.losers`).
+    private func completeJoin(_ index: Int, _ verdict: Scheduler.JoinVerdict) {
         cancelTimer(.join(index))
-        let unsettled = nodes[index].members.filter { !nodes[$0].status.isFinal }
-        settle(index, status, why: why)
-        // At quorum or the deadline the members still running are no longer
-        // wanted: cancelled, not failed. A join that can no longer succeed
-        // lets them finish (as make -k and go-task do: their work and logs
-        // may be what the user needs next), unless `fail_fast` stops the run.
-        guard status != .failed || plan.workflow.failFast else { return }
-        for member in unsettled where !nodes[member].status.isFinal {
+        let losers = scheduler.losers(of: index, completingAs: verdict.status, failFast: plan.workflow.failFast)
+        settle(index, verdict.status, why: verdict.why)
+        for member in losers where !nodes[member].status.isFinal {
             cancel(member, reason: .joinSettled)
         }
     }
@@ -195,7 +167,6 @@ extension RunEngine {
 
     /// The join whose quorum (or deadline) cancelled a member: one it, or its group, counts for that has completed.
     func cancellingJoin(of index: Int) -> String? {
-        let joins = nodes[index].joins + (nodes[index].group.map { nodes[$0].joins } ?? [])
-        return joins.first { nodes[$0].status.isFinal }.map { nodes[$0].name }
+        scheduler.cancellingJoin(of: index).map { nodes[$0].name }
     }
 }

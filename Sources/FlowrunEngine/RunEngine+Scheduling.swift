@@ -11,38 +11,35 @@ import FlowrunEvents
 extension RunEngine {
     /// Every need of `index` has settled (and, for a member, its group has started).
     func needsSettled(_ index: Int) {
-        guard nodes[index].status == .pending else { return }
-        if let reason = stopReason(for: index) {
+        let when: RunCondition
+        switch nodes[index].kind {
+        case .task: when = nodes[index].definition?.value.when ?? .success
+        case .group: when = groupConditions[index]?.when ?? .success
+        case .join: when = .success
+        }
+        switch scheduler.readiness(of: index, when: when) {
+        case .settled, .waitsForMembers:
+            return
+        case .cancel(let reason):
             settle(index, .cancelled, reason: reason)
             return
+        case .outOfOrder(let previous):
+            let why = orderSkipReason(index, after: previous)
+            if nodes[index].kind == .group { skipGroup(index, why: why) } else { settle(index, .skipped, why: why) }
+            return
+        case .skip(let why):
+            if nodes[index].kind == .group { skipGroup(index, why: why) } else { settle(index, .skipped, why: why) }
+            return
+        case .run:
+            break
         }
         switch nodes[index].kind {
         case .group:
-            if let previous = nodes[index].runsAfter, breaksSequence(previous) {
-                skipGroup(index, why: orderSkipReason(index, after: previous))
-                return
-            }
-            if groupPassesItsConditions(index) { activateGroup(index) }
+            if groupPassesItsCondition(index) { activateGroup(index) }
         case .join:
             break
         case .task:
             guard let task = nodes[index].definition else { return }
-            if let previous = nodes[index].runsAfter, breaksSequence(previous) {
-                settle(index, .skipped, why: orderSkipReason(index, after: previous))
-                return
-            }
-            let needs = nodes[index].needs
-            let runs: Bool
-            switch task.value.when {
-            case .success: runs = needs.allSatisfy { nodes[$0].isOK }
-            case .failure: runs = needs.contains { nodes[$0].isFailure && !nodes[$0].isOK }
-            case .always: runs = true
-            }
-            guard runs else {
-                nodes[index].skippedByOwnCondition = task.value.when == .failure
-                settle(index, .skipped, why: task.value.when == .failure ? "no need failed" : "a need did not succeed")
-                return
-            }
             if let condition = task.value.condition {
                 let holds: Bool
                 do throws(TemplateRenderError) {
@@ -68,20 +65,14 @@ extension RunEngine {
         }
     }
 
-    /// Whether a node that became ready must be cancelled instead: the run is
-    /// stopping, or its group has timed out.
+    /// Whether a node that became ready must be cancelled instead (`Scheduler.stopReason`).
     func stopReason(for index: Int) -> CancelReason? {
-        if nodes[index].isFinally { return killingEverything ? .signal : nil }
-        if let stopping { return stopping }
-        if let group = nodes[index].group, nodes[group].groupTimedOut { return .groupTimeout }
-        return nil
+        scheduler.stopReason(for: index)
     }
 
     /// Asks for slots; starts at once if they are free, else reports what it waits on.
     func enqueue(_ index: Int) {
-        guard let demand = nodes[index].demand else { return }
-        nodes[index].status = .waiting
-        pool.enqueue(index, demand: demand)
+        guard scheduler.enqueue(index), let demand = nodes[index].demand else { return }
         admitWaiters()
         if nodes[index].status == .waiting {
             if waitsOnlyForItsFanOutsSlots(index, demand.resources) { return }
@@ -127,17 +118,14 @@ extension RunEngine {
     }
 
     func admitWaiters() {
-        while let index = pool.admitNext() {
-            nodes[index].holdsSlots = true
+        while let index = scheduler.admitNext() {
             if let group = nodes[index].group, let progress = fanOutProgress[group], !progress.parked.isEmpty { progress.parked.remove(index) }
             startAttempt(index)
         }
     }
 
     func releaseSlots(_ index: Int) {
-        guard nodes[index].holdsSlots, let demand = nodes[index].demand else { return }
-        nodes[index].holdsSlots = false
-        pool.release(demand)
+        scheduler.releaseSlots(index)
     }
 
     /// A task's needs and its group's, by name (nil when none): what a
@@ -152,13 +140,7 @@ extension RunEngine {
     }
 
     private func startAttempt(_ index: Int) {
-        nodes[index].attempt += 1
-        nodes[index].status = .running
-        if nodes[index].startedAt == nil { nodes[index].startedAt = elapsed }
-        for join in nodes[index].joins { joinClockStarts(join) }
-        if let group = nodes[index].group {
-            for join in nodes[group].joins { joinClockStarts(join) }
-        }
+        for join in scheduler.markStarted(index, at: elapsed) { armJoinDeadline(join) }
         // What the engine applies, for a reader to check against the plan.
         var started = RunEvent.TaskStarted(
             task: nodes[index].name, attempt: nodes[index].attempt, timeoutSeconds: nodes[index].timeout?.seconds,
@@ -208,21 +190,17 @@ extension RunEngine {
         releaseSlots(index)
         defer { admitWaiters() }
 
-        let task = nodes[index].definition!
-        let retriable = result.status == .failed || result.status == .timedOut
-        if retriable, number <= task.value.retries, stopReason(for: index) == nil {
+        if scheduler.retries(index, after: number, endedAs: result.status) {
             // Back off without holding any slot, then queue again.
             let delay = retryDelay(for: index, after: number)
-            nodes[index].status = .waiting
+            scheduler.backOff(index)
             var retrying = RunEvent.TaskRetrying(
                 task: nodes[index].name, status: result.status, reason: result.reason, exitCode: result.exitCode,
                 signal: result.signal, attempt: number + 1, delay: delay.seconds)
             if result.outOfMemory { retrying.memoryBytes = growMemory(index) }
             emit(event(.taskRetrying(retrying)))
             startTimer(.retry(index), after: delay) { engine in
-                guard engine.nodes.contains(index), engine.nodes[index].status == .waiting else { return }
-                engine.nodes[index].status = .pending
-                engine.enqueue(index)
+                if engine.scheduler.backOffEnded(index) { engine.enqueue(index) }
             }
             return
         }
@@ -257,20 +235,10 @@ extension RunEngine {
         return grown.memoryBytes
     }
 
-    /// The wait before attempt `number + 1`: `retry_delay × backoff^(number−1)`,
-    /// never more than a day (SPEC §8) nor past the run's deadline.
+    /// The wait before attempt `number + 1` (`Scheduler.retryDelay`): the
+    /// run's deadline is its timer's, armed a few milliseconds after `elapsed`'s zero.
     func retryDelay(for index: Int, after number: Int) -> Duration {
-        guard let task = nodes[index].definition?.value else { return .zero }
-        var limit = NumericBounds.longestRetryDelay
-        if let runTimeout = plan.runTimeout {
-            // Just past the deadline: the run stops then, and the retry with it.
-            // The deadline's timer is the reference: it started when the run
-            // began, a few milliseconds after `elapsed`'s zero.
-            let deadline = timerDeadlines[.run] ?? startSeconds + runTimeout.seconds
-            let left = Duration.milliseconds(Int64(max(0, (deadline - Self.monotonicSeconds()) * 1000).rounded()) + 1)
-            limit = min(limit, left)
-        }
-        return Duration.product(task.retryDelay, pow(task.backoff, Double(number - 1)), atMost: limit)
+        scheduler.retryDelay(for: index, after: number, runStartedAt: startSeconds)
     }
 
     /// A task's log in the run record, and where the part inside the record starts.
@@ -298,13 +266,8 @@ extension RunEngine {
     /// Makes a node final, reports it, and tells its group, joins and dependents.
     func settle(_ index: Int, _ status: TaskStatus, why: String? = nil, exitCode: Int? = nil, signal: Int? = nil) {
         guard !nodes[index].status.isFinal else { return }
-        if nodes[index].status == .waiting, let demand = nodes[index].demand, !nodes[index].holdsSlots {
-            pool.remove(index, demand: demand)
-        }
         cancelTimer(.retry(index))
-        nodes[index].status = status
-        nodes[index].finishedAt = elapsed
-        if nodes[index].isFinally { unsettledFinally -= 1 } else { unsettledMain -= 1 }
+        _ = scheduler.markSettled(index, status, at: elapsed)
 
         switch nodes[index].kind {
         case .task:
@@ -322,8 +285,7 @@ extension RunEngine {
             }
             if isServing(index) { emitReady(index) } else { emit(event(.taskFinished(finished))) }
             grownResources[index] = nil
-            if (status == .failed || status == .timedOut) && !(nodes[index].definition?.value.continueOnError ?? false)
-                && plan.workflow.failFast && !nodes[index].isFinally {
+            if scheduler.triggersFailFast(index, status, failFast: plan.workflow.failFast) {
                 stop(because: .failFast)
             }
         case .group:
@@ -344,28 +306,16 @@ extension RunEngine {
             emitJoinCompleted(index, status: status)
         }
 
-        if status == .succeeded && startsWaitersFirst(index) { admitWaiters() }
+        if status == .succeeded && scheduler.startsWaitersFirst(index) { admitWaiters() }
         let fanOutMember = nodes[index].index != nil && nodes[index].group.map { fanOutProgress[$0] != nil } == true
         if fanOutMember { recordSettledMember(index) }
         if let group = nodes[index].group { memberSettled(group, member: index) }
         for join in nodes[index].joins { joinMemberSettled(join) }
-        for dependent in nodes[index].dependents where nodes.contains(dependent) {
-            nodes[dependent].unsettledNeeds -= 1
-            if nodes[dependent].unsettledNeeds == 0 { needsSettled(dependent) }
+        for dependent in nodes[index].dependents where scheduler.needSettled(dependent) {
+            needsSettled(dependent)
         }
         finishIfDone()
         if fanOutMember { retireMember(index) }
-    }
-
-    /// Whether a task that succeeded may hand its freed slot to the next
-    /// waiter before its dependents, group and joins hear of it: the next
-    /// task starts sooner, and no waiter is chosen differently (dependents
-    /// queue behind every waiter already there). Not when a join could
-    /// complete and cancel waiters that would otherwise have started.
-    private func startsWaitersFirst(_ index: Int) -> Bool {
-        guard nodes[index].kind == .task, nodes[index].joins.isEmpty else { return false }
-        guard let group = nodes[index].group else { return true }
-        return nodes[group].joins.isEmpty
     }
 
     /// The last lines of a failed task's log, for the reporter.

@@ -4,14 +4,9 @@ import FlowrunValues
 /// Semaphore pools made during the run: a family's pool when a task first
 /// names it, and names computed from `${{ }}` when the task is ready (SPEC §15).
 extension RunEngine {
-    /// The pool resource of a semaphore name: declared, made already, or made
-    /// now from the family that matches it; nil when none does.
+    /// The pool resource of a semaphore name (`Scheduler.semaphoreResource`).
     func semaphoreResource(named name: String) -> Int? {
-        if let resource = resourceOfSemaphore[name] { return resource }
-        guard let pool = semaphoreTable.pool(named: name) else { return nil }
-        let resource = self.pool.addResource(capacity: pool.capacity, name: "semaphore \(name)")
-        resourceOfSemaphore[name] = resource
-        return resource
+        scheduler.semaphoreResource(named: name)
     }
 
     /// Fills in the task's computed semaphore names and adds their pools to

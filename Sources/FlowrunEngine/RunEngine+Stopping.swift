@@ -40,8 +40,7 @@ extension RunEngine {
             return
         }
         // Once stopping, or once finally has begun, there is nothing more to stop.
-        guard stopping == nil, !finallyStarted else { return }
-        stopping = reason
+        guard scheduler.beginStopping(reason) else { return }
         for index in nodes.indices where !nodes[index].isFinally && nodes[index].kind == .task && !nodes[index].status.isFinal {
             cancel(index, reason: reason)
         }
@@ -77,10 +76,7 @@ extension RunEngine {
     }
 
     func startFinally() {
-        finallyStarted = true
         cancelTimer(.run)
-        for index in nodes.indices where nodes[index].isFinally && nodes[index].unsettledNeeds == 0 {
-            needsSettled(index)
-        }
+        for index in scheduler.beginFinally() { needsSettled(index) }
     }
 }

@@ -39,9 +39,9 @@ extension RunEngine {
         self.suspendedAt = nil
         let now = Self.monotonicSeconds()
         let stoppedFor = now - suspendedAt
+        scheduler.deadlines.postpone(by: stoppedFor)
         for (key, timer) in timers {
-            let deadline = (timerDeadlines[key] ?? now) + stoppedFor
-            timerDeadlines[key] = deadline
+            let deadline = scheduler.deadlines.due[key] ?? now + stoppedFor
             timer.schedule(deadline: .now() + .nanoseconds(Int(max(0, deadline - now) * 1e9)))
         }
         signalRunningGroups(SIGCONT)

@@ -47,7 +47,16 @@ package final class RunEngine: @unchecked Sendable {
     /// The watch could not keep watching (a limit, a record): the run ends, exit 1.
     var watchFailed = false
 
-    var nodes = RunNodes()
+    /// When each task runs: nodes, counters, slots, deadlines, joins,
+    /// skips (Scheduler/). The engine drives it and owns how tasks run.
+    var scheduler: Scheduler
+    /// The scheduler's nodes, in place: read and changed through the
+    /// coroutines without a copy of the array (a copy-on-write copy of
+    /// every node would be made if this were `get`/`set`).
+    var nodes: RunNodes {
+        @inline(__always) _read { yield scheduler.nodes }
+        @inline(__always) _modify { yield &scheduler.nodes }
+    }
     /// Each running (or finished) fan-out's feed and counts, by the group's node index.
     var fanOutProgress = ByGroupIndex<FanOutProgress>()
     /// Names made by fan-outs named other than `GROUP[INDEX]` (see RunEngine+MemberNames.swift).
@@ -72,7 +81,11 @@ package final class RunEngine: @unchecked Sendable {
     /// Settled fan-out members' summary rows, spilled to disk as they settle.
     var summaryRows = RecordSpill()
     var indexByName: [String: Int] = [:]
-    var pool: SlotPool
+    /// The scheduler's slot pool, in place.
+    var pool: SlotPool {
+        @inline(__always) _read { yield scheduler.pool }
+        @inline(__always) _modify { yield &scheduler.pool }
+    }
     /// Resource 0 of the pool: the run's `max_parallel` slots.
     static let runSlots = 0
     /// Resources 1 and 2: declared CPUs and memory against `capacity` (`ResourceUnits`).
@@ -86,8 +99,7 @@ package final class RunEngine: @unchecked Sendable {
     /// Pool resources by group and semaphore name (a family's pools are
     /// added as tasks first name them: `semaphoreResource(named:)`).
     let resourceOfGroup: [String: Int]
-    var resourceOfSemaphore: [String: Int]
-    let semaphoreTable: SemaphoreTable
+    var resourceOfSemaphore: [String: Int] { scheduler.resourceOfSemaphore }
     /// A group's fan-out as its plan step gives it: what each member runs,
     /// over which items, holding which slots, under which deadline. A class:
     /// read for every member made, and a struct this size was copied out of
@@ -166,14 +178,10 @@ package final class RunEngine: @unchecked Sendable {
     }
     private var treeSerial = 0
     /// What a timer is for: a node's deadline or retry delay, or the run's deadline.
-    enum TimerKey: Hashable {
-        case run
-        case timeout(Int), retry(Int), group(Int), join(Int)
-    }
+    typealias TimerKey = Deadlines.Key
+    /// The timers that fire the scheduler's deadlines (`scheduler.deadlines`
+    /// says when each falls due; one timer per armed deadline).
     var timers: [TimerKey: any DispatchSourceTimer] = [:]
-    /// When each timer fires (CLOCK_MONOTONIC seconds), to pause and resume
-    /// it across Ctrl-Z (see RunEngine+Suspension.swift).
-    var timerDeadlines: [TimerKey: Double] = [:]
     /// Since when flowrun and its tasks are stopped (Ctrl-Z), or nil.
     var suspendedAt: Double?
     /// Tasks that wait for descriptors to come free, run when a task ends.
@@ -190,15 +198,29 @@ package final class RunEngine: @unchecked Sendable {
     private var deferredEvents: [RunEvent] = []
     private var defersEvents = false
     private lazy var deliverDeferredAtBatchEnd: () -> Void = { [weak self] in self?.deliverDeferredEvents() }
-    /// Main-phase nodes not yet final; when it reaches 0 `finally` starts.
-    var unsettledMain = 0
-    var unsettledFinally = 0
-    var finallyStarted = false
-    /// Set once the run is being stopped: nothing new starts in the main phase.
-    var stopping: CancelReason?
-    var stopSignal: Int32?
+    /// The scheduler's phase counters and stopping state (Scheduler.swift), by their old names.
+    var unsettledMain: Int {
+        get { scheduler.unsettledMain }
+        set { scheduler.unsettledMain = newValue }
+    }
+    var unsettledFinally: Int {
+        get { scheduler.unsettledFinally }
+        set { scheduler.unsettledFinally = newValue }
+    }
+    var finallyStarted: Bool {
+        get { scheduler.finallyStarted }
+        set { scheduler.finallyStarted = newValue }
+    }
+    var stopping: CancelReason? {
+        get { scheduler.stopping }
+        set { scheduler.stopping = newValue }
+    }
     /// A second signal: everything is killed at once, `finally` included.
-    var killingEverything = false
+    var killingEverything: Bool {
+        get { scheduler.killingEverything }
+        set { scheduler.killingEverything = newValue }
+    }
+    var stopSignal: Int32?
     /// Set when a task found no descriptor left with nothing running to
     /// free one: what stderr says at the end (`DescriptorLimit.exhausted`).
     var shortOfDescriptors: String?
@@ -251,14 +273,17 @@ package final class RunEngine: @unchecked Sendable {
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         startWallSeconds = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
-        (pool, resourceOfSemaphore, resourceOfGroup) = Self.slotPool(for: plan)
+        let (pool, semaphores, groups) = Self.slotPool(for: plan)
+        resourceOfGroup = groups
+        scheduler = Scheduler(
+            pool: pool, semaphores: semaphores, semaphoreTable: SemaphoreTable(plan.workflow.semaphores),
+            clock: MonotonicSchedulerClock(), runTimeout: plan.runTimeout, queue: queue)
         // A task with resources runs in a cgroup: the run's folder is made
         // now (or why it cannot be, said at the start); none without them.
         let declaresResources = (plan.steps + plan.finallySteps).contains { step in
             step.sharedTask.map { $0.value.resources != nil && plan.workflow.executor(of: $0.value) == .local } ?? false
         }
         runCgroups = attemptFactory == nil && declaresResources ? RunCgroups(runID: record.runID) : nil
-        semaphoreTable = SemaphoreTable(plan.workflow.semaphores)
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
@@ -403,8 +428,7 @@ package final class RunEngine: @unchecked Sendable {
         if let timeout = plan.runTimeout {
             startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }
         }
-        let roots = nodes.indices.filter { !nodes[$0].isFinally && nodes[$0].unsettledNeeds == 0 && nodes[$0].kind != .join }
-        readyRoots(roots[...])
+        readyRoots(scheduler.roots()[...])
     }
 
     /// Queues the nodes that need nothing, a few hundred per turn of the
@@ -425,17 +449,17 @@ package final class RunEngine: @unchecked Sendable {
     func finishIfDone() {
         if watchState != nil, finishWatchIfStopped() { return }
         guard !finished else { return }
-        if unsettledMain == 0 && !finallyStarted {
+        if scheduler.finallyIsDue {
             startFinally()
         }
-        guard unsettledMain == 0, finallyStarted, unsettledFinally == 0 else { return }
+        guard scheduler.allSettled else { return }
         // Services last: `finally` may still have used them. Each one's end calls here again.
         // Under `watch` they keep running into the next run, until the watch is stopped.
         if watchState == nil || stopping != nil, stopServices() { return }
         finished = true
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
-        timerDeadlines.removeAll()
+        scheduler.deadlines.disarmAll()
         var code = exitCode()
         // A record that could not be written fails the run (unless a signal or timeout already did).
         if code == 0 && record.failure != nil { code = 1 }
@@ -477,28 +501,23 @@ package final class RunEngine: @unchecked Sendable {
         if let stopSignal { return 128 + stopSignal }
         if stopping == .runTimeout { return 124 }
         // By index: copying every node to look at it showed at 100,000 tasks.
-        return settledMemberFailed || nodes.indices.contains(where: countsAsFailure) ? 1 : 0
-    }
-
-    private func countsAsFailure(_ index: Int) -> Bool {
-        // Fields read one by one: a node read whole is a copy (some 20 references retained).
-        guard nodes[index].status.isFailure else { return false }
-        return nodes[index].kind != .task || !(nodes[index].definition?.value.continueOnError ?? false)
+        return settledMemberFailed || nodes.indices.contains(where: scheduler.countsAsFailure) ? 1 : 0
     }
 
     // MARK: - Timers
 
-    /// A one-shot timer on the engine queue, replaced if `key` is reused.
+    /// Arms the scheduler's deadline `key` and a one-shot timer on the
+    /// engine queue that fires it, replaced if `key` is reused.
     func startTimer(_ key: TimerKey, after delay: Duration, _ action: @escaping (RunEngine) -> Void) {
         timers[key]?.cancel()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .nanoseconds(delay.nanoseconds))
-        timerDeadlines[key] = Self.monotonicSeconds() + Double(delay.nanoseconds) / 1e9
+        scheduler.deadlines.arm(key, after: delay, now: scheduler.clock.now)
         timer.setEventHandler { [weak self] in
             guard let self else { return }
             // A source must be cancelled before its last reference goes, even after it fired.
             self.timers.removeValue(forKey: key)?.cancel()
-            self.timerDeadlines[key] = nil
+            self.scheduler.deadlines.disarm(key)
             action(self)
         }
         timers[key] = timer
@@ -510,7 +529,7 @@ package final class RunEngine: @unchecked Sendable {
         guard !timers.isEmpty else { return }
         guard let timer = timers.removeValue(forKey: key) else { return }
         timer.cancel()
-        timerDeadlines[key] = nil
+        scheduler.deadlines.disarm(key)
     }
 
     // MARK: - Signals
