@@ -165,7 +165,8 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         output.end(.stderr)
         result.outputs = readOutputs()
         result.take(output.close())
-        completion(result)
+        // On a later turn: the progress the last read found reaches the engine first, as a local task's does.
+        queue.async { [completion, result] in completion(result) }
     }
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the log.
