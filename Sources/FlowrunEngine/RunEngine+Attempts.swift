@@ -33,10 +33,11 @@ extension RunEngine {
     }
 
     /// An attempt of `work` on `executor`, with an `AttemptOutput` when its attempts print.
-    /// `logName`: as `makeOutput`'s.
-    func start<E: Executor>(_ work: E.Work, on executor: E, for index: Int, logName: String? = nil,
+    /// `logName`, `logPathForFiles`: as `makeOutput`'s.
+    func start<E: Executor>(_ work: E.Work, on executor: E, for index: Int, logName: String? = nil, logPathForFiles: String? = nil,
                             completion: @escaping (AttemptResult) -> Void) -> any TaskAttempt {
-        executor.attempt(work, output: executor.printsOutput ? makeOutput(for: index, logName: logName) : nil, end: completion)
+        let output = executor.printsOutput ? makeOutput(for: index, logName: logName, logPathForFiles: logPathForFiles) : nil
+        return executor.attempt(work, output: output, end: completion)
     }
 
     /// The sink of one attempt's output (see `AttemptOutput`): the task's
@@ -44,13 +45,14 @@ extension RunEngine {
     /// `--stream` and a `line` probe, `::progress::` as `task_progress`.
     /// `logName`: the log is named so, not after the task (a service's
     /// `ready: {run: …}` probe writes beside its log; its lines are not streamed).
-    func makeOutput(for index: Int, logName: String? = nil) -> AttemptOutput {
+    /// `logPathForFiles`: `record.logPathForFiles` when the caller has it already (it makes the shard).
+    func makeOutput(for index: Int, logName: String? = nil, logPathForFiles: String? = nil) -> AttemptOutput {
         let name = logName ?? nodes[index].name
         // The window is two bytes over the limit, so a value of exactly 1 MiB
         // keeps its `\r\n` and stays whole; any longer value is spilled whole.
         let capture = StdoutCapture(
             limit: ValueLimit.bytes + 2,
-            spill: StdoutSpill.Location(log: record.logPathForFiles(index: index, name: name), attempt: nodes[index].attempt),
+            spill: StdoutSpill.Location(log: logPathForFiles ?? record.logPathForFiles(index: index, name: name), attempt: nodes[index].attempt),
             spillAfter: ValueLimit.bytes)
         let engine = WeakEngine(engine: self)
         return AttemptOutput(

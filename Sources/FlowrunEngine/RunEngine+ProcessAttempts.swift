@@ -62,7 +62,7 @@ extension RunEngine {
             let executor = LocalProcessExecutor(
                 queue: queue, pump: pump, reaper: reaper, killer: killer, escapeesExist: escapeesExist,
                 descriptorsFit: descriptorsFit, waitForDescriptors: descriptorWait)
-            return start(setup, on: executor, for: index, logName: logName, completion: completion)
+            return start(setup, on: executor, for: index, logName: logName, logPathForFiles: setup.logPathForFiles, completion: completion)
         } catch {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
         }
