@@ -68,9 +68,10 @@ extension RunEngine {
         }
     }
 
-    /// What sees each line of a task's output, on the loop's thread: the
-    /// reporters with `--stream`, and a service's `line` probe. Nil when
-    /// nothing does (lines are then not even split).
+    /// What sees each line of a task's output, where it is read (the loop's
+    /// thread; the engine's queue for a Slurm job): the reporters with
+    /// `--stream`, and a service's `line` probe (local only: checked). Nil
+    /// when nothing does (lines are then not even split).
     func lineHandler(for index: Int, streaming name: String?) -> (@Sendable (String, Bool) -> Void)? {
         var streamed: (@Sendable (String, Bool) -> Void)?
         if streamsOutput, let name {

@@ -108,10 +108,10 @@ import Testing
         await #expect(processExitsWith: .failure) { ThreadRuleTests.cancelSlurmAttempt(onQueue: false) }
     }
 
-    static let temporaryFolders = Mutex<[String]>([])
-
-    /// Runs `body` on `queue`, or on the calling thread.
-    static func call(onQueue: Bool, _ queue: DispatchQueue, _ body: () -> Void) {
+    /// Runs `body` on `queue`, or on the calling thread. The record's folder
+    /// goes first: nothing is written to it by then, and the call may stop the process.
+    static func call(onQueue: Bool, _ queue: DispatchQueue, removing record: RunRecord, _ body: () -> Void) {
+        try? FileManager.default.removeItem(atPath: (record.directory as NSString).deletingLastPathComponent)
         if onQueue { queue.sync(execute: body) } else { body() }
     }
 
@@ -128,7 +128,7 @@ import Testing
             queue: queue, pump: OutputPump(loop: loop), reaper: reaper, killer: ProcessTreeKiller(),
             escapeesExist: { false }, descriptorsFit: { true }, waitForDescriptors: { _ in false })
         let attempt = executor.attempt(setup, output: output) { _ in }
-        call(onQueue: onQueue, queue) { attempt.start() }
+        call(onQueue: onQueue, queue, removing: record) { attempt.start() }
     }
 
     static func cancelHTTPAttempt(onQueue: Bool) {
@@ -139,7 +139,7 @@ import Testing
             log: record.log(index: 0, name: "t", exists: false), secretMasker: nil)
         let attempt = HTTPExecutor(queue: queue, descriptorsFit: { true }, waitForDescriptors: { _ in false })
             .attempt(request, output: nil) { _ in }
-        call(onQueue: onQueue, queue) { attempt.cancel(as: .cancelled, reason: "test", through: TeardownStep.immediate) }
+        call(onQueue: onQueue, queue, removing: record) { attempt.cancel(as: .cancelled, reason: "test", through: TeardownStep.immediate) }
     }
 
     static func cancelSlurmAttempt(onQueue: Bool) {
@@ -153,17 +153,14 @@ import Testing
             spec: SlurmTaskSpec(command: ["/bin/true"], environment: [], workingDirectory: "/", files: SlurmFiles(stem: record.directory + "/t.1")),
             task: "t", batchKey: nil, sbatchArguments: [], concurrency: nil, onState: { _, _ in })
         let attempt = SlurmExecutor(session: session, queue: queue).attempt(job, output: output) { _ in }
-        call(onQueue: onQueue, queue) { attempt.cancel(as: .cancelled, reason: "test", through: TeardownStep.graceful(.seconds(1))) }
+        call(onQueue: onQueue, queue, removing: record) { attempt.cancel(as: .cancelled, reason: "test", through: TeardownStep.graceful(.seconds(1))) }
         withExtendedLifetime(session) {}
     }
 
-    /// A run record in a fresh folder (removed when the test's process
-    /// exits normally), and an attempt's output sink in it.
+    /// A run record in a fresh folder (removed by `call`), and an attempt's output sink in it.
     static func recordAndOutput(_ queue: DispatchQueue) -> (RunRecord, AttemptOutput) {
         let directory = NSTemporaryDirectory() + "flowrun-thread-rule-\(UUID().uuidString)"
         try! FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        temporaryFolders.withLock { $0.append(directory) }
-        atexit { temporaryFolders.withLock { for folder in $0 { try? FileManager.default.removeItem(atPath: folder) } } }
         let record = try! RunRecord(baseDirectory: directory)
         let output = AttemptOutput(
             log: record.log(index: 0, name: "t", exists: false), capture: StdoutCapture(), masker: nil, queue: queue,

@@ -166,7 +166,7 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         result.outputs = readOutputs()
         result.take(output.close())
         // On a later turn: the progress the last read found reaches the engine first, as a local task's does.
-        queue.async { [completion, result] in completion(result) }
+        queue.async { [self, result] in completion(result) }
     }
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the log.
