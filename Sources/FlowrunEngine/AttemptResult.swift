@@ -1,6 +1,8 @@
 import FlowrunEvents
 
-/// How one attempt of a task ended.
+/// How one attempt of a task ended, as its executor reports it once, on
+/// the engine's queue: status, exit code, signal, reason, what it used, and
+/// what its output left (the stash, `$FLOWRUN_OUTPUT`, whether a log exists).
 struct AttemptResult: Sendable {
     /// succeeded, failed, timedOut or cancelled.
     var status: TaskStatus
@@ -29,15 +31,4 @@ struct AttemptResult: Sendable {
         self.signal = signal
         self.reason = reason
     }
-}
-
-/// One attempt of a task in flight. `start` and `cancel` are called on the
-/// engine's queue; the attempt reports exactly once through the completion it
-/// was given, on that queue.
-protocol TaskAttempt: AnyObject {
-    func start()
-    /// Stop early (timeout, cancellation): the attempt still reports, with the given status.
-    func stop(as status: TaskStatus, reason: String)
-    /// Stop at once (a second Ctrl-C): SIGKILL, no grace.
-    func kill()
 }

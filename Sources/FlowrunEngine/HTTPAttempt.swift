@@ -21,9 +21,9 @@ import FlowrunRecord
 /// the whole request's (`timeout:`, 5 minutes by default) is the engine's
 /// timer, which cancels the request.
 final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
-    // @unchecked: `done` and `requestID` are only touched on `queue`
-    // (`dispatchPrecondition` at `start`, `stop`, `kill`, `finished`,
-    // `complete`); the log descriptor, `tail`, `bodyByteCount`,
+    // @unchecked: `done`, `requestID`, `announced` and the descriptor
+    // waits are only touched on `queue` (`dispatchPrecondition` at `start`,
+    // `cancel`, `finished`, `complete`); the log descriptor, `tail`, `bodyByteCount`,
     // `statusWritten` and `bodyMasking` only on the HTTP thread between
     // `start` and the end callback, which hands `tail` over to `queue`.
     private let queue: DispatchQueue
@@ -251,7 +251,8 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         start()
     }
 
-    func stop(as status: TaskStatus, reason: String) {
+    /// Nothing to signal: any teardown cancels the request at once.
+    func cancel(as status: TaskStatus, reason: String, through steps: [TeardownStep]) {
         dispatchPrecondition(condition: .onQueue(queue))
         if waitingForDescriptors {
             // Never sent: no end callback will close the log.
@@ -260,11 +261,6 @@ final class HTTPAttempt: TaskAttempt, @unchecked Sendable {
         }
         if requestID != 0 { flowrun_http_cancel(requestID) }
         complete(AttemptResult(status: status, reason: reason))
-    }
-
-    func kill() {
-        dispatchPrecondition(condition: .onQueue(queue))
-        stop(as: .cancelled, reason: "killed")
     }
 
     private func complete(_ result: AttemptResult) {

@@ -13,23 +13,21 @@ import FlowrunRecord
 /// The shell starts leading its own process group (and, when flowrun has a
 /// terminal, a session of its own) with a tree marker in its
 /// environment. Its stdout and stderr come through two pipes, read by the
-/// `OutputPump` (one thread for all tasks): every chunk is appended to the
-/// task's log at once (the `TaskLog` is created at the first byte), and
-/// stdout's chunks are fed to a `StdoutCapture` (the last 1 MiB, progress
-/// lines out), so memory stays flat whatever the task prints. The attempt is
+/// `OutputPump` (one thread for all tasks): every chunk goes at once to the
+/// attempt's `AttemptOutput` (the task's log, created at the first byte; the
+/// stash's capture, the last 1 MiB with progress lines out), so memory
+/// stays flat whatever the task prints. The attempt is
 /// over when the shell has exited, both pipes have closed and nothing of its
 /// tree is left: leftovers (a background job, a `setsid` daemon) are stopped
 /// like a timeout would stop them.
 final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
-    // @unchecked: two owners, each checked where it comes in. The engine's
-    // `queue` owns the lifecycle, `pid`, `stoppedAs`, `openOutputs`,
-    // `finalCapture` and the descriptor retries: `dispatchPrecondition` at
-    // `start`, `stop`, `kill` and every callback the reaper, the killer and
-    // the pump deliver there. The pump's thread (the event loop's) owns
-    // `capture`, `lastProgress`, `log`, the maskers and `--stream`'s
-    // `partialLine` and `partialErrorLine` from the spawn until both pipes
-    // have ended (the capture is then handed to `queue`):
-    // `preconditionOnLoopThread` in each reader.
+    // @unchecked: every mutable field (the lifecycle, `pid`, `stoppedAs`,
+    // `openOutputs`, `exitUsage`, the descriptor retries) is the engine
+    // `queue`'s: `dispatchPrecondition` at `start`, `cancel` and every
+    // callback the reaper, the killer and the pump deliver there
+    // (ThreadRuleTests). The pump's readers, on the event loop's thread
+    // (`preconditionOnLoopThread`), touch only `output`, which is Sendable
+    // (its own `Mutex`), and hop to `queue` for the rest.
     struct Setup {
         var shell: String
         /// The workflow's `shell:` arguments, before `-c` (`bash -euo pipefail`).
@@ -44,8 +42,6 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var environment: [String]
         var inherited: InheritedEnvironment?
         var workingDirectory: String?
-        /// The task's log in the run record.
-        var log: TaskLog
         /// The log's path through flowrun's handle on the run folder: the
         /// files flowrun makes for an attempt (a long stdout, a long script)
         /// are named after it, and never reached through a swapped folder.
@@ -57,9 +53,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var record: RunFolder
         var outputFileName: String
         var tree: ProcessTreeMarker
+        /// The grace leftovers get (SIGTERM, then SIGKILL) once the shell has exited.
         var grace: Duration
-        /// Hides secrets in what goes to the log and `--stream` (nil: none).
-        var secretMasker: SecretMasker?
         /// The attempt's cgroup (a task with `resources:` where flowrun can make one).
         var cgroup: AttemptCgroup? = nil
     }
@@ -69,11 +64,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private let pump: OutputPump
     private let reaper: ChildReaper
     private let killer: ProcessTreeKiller
-    private let onProgress: (Int) -> Void
-    /// With `--stream`: each whole line of output (true: of stderr), on the pump's thread.
-    private let onLine: ((String, Bool) -> Void)?
-    private var partialLine: [UInt8] = []
-    private var partialErrorLine: [UInt8] = []
+    /// The log, the stash's capture, progress and `--stream`: fed on the pump's thread.
+    private let output: AttemptOutput
     private let completion: (AttemptResult) -> Void
     /// Whether flowrun has children that are not running task shells.
     private let escapeesExist: () -> Bool
@@ -97,21 +89,14 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     /// The pump's registrations of the read ends (stdout's, stderr's) whose
     /// output has not ended yet.
     private var openOutputs: [OutputPump.Registration] = []
-    private var capture: StdoutCapture
-    private let log: TaskLog
-    /// One masker per pipe: a secret may be cut across two chunks of one.
-    private let stdoutMasking: SecretMaskingStream?
-    private let stderrMasking: SecretMaskingStream?
-    private var lastProgress = -1
     /// What the shell's `wait4` said it and its waited-for descendants used.
     private var exitUsage: ResourceUsage?
 
-    init(_ setup: Setup, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
+    init(_ setup: Setup, output: AttemptOutput, queue: DispatchQueue, pump: OutputPump, reaper: ChildReaper, killer: ProcessTreeKiller,
          escapeesExist: @escaping () -> Bool, descriptorsFit: @escaping () -> Bool = { true },
          waitForDescriptors: @escaping (@escaping () -> Void) -> Bool = { _ in false },
-         onProgress: @escaping (Int) -> Void, onLine: ((String, Bool) -> Void)? = nil,
          completion: @escaping (AttemptResult) -> Void) {
-        self.onLine = onLine
+        self.output = output
         self.waitForDescriptors = waitForDescriptors
         self.descriptorsFit = descriptorsFit
         self.escapeesExist = escapeesExist
@@ -120,16 +105,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         self.pump = pump
         self.reaper = reaper
         self.killer = killer
-        self.onProgress = onProgress
         self.completion = completion
-        log = setup.log
-        // The window is two bytes over the limit, so a value of exactly 1 MiB
-        // keeps its `\r\n` and stays whole; any longer value is spilled whole.
-        capture = StdoutCapture(
-            limit: ValueLimit.bytes + 2, spill: StdoutSpill.Location(log: setup.logPathForFiles, attempt: setup.attempt),
-            spillAfter: ValueLimit.bytes)
-        stdoutMasking = setup.secretMasker?.stream()
-        stderrMasking = setup.secretMasker?.stream()
     }
 
     var tree: ProcessTree { ProcessTree(processGroup: pid, marker: setup.tree) }
@@ -162,32 +138,24 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         // in the log in that order), however late this thread runs.
         let (stdoutRead, stderrRead) = (stdoutPipe[0], stderrPipe[0])
         let stdoutRegistration = pump.add(stdoutRead, OutputPump.Reader(
-            data: { [self] chunk in
+            data: { [output, pump] chunk in
                 pump.loop.preconditionOnLoopThread()
-                show(chunk, through: stdoutMasking) { shown in
-                    log.write(shown)
-                    if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
-                }
-                if let progress = capture.append(chunk) { reportProgress(progress) }
+                output.write(chunk, .stdout)
             },
             end: { [self] in
                 pump.loop.preconditionOnLoopThread()
-                let capture = stdoutEnded()
-                pump.loop.deliver { self.outputEnded(stdoutRead, capture: capture) }
+                output.end(.stdout)
+                pump.loop.deliver { self.outputEnded(stdoutRead) }
             }))
         let stderrRegistration = pump.add(stderrRead, OutputPump.Reader(
-            data: { [self] chunk in
+            data: { [output, pump] chunk in
                 pump.loop.preconditionOnLoopThread()
-                show(chunk, through: stderrMasking) { shown in
-                    log.write(shown)
-                    if onLine != nil { streamLines(shown, into: &partialErrorLine, isError: true) }
-                }
+                output.write(chunk, .stderr)
             },
             end: { [self] in
                 pump.loop.preconditionOnLoopThread()
-                stderrEnded()
-                if let onLine, !partialErrorLine.isEmpty { onLine(String(decoding: partialErrorLine, as: UTF8.self), true) }
-                pump.loop.deliver { self.outputEnded(stderrRead, capture: nil) }
+                output.end(.stderr)
+                pump.loop.deliver { self.outputEnded(stderrRead) }
             }))
         openOutputs = [stdoutRegistration, stderrRegistration]
         var request = LaunchRequest(
@@ -247,66 +215,13 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         }
     }
 
-    /// On the pump's thread, when stdout has ended: the last partial line and
-    /// progress value, and the capture as it stands.
-    private func stdoutEnded() -> StdoutCapture {
-        stdoutMasking?.finish { shown in
-            log.write(shown)
-            if onLine != nil { streamLines(shown, into: &partialLine, isError: false) }
-        }
-        if let onLine, !partialLine.isEmpty { onLine(String(decoding: partialLine, as: UTF8.self), false) }
-        if let progress = capture.finish() { reportProgress(progress) }
-        return capture
-    }
-
-    /// On the pump's thread, when stderr has ended: what its masker held back.
-    private func stderrEnded() {
-        stderrMasking?.finish { log.write($0) }
-    }
-
-    /// On the pump's thread: output as it may be shown, secrets masked (a
-    /// few bytes that may begin one wait for the next chunk).
-    private func show(_ chunk: UnsafeRawBufferPointer, through masking: SecretMaskingStream?, _ sink: (UnsafeRawBufferPointer) -> Void) {
-        if let masking { masking.write(chunk, to: sink) } else { sink(chunk) }
-    }
-
     /// Text flowrun itself writes to the log, secrets masked.
-    private func shown(_ text: String) -> String { setup.secretMasker?.mask(text) ?? text }
+    private func note(_ text: String) { output.note(text) }
 
-    /// On the pump's thread: hands on whole lines, keeping a partial one
-    /// (at most 64 KiB of it) for the next chunk.
-    private func streamLines(_ chunk: UnsafeRawBufferPointer, into partialLine: inout [UInt8], isError: Bool) {
-        guard let onLine else { return }
-        var start = 0
-        for (offset, byte) in chunk.enumerated() where byte == UInt8(ascii: "\n") {
-            partialLine.append(contentsOf: chunk[start..<offset])
-            let line = String(decoding: partialLine, as: UTF8.self)
-            partialLine.removeAll(keepingCapacity: true)
-            if isError || !line.hasPrefix("::progress::") { onLine(line, isError) }
-            start = offset + 1
-        }
-        partialLine.append(contentsOf: chunk[start...])
-        if partialLine.count > 64 * 1024 {
-            onLine(String(decoding: partialLine, as: UTF8.self), isError)
-            partialLine.removeAll(keepingCapacity: true)
-        }
-    }
-
-    /// On the pump's thread: forwards whole-percent changes only.
-    private func reportProgress(_ value: Double) {
-        let percent = Int(value.rounded(.down))
-        guard percent != lastProgress else { return }
-        lastProgress = percent
-        queue.async { [weak self] in self?.onProgress(percent) }
-    }
-
-    private var finalCapture: StdoutCapture?
-
-    /// One pipe's output ended (the pump has closed it); stdout's brings the capture.
-    private func outputEnded(_ descriptor: Int32, capture: StdoutCapture?) {
+    /// One pipe's output ended (the pump has closed it).
+    private func outputEnded(_ descriptor: Int32) {
         dispatchPrecondition(condition: .onQueue(queue))
         openOutputs.removeAll { $0.descriptor == descriptor }
-        if let capture { finalCapture = capture }
         finishIfOver()
     }
 
@@ -353,11 +268,12 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         }
     }
 
-    /// Stops the tree as a timeout would (SIGTERM, the grace, SIGKILL), once.
+    /// Stops the leftovers of a tree whose shell has exited as a timeout
+    /// would (SIGTERM, the grace, SIGKILL), once.
     private func stopTree() {
         guard case .started(let exit, .live) = lifecycle else { return }
         lifecycle = .started(exit: exit, tree: .stopping)
-        killer.terminate(tree, grace: setup.grace, on: queue) { [weak self] in self?.treeStopped() }
+        killer.stop(tree, through: TeardownStep.graceful(setup.grace), on: queue) { [weak self] in self?.treeStopped() }
     }
 
     /// Nothing of the tree is left (the killer saw to it).
@@ -368,27 +284,21 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         finishIfOver()
     }
 
-    func stop(as status: TaskStatus, reason: String) {
+    func cancel(as status: TaskStatus, reason: String, through steps: [TeardownStep]) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !lifecycle.isDone, stoppedAs == nil else { return }
-        stoppedAs = (status, reason)
-        if case .notStarted(waitingForDescriptors: true) = lifecycle { return endWaitingForDescriptors(as: status, reason: reason) }
-        guard pid > 0 else { return }
-        stopTree()
-    }
-
-    func kill() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        if stoppedAs == nil, !lifecycle.isDone { stoppedAs = (status, reason) }
         switch lifecycle {
         case .notStarted(waitingForDescriptors: true):
-            endWaitingForDescriptors(as: stoppedAs?.status ?? .cancelled, reason: stoppedAs?.reason ?? "killed")
-        case .started(let exit, _):
-            if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
+            endWaitingForDescriptors(as: stoppedAs?.status ?? status, reason: stoppedAs?.reason ?? reason)
+        case .started(let exit, let tree):
+            // Gone already: only its exit or its pipes are awaited.
+            guard tree != .gone else { return }
             lifecycle = .started(exit: exit, tree: .stopping)
-            killer.kill(tree, on: queue) { [weak self] in self?.treeStopped() }
+            // A second cancel joins the first, or (steps beginning with `.kill`) ends its grace.
+            killer.stop(self.tree, through: steps, on: queue) { [weak self] in self?.treeStopped() }
         case .closingOutputs:
             // The tree is gone already; only pipes held outside it are left.
-            if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
+            return
         case .notStarted, .done:
             return
         }
@@ -419,20 +329,8 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
                 result.reason = OutOfMemory.reason(limitBytes: limit)
             }
         }
-        result.stdout = finalCapture?.stash ?? ""
-        if let finalCapture, finalCapture.valueByteCount > ValueLimit.bytes {
-            result.oversizedStdout = OversizedStdout(byteCount: finalCapture.valueByteCount, file: finalCapture.spilledPath)
-            result.stdout = ValueLimit.tail(result.stdout)  // shown in the summary and join blocks, never used as the value
-        }
         result.outputs = readOutputs()
-        // Closed first: a small log is written to the pack only now, and may fail.
-        log.close()
-        if let problem = log.problem ?? finalCapture?.spillProblem {
-            // Output that could not be kept is output lost: say so, and fail.
-            result.status = result.status == .succeeded ? .failed : result.status
-            result.reason = problem
-        }
-        result.wroteLog = log.exists
+        result.take(output.close())
         completion(result)
     }
 
@@ -448,7 +346,7 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
         var bytes = [UInt8](repeating: 0, count: min(size, OutputFileParser.sizeLimit + 1))
         let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
-        for problem in parsed.problems { log.write(shown("flowrun: $FLOWRUN_OUTPUT \(problem)\n")) }
+        for problem in parsed.problems { note("flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
         return parsed.pairs
     }
 
@@ -485,20 +383,18 @@ final class ProcessAttempt: TaskAttempt, @unchecked Sendable {
     private func endWaitingForDescriptors(as status: TaskStatus, reason: String) {
         _ = setup.cgroup?.end()
         lifecycle = .done
-        log.close()
         var result = AttemptResult(status: status, reason: reason)
-        result.wroteLog = log.exists
+        result.wroteLog = output.close().wroteLog
         queue.async { [result] in self.completion(result) }
     }
 
     private func fail(_ reason: String) {
         _ = setup.cgroup?.end()
         // No descriptor for a log either: the reason is in the record's events and the run's message.
-        if !outOfDescriptors { log.write(shown("flowrun: \(reason)\n")) }
-        log.close()
+        if !outOfDescriptors { note("flowrun: \(reason)\n") }
         lifecycle = .done
         var result = AttemptResult(status: .failed, reason: outOfDescriptors ? "no file descriptor left (ulimit -n \(DescriptorLimit.current))" : reason)
-        result.wroteLog = log.exists
+        result.wroteLog = output.close().wroteLog
         result.outOfDescriptors = outOfDescriptors
         queue.async { [result] in self.completion(result) }
     }

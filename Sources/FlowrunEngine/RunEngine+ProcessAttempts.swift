@@ -39,12 +39,10 @@ extension RunEngine {
                 shell: launch.program(shell: plan.workflow.shellCommand[0]), shellArguments: launch == .shellCommand ? Array(plan.workflow.shellCommand.dropFirst()) : [],
                 script: rendered, launch: launch, environment: environment.entries, inherited: environment.inherited,
                 workingDirectory: try task?.value.cwd.map { (cwd: Template) throws(TemplateRenderError) -> String in try renderText(cwd, for: index) },
-                log: record.log(index: index, name: name, exists: logName == nil && nodes[index].hasLog),
                 logPathForFiles: record.logPathForFiles(index: index, name: name),
                 attempt: attempt,
                 record: record.folder, outputFileName: outputFileName,
-                tree: marker, grace: plan.workflow.killGrace,
-                secretMasker: secretMasker)
+                tree: marker, grace: plan.workflow.killGrace)
             if let resources = resources(of: index), let runCgroups, runCgroups.version != nil {
                 switch runCgroups.attempt(named: "\(index).\(attempt)", resources: resources) {
                 case .success(let cgroup): setup.cgroup = cgroup
@@ -61,38 +59,40 @@ extension RunEngine {
                 setup.commandSearchPath = searchPath
                 setup.inherited = inherited.asShellPassesIt
             }
-            return ProcessAttempt(
-                setup, queue: queue, pump: pump, reaper: reaper, killer: killer,
-                escapeesExist: escapeesExist,
-                descriptorsFit: descriptorsFit, waitForDescriptors: descriptorWait,
-                onProgress: { [unowned self] percent in progressed(index, percent) },
-                onLine: lineHandler(for: index, streaming: logName == nil ? taskName : nil),
-                completion: completion)
+            let executor = LocalProcessExecutor(
+                queue: queue, pump: pump, reaper: reaper, killer: killer, escapeesExist: escapeesExist,
+                descriptorsFit: descriptorsFit, waitForDescriptors: descriptorWait)
+            return start(setup, on: executor, for: index, logName: logName, logPathForFiles: setup.logPathForFiles, completion: completion)
         } catch {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
         }
     }
 
-    /// What sees each line of a task's output, on the loop's thread: the
-    /// reporters with `--stream`, and a service's `line` probe. Nil when
-    /// nothing does (lines are then not even split).
-    private func lineHandler(for index: Int, streaming name: String?) -> ((String, Bool) -> Void)? {
-        let streamed: ((String, Bool) -> Void)? = streamsOutput ? name.map { name in { [reporters] line, isError in
-            for reporter in reporters { reporter.output(task: name, line: line, isError: isError) }
-        } } : nil
+    /// What sees each line of a task's output, where it is read (the loop's
+    /// thread; the engine's queue for a Slurm job): the reporters with
+    /// `--stream`, and a service's `line` probe (local only: checked). Nil
+    /// when nothing does (lines are then not even split).
+    func lineHandler(for index: Int, streaming name: String?) -> (@Sendable (String, Bool) -> Void)? {
+        var streamed: (@Sendable (String, Bool) -> Void)?
+        if streamsOutput, let name {
+            let reporters = reporters
+            streamed = { line, isError in
+                for reporter in reporters { reporter.output(task: name, line: line, isError: isError) }
+            }
+        }
         guard name != nil, let check = lineCheck(for: index) else { return streamed }
         let attempt = nodes[index].attempt
-        return { [loop, queue, weak self] line, isError in
+        let (loop, queue, engine) = (loop, queue, WeakEngine(engine: self))
+        return { [streamed] line, isError in
             loop.preconditionOnLoopThread()
             streamed?(line, isError)
             // Matched on the check's own queue: a slow pattern never stalls the pump.
-            let engine = WeakEngine(engine: self)
             check.offer(line) { queue.async { engine.engine?.serviceLineMatched(index, attempt: attempt) } }
         }
     }
 
     /// The engine, for a hop back onto its queue (where alone it is touched).
-    private struct WeakEngine: @unchecked Sendable { weak var engine: RunEngine? }
+    struct WeakEngine: Sendable { weak var engine: RunEngine? }
 
     /// Whether one more running task's descriptors (two pipes and a log)
     /// fit under the limit, with room kept for flowrun's own (the events

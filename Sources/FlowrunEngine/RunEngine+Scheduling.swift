@@ -169,7 +169,7 @@ extension RunEngine {
         if let timeout = nodes[index].timeout {
             let reason = "timed out after \(timeout.text)" + (nodes[index].definition?.value.timeoutNote ?? "")
             startTimer(.timeout(index), after: timeout) { engine in
-                engine.attempts[index]?.stop(as: .timedOut, reason: reason)
+                engine.attempts[index]?.cancel(as: .timedOut, reason: reason, through: engine.teardown)
             }
         }
         attempt.start()

@@ -63,14 +63,12 @@ extension RunEngine {
                 memoryLimit: resources(of: index)?.memoryBytes)
             let isFanOutMember = nodes[index].group.map { fanOuts[$0] != nil } == true && nodes[index].item != nil
             let concurrency = nodes[index].group.flatMap { group in resourceOfGroup[nodes[group].name].map { pool.capacity(of: $0) } }
-            return SlurmAttempt(
+            let job = SlurmExecutor.Job(
                 spec: spec, task: name, batchKey: isFanOutMember ? nodes[index].group : nil,
                 sbatchArguments: SlurmArguments.of(task, settings: plan.workflow.slurm, timeout: nodes[index].timeout, resources: resources(of: index)),
                 concurrency: concurrency,
-                log: record.log(index: index, name: name, exists: nodes[index].hasLog),
-                session: session, queue: queue,
-                onState: { [unowned self] attempt, state in slurmJobChanged(index, attempt, state) },
-                completion: completion)
+                onState: { [unowned self] attempt, state in slurmJobChanged(index, attempt, state) })
+            return start(job, on: SlurmExecutor(session: session, queue: queue), for: index, completion: completion)
         } catch {
             return FailedAttempt(reason: error.description, queue: queue, completion: completion)
         }
@@ -127,7 +125,7 @@ extension RunEngine {
         }
         let session = SlurmSession(
             queue: queue, reaper: reaper, tools: tools, environment: baseEnvironment.map { "\($0.key)=\($0.value)" },
-            runID: record.runID, folder: folder, grace: plan.workflow.killGrace)
+            runID: record.runID, folder: folder)
         Supervisor.onEngineDeath(run: session.cancelEverythingCommand)
         slurmSession = session
         return session

@@ -11,7 +11,7 @@ extension RunEngine {
         case .task:
             nodes[index].cancelReason = reason
             if nodes[index].status == .running, let attempt = attempts[index] {
-                attempt.stop(as: .cancelled, reason: reason.rawValue)
+                attempt.cancel(as: .cancelled, reason: reason.rawValue, through: teardown)
             } else {
                 settle(index, .cancelled, reason: reason)
             }
@@ -55,6 +55,11 @@ extension RunEngine {
         finishIfDone()
     }
 
+    /// How a running attempt is stopped early (a timeout, a cancel,
+    /// `fail_fast`, a quorum, a service's end): SIGTERM, `kill_grace`, SIGKILL.
+    /// A second signal stops everything through `TeardownStep.immediate` instead.
+    var teardown: [TeardownStep] { TeardownStep.graceful(plan.workflow.killGrace) }
+
     /// A second signal: kill every process now, `finally` included.
     func killEverything() {
         killingEverything = true
@@ -62,14 +67,14 @@ extension RunEngine {
         for index in Array(nodes.indices) + nodes.liveMembers where nodes.contains(index) && !nodes[index].status.isFinal && nodes[index].kind == .task {
             nodes[index].cancelReason = .signal
             if let attempt = attempts[index] {
-                attempt.kill()
+                attempt.cancel(as: .cancelled, reason: "killed", through: TeardownStep.immediate)
             } else {
                 settle(index, .cancelled, reason: .signal)
             }
         }
         for (index, service) in services where service.ready {
             service.stopping = true
-            attempts[index]?.kill()
+            attempts[index]?.cancel(as: .cancelled, reason: "killed", through: TeardownStep.immediate)
         }
         for group in fanOutProgress.keys { refillFanOut(group) }
         finishIfDone()

@@ -2,7 +2,7 @@ import Dispatch
 import FlowrunModel
 import FlowrunEvents
 
-/// `sleep: 2s` or `sleep: 1s..3s`: a timer, no process.
+/// `sleep: 2s` or `sleep: 1s..3s`: a timer, no process (`SleepExecutor`).
 final class SleepAttempt: TaskAttempt, @unchecked Sendable {
     // @unchecked: used only on the engine queue it was given (checked at each entry).
     private let queue: DispatchQueue
@@ -40,12 +40,9 @@ final class SleepAttempt: TaskAttempt, @unchecked Sendable {
         timer.resume()
     }
 
-    func stop(as status: TaskStatus, reason: String) {
+    /// Nothing to signal: any teardown ends it at once.
+    func cancel(as status: TaskStatus, reason: String, through steps: [TeardownStep]) {
         complete(AttemptResult(status: status, reason: reason))
-    }
-
-    func kill() {
-        complete(AttemptResult(status: .cancelled, reason: "killed"))
     }
 
     private func complete(_ result: AttemptResult) {

@@ -5,7 +5,8 @@ package protocol RunReporter: Sendable {
     func finish()
     /// With `--stream` (and, for the live view's rows, on a terminal): one
     /// whole line a task printed on stdout or (`isError`) stderr, as it
-    /// arrives. Called on the output thread, not the engine's queue.
+    /// arrives. Called where the task's output is read: the output thread
+    /// for a local task, the engine's queue for a Slurm job's (at each poll).
     func output(task: String, line: String, isError: Bool)
 }
 

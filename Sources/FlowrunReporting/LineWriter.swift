@@ -14,7 +14,9 @@ import FlowrunEvents
 /// (`write(event:)`): it is formatted when it is handed over, on the
 /// writer's own queue, not on the engine's. A million short tasks' start
 /// and end lines were a fifth of the engine's time. If that queue falls
-/// far behind, the caller formats the lines itself: what waits stays bounded.
+/// far behind (4 K entries), the caller formats the lines itself: the
+/// formatting left to that queue stays bounded, not the number of lines
+/// waiting (a reader that never catches up is bounded by `ConsoleWriter`).
 final class LineWriter: Sendable {
     let console: ConsoleWriter
     private let isTerminal: Bool

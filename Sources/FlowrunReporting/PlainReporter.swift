@@ -11,8 +11,9 @@ package import FlowrunEvents
 package final class PlainReporter: RunReporter, @unchecked Sendable {
     // @unchecked: `report` and `finish` come on the engine's serial queue,
     // one at a time, and only they touch the tallies below. `output` comes
-    // on the output thread (with `--stream`) and touches nothing but
-    // `output`, a `LineWriter`, whose state is behind its own mutex.
+    // on the output thread (with `--stream`; a Slurm job's lines on the
+    // engine's queue) and touches nothing but `output`, a `LineWriter`,
+    // whose state is behind its own mutex.
     private let output: LineWriter
     /// Values longer than this are shortened on screen (whole in the run record).
     private let valueWidth = 200

@@ -55,6 +55,31 @@ import Glibc
         #expect(try SlurmTestCluster.jobs().isEmpty)
     }
 
+    /// A job's output goes through the same sink as a local task's
+    /// (`AttemptOutput`): its `::progress::` lines become task_progress
+    /// events while it runs and stay out of the stash, and `--stream` shows
+    /// its lines. The job goes on only once the event is in events.jsonl.
+    @Test func aJobsProgressLinesAreEventsAndItsLinesAreStreamed() throws {
+        let sandbox = try RunSandbox()
+        let run = try sandbox.run("""
+            executor: slurm
+            tasks:
+              steps:
+                run: |
+                  d=$(dirname "$FLOWRUN_OUTPUT"); while [ ! -f "$d/events.jsonl" ] && [ "$d" != / ]; do d=$(dirname "$d"); done
+                  echo first
+                  echo "::progress::40"
+                  n=0; until grep -q 'progress.:40[,}]' "$d/events.jsonl"; do n=$((n+1)); [ $n -gt 600 ] && exit 9; sleep 0.1; done
+                  echo second
+            """, ["--stream"], timeout: .seconds(120))
+        #expect(run.exitStatus == 0, "\(run)")
+        let record = try sandbox.record()
+        #expect(record.events("task_progress", task: "steps").compactMap { integer($0["progress"]) } == [40], "\(record.eventLines)")
+        #expect(record.stdout("steps") == "first\nsecond", "\(record.overview)")
+        #expect(run.stdout.contains("steps | first") && run.stdout.contains("steps | second"), "\(run)")
+        #expect(try SlurmTestCluster.jobs().isEmpty)
+    }
+
     @Test func aFanOutOf200MembersIsOneJobArrayPolledByOneSqueueAtATime() throws {
         let sandbox = try RunSandbox()
         let tools = try Self.countingTools(in: sandbox)

@@ -38,12 +38,10 @@ final class FakeAttempt: TaskAttempt, @unchecked Sendable {
         }
     }
 
-    func stop(as status: TaskStatus, reason: String) {
+    func cancel(as status: TaskStatus, reason: String, through steps: [TeardownStep]) {
         owner?.forget(self)
         end(AttemptResult(status: status, reason: reason))
     }
-
-    func kill() { stop(as: .cancelled, reason: "killed") }
 }
 
 /// The attempts a `RunEngine` under test made: which run now, in which order

@@ -21,32 +21,40 @@ final class ProcessTreeKiller: Sendable {
 
     init() {}
 
-    /// Sends SIGTERM once to every process of `tree`, SIGKILL to whatever is
-    /// left after `grace` (a Dispatch timer, no waiting thread), and calls
-    /// `completion` on `completionQueue` once no process of the tree is left.
-    /// Processes that appear during the grace (a trap's clean-up) are waited
-    /// for, not signalled, until the grace ends. Calling again for a tree
-    /// being stopped only adds the completion.
-    func terminate(
-        _ tree: ProcessTree, grace: Duration, on completionQueue: DispatchQueue,
+    /// Stops `tree` through `steps` (each signal once to every process of
+    /// the tree, the next step after its grace, on a Dispatch timer: no
+    /// waiting thread) and calls `completion` on `completionQueue` once no
+    /// process of the tree is left. Processes that appear during a grace (a
+    /// trap's clean-up) are waited for, not signalled, until the grace ends.
+    /// Calling again for a tree being stopped adds the completion, and, when
+    /// the new steps begin with `.kill`, ends the grace in progress with SIGKILL.
+    func stop(
+        _ tree: ProcessTree, through steps: [TeardownStep], on completionQueue: DispatchQueue,
         completion: @escaping @Sendable () -> Void
     ) {
         queue.async { [self] in
             let (termination, isNew) = termination(for: tree)
             termination.notify(on: completionQueue, completion)
-            if isNew { termination.start(grace: grace) }
+            if isNew {
+                termination.start(steps)
+            } else if steps.first == .kill {
+                termination.kill()
+            }
         }
     }
 
-    /// Sends SIGKILL now to every process of `tree` (without a SIGTERM first
-    /// unless a `terminate` already sent one) and calls `completion` once none
-    /// is left. Ends the grace of a `terminate` in progress.
+    /// SIGTERM, SIGKILL after `grace`: `stop` through `TeardownStep.graceful`.
+    func terminate(
+        _ tree: ProcessTree, grace: Duration, on completionQueue: DispatchQueue,
+        completion: @escaping @Sendable () -> Void
+    ) {
+        stop(tree, through: TeardownStep.graceful(grace), on: completionQueue, completion: completion)
+    }
+
+    /// SIGKILL now (without a SIGTERM first unless one was sent already),
+    /// ending the grace of a stop in progress: `stop` through `.immediate`.
     func kill(_ tree: ProcessTree, on completionQueue: DispatchQueue, completion: @escaping @Sendable () -> Void) {
-        queue.async { [self] in
-            let (termination, _) = termination(for: tree)
-            termination.notify(on: completionQueue, completion)
-            termination.kill()
-        }
+        stop(tree, through: TeardownStep.immediate, on: completionQueue, completion: completion)
     }
 
     /// The tree's termination, made if there is none; on `queue`.

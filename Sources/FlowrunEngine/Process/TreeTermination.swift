@@ -2,8 +2,9 @@ import CFlowrunSystem
 import Dispatch
 import Glibc
 
-/// Stopping one tree: SIGTERM once to every member, SIGKILL to whatever is
-/// left after the grace, done when no member is left alive.
+/// Stopping one tree through its teardown steps (SIGTERM once to every
+/// member, SIGKILL to whatever is left after the grace), done when no member
+/// is left alive.
 ///
 /// Every property is read and written only on `queue` (the killer's serial
 /// queue); that confinement is why this is `@unchecked Sendable`.
@@ -48,20 +49,32 @@ final class TreeTermination: @unchecked Sendable {
         completions.append((completionQueue, completion))
     }
 
-    /// SIGTERM to every member now, SIGKILL after `grace`.
-    func start(grace: Duration) {
+    /// Runs `steps` in order: each signal to every member now, the next
+    /// step after its grace; `.kill` at once. Called once, on a new termination.
+    func start(_ steps: [TeardownStep]) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let members = membership.liveMembers()
-        let watched = watch(members)
-        signal(members, SIGTERM, to: watched)
-        // A stopped process would keep SIGTERM pending until the SIGKILL.
-        signal(members, SIGCONT, to: watched)
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + grace.dispatchInterval)
-        timer.setEventHandler { [weak self] in self?.kill() }
-        timer.activate()
-        graceTimer = timer
-        checkDone()
+        run(steps[...])
+    }
+
+    private func run(_ steps: ArraySlice<TeardownStep>) {
+        guard phase == .terminating, let step = steps.first else { return }
+        switch step {
+        case .kill:
+            kill()
+        case .signal(let signal, let grace):
+            let members = membership.liveMembers()
+            _ = watch(members)
+            self.signal(members, signal, to: Array(watches.values))
+            // A stopped process would keep the signal pending until the SIGKILL.
+            if signal != SIGKILL && signal != SIGCONT { self.signal(members, SIGCONT, to: Array(watches.values)) }
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + grace.dispatchInterval)
+            timer.setEventHandler { [weak self] in self?.run(steps.dropFirst()) }
+            timer.activate()
+            graceTimer?.cancel()
+            graceTimer = timer
+            checkDone()
+        }
     }
 
     /// SIGKILL to every member now (the grace ran out, or flowrun is told to

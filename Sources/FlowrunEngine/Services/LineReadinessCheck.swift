@@ -78,10 +78,13 @@ final class CommandReadinessCheck: ReadinessCheck {
     private let command: String
     private let start: (@escaping (AttemptResult) -> Void) -> any TaskAttempt
     private var running: (any TaskAttempt)?
+    /// How a run still going when the probe ends is stopped (the engine's `teardown`).
+    private let teardown: [TeardownStep]
 
     /// `start` makes (and starts) one run of the command, reporting on the engine's queue.
-    init(command: String, start: @escaping (@escaping (AttemptResult) -> Void) -> any TaskAttempt) {
+    init(command: String, teardown: [TeardownStep], start: @escaping (@escaping (AttemptResult) -> Void) -> any TaskAttempt) {
         self.command = command
+        self.teardown = teardown
         self.start = start
     }
 
@@ -95,7 +98,7 @@ final class CommandReadinessCheck: ReadinessCheck {
     }
 
     func cancel() {
-        running?.stop(as: .cancelled, reason: "the probe ended")
+        running?.cancel(as: .cancelled, reason: "the probe ended", through: teardown)
         running = nil
     }
 }

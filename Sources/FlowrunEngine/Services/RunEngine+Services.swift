@@ -93,7 +93,7 @@ extension RunEngine {
         do throws(TemplateRenderError) {
             check = try readinessCheck(probe, for: index, service: service)
         } catch {
-            attempts[index]?.stop(as: .failed, reason: "ready: \(error.description)")
+            attempts[index]?.cancel(as: .failed, reason: "ready: \(error.description)", through: teardown)
             return
         }
         service.probe = ServiceProbe(
@@ -101,7 +101,7 @@ extension RunEngine {
             onReady: { [weak self] in self?.serviceReady(index, attempt: attempt) },
             onTimeout: { [weak self] reason in
                 guard let self, self.services[index]?.attempt == attempt else { return }
-                self.attempts[index]?.stop(as: .failed, reason: reason)
+                self.attempts[index]?.cancel(as: .failed, reason: reason, through: self.teardown)
             })
         service.probe?.start()
     }
@@ -121,7 +121,7 @@ extension RunEngine {
         case .line:
             return service.lineCheck ?? LineReadinessCheck(pattern: "")
         case .run(let command):
-            return CommandReadinessCheck(command: command.source) { [unowned self] completion in
+            return CommandReadinessCheck(command: command.source, teardown: teardown) { [unowned self] completion in
                 // Known to the engine while it runs: its shell is not a leftover of another task's tree.
                 var key: ObjectIdentifier?
                 let attempt = makeProcessAttempt(for: index, script: command, logName: nodes[index].name + ".ready") { [weak self] result in
@@ -252,7 +252,7 @@ extension RunEngine {
         for (index, service) in services where !service.stopping {
             service.stopping = true
             service.probe?.cancel()
-            attempts[index]?.stop(as: .succeeded, reason: "service stopped by flowrun")
+            attempts[index]?.cancel(as: .succeeded, reason: "service stopped by flowrun", through: teardown)
         }
         return !services.isEmpty
     }

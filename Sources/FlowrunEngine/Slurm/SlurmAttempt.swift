@@ -11,13 +11,15 @@ import FlowrunValues
 /// that the run's `SlurmSession` submits, watches and cancels.
 ///
 /// The job writes the task's stdout and stderr to files in the shared
-/// folder; each poll copies what is new into the task's log in the record
-/// and stdout into the stash's capture, so `flowrun logs` and the
-/// console's failure tail work as for a local task. The job's exit file,
+/// folder; each poll hands what is new to the attempt's `AttemptOutput`
+/// (the task's log in the record, the stash's capture, progress), so
+/// `flowrun logs`, `::progress::` and the console's failure tail work as
+/// for a local task. The job's exit file,
 /// written last, decides the result; Slurm's state only when it is absent.
 final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
-    // @unchecked: every field is the engine queue's; `start`, `stop`,
-    // `kill` and the session's calls (all made there) check it.
+    // @unchecked: every mutable field is the engine queue's; `start`,
+    // `cancel` and the session's calls (all made there) check it with
+    // `dispatchPrecondition`. `output` is Sendable (its own `Mutex`).
     let queue: DispatchQueue
     private unowned let session: SlurmSession
     let spec: SlurmTaskSpec
@@ -29,7 +31,7 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
     let sbatchArguments: [String]
     /// `%C` of the array, from the group's concurrency.
     let concurrency: Int?
-    private let log: TaskLog
+    private let output: AttemptOutput
     private let completion: (AttemptResult) -> Void
     /// Told of `queued (slurm job N)` and `running on NODE`.
     private let onState: (SlurmAttempt, SlurmJobState) -> Void
@@ -43,12 +45,13 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
     /// Polls that found the job gone from `squeue` with no exit file yet.
     var pollsWithoutExit = 0
     private(set) var stoppedAs: (status: TaskStatus, reason: String)?
+    /// The last teardown asked for (the session's): a job submitted after it is cancelled so.
+    var teardown: [TeardownStep]?
     private(set) var isDone = false
     private var stdoutRead = 0
     private var stderrRead = 0
-    private var capture = StdoutCapture()
 
-    init(spec: SlurmTaskSpec, task: String, batchKey: Int?, sbatchArguments: [String], concurrency: Int?, log: TaskLog,
+    init(spec: SlurmTaskSpec, task: String, batchKey: Int?, sbatchArguments: [String], concurrency: Int?, output: AttemptOutput,
          session: SlurmSession, queue: DispatchQueue,
          onState: @escaping (SlurmAttempt, SlurmJobState) -> Void, completion: @escaping (AttemptResult) -> Void) {
         self.spec = spec
@@ -56,7 +59,7 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         self.batchKey = batchKey
         self.sbatchArguments = sbatchArguments
         self.concurrency = concurrency
-        self.log = log
+        self.output = output
         self.session = session
         self.queue = queue
         self.onState = onState
@@ -68,18 +71,17 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         session.submit(self)
     }
 
-    func stop(as status: TaskStatus, reason: String) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard !isDone, stoppedAs == nil else { return }
-        stoppedAs = (status, reason)
-        session.cancel(self, kill: false)
-    }
-
-    func kill() {
+    /// The steps become `scancel`s (`SlurmSession.cancel`): a signal step
+    /// `scancel --signal=NAME`, then, after its grace, the next; `.kill` a
+    /// plain `scancel`. A second cancel that does not begin with `.kill`
+    /// joins the first.
+    func cancel(as status: TaskStatus, reason: String, through steps: [TeardownStep]) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !isDone else { return }
-        if stoppedAs == nil { stoppedAs = (.cancelled, "killed") }
-        session.cancel(self, kill: true)
+        let first = stoppedAs == nil
+        if first { stoppedAs = (status, reason) }
+        guard first || steps.first == .kill else { return }
+        session.cancel(self, through: steps)
     }
 
     /// A poll saw the job in `state`.
@@ -96,7 +98,7 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         copyNew(from: spec.files.stdout, offset: &stdoutRead, isStdout: true)
         copyNew(from: spec.files.stderr, offset: &stderrRead, isStdout: false)
         // Until the next poll: no descriptor held per job waiting in the queue.
-        log.releaseDescriptor()
+        output.log.releaseDescriptor()
     }
 
     private func copyNew(from path: String, offset: inout Int, isStdout: Bool) {
@@ -110,8 +112,7 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
             offset += count
             buffer.withUnsafeBytes { bytes in
                 let chunk = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
-                log.write(chunk)
-                if isStdout { _ = capture.append(chunk) }
+                output.write(chunk, isStdout ? .stdout : .stderr)
             }
         }
     }
@@ -138,17 +139,17 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         if let exitStatus, exitStatus > 128, let slurmReason = state?.reason {
             // Killed by a signal that Slurm sent: its reason (NODE_FAIL, TIMEOUT, OUT_OF_MEMORY) says more than "exit 143".
             result = AttemptResult(status: state?.state == "TIMEOUT" ? .timedOut : .failed, exitCode: exitStatus, reason: slurmReason)
-            if stoppedAs == nil { log.write("flowrun: \(slurmReason)\(jobID.map { " (job \($0))" } ?? "")\n") }
+            if stoppedAs == nil { output.note("flowrun: \(slurmReason)\(jobID.map { " (job \($0))" } ?? "")\n") }
         } else if let exitStatus {
             result = AttemptResult(status: exitStatus == 0 ? .succeeded : .failed, exitCode: exitStatus, reason: exitStatus == 0 ? nil : "exit \(exitStatus)")
         } else if let problem {
-            log.write("flowrun: \(problem)\n")
+            output.note("flowrun: \(problem)\n")
             result = AttemptResult(status: .failed, reason: problem)
         } else {
             let reason = state?.reason ?? "slurm: the job ended without an exit status (\(state?.state ?? "not in squeue"))"
             result = AttemptResult(status: state?.state == "TIMEOUT" ? .timedOut : .failed, reason: reason)
             // A job flowrun stopped itself ends without one: that needs no line.
-            if stoppedAs == nil { log.write("flowrun: \(reason)\(jobID.map { " (job \($0))" } ?? "")\n") }
+            if stoppedAs == nil { output.note("flowrun: \(reason)\(jobID.map { " (job \($0))" } ?? "")\n") }
         }
         if state?.state == "OUT_OF_MEMORY", stoppedAs == nil {
             // The same reason a local attempt over its cgroup's limit gets (SPEC §13).
@@ -160,17 +161,12 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
             result.status = stoppedAs.status
             result.reason = stoppedAs.reason
         }
-        _ = capture.finish()
-        result.stdout = capture.stash
-        if capture.valueByteCount > ValueLimit.bytes { result.stdout = ValueLimit.tail(result.stdout) }
+        output.end(.stdout)
+        output.end(.stderr)
         result.outputs = readOutputs()
-        log.close()
-        if let problem = log.problem {
-            result.status = result.status == .succeeded ? .failed : result.status
-            result.reason = problem
-        }
-        result.wroteLog = log.exists
-        completion(result)
+        result.take(output.close())
+        // On a later turn: the progress the last read found reaches the engine first, as a local task's does.
+        queue.async { [self, result] in completion(result) }
     }
 
     /// `$FLOWRUN_OUTPUT`, parsed; problems go to the log.
@@ -185,7 +181,7 @@ final class SlurmAttempt: TaskAttempt, @unchecked Sendable {
         var bytes = [UInt8](repeating: 0, count: min(size, OutputFileParser.sizeLimit + 1))
         let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         let parsed = OutputFileParser.parse(Array(bytes.prefix(max(0, count))), fileSize: size)
-        for problem in parsed.problems { log.write("flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
+        for problem in parsed.problems { output.note("flowrun: $FLOWRUN_OUTPUT \(problem)\n") }
         return parsed.pairs
     }
 }

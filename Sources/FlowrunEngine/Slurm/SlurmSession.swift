@@ -16,8 +16,10 @@ import FlowrunModel
 /// - Polling: one `squeue` for all of the run's jobs (by the run's job
 ///   name), every second while something changes, backing off to every 10 s
 ///   while nothing does; a timer on the queue, no thread per job.
-/// - Cancelling: batched `scancel --full --signal=TERM`, then `scancel`
-///   after `kill_grace` for what is still there.
+/// - Cancelling: each attempt's teardown steps (`TeardownStep`), batched
+///   per turn of the queue: a signal step is `scancel --full --signal=NAME`,
+///   the next step follows its grace for what is still there; `.kill` is a
+///   plain `scancel` (by the run's job name when it takes every job).
 /// - Transient failures of `sbatch`/`squeue` are retried with backoff.
 final class SlurmSession: @unchecked Sendable {
     // @unchecked: all state belongs to `queue`; commands' completions and
@@ -33,7 +35,6 @@ final class SlurmSession: @unchecked Sendable {
     /// Every job of the run is named this (`flowrun-RUNID`): one `squeue`
     /// and the supervisor's `scancel` find them all by it.
     let jobName: String
-    private let grace: Duration
 
     private var pending: [SlurmAttempt] = []
     private var flushScheduled = false
@@ -46,7 +47,8 @@ final class SlurmSession: @unchecked Sendable {
     private var sbatches: [Int: (running: SlurmCommand.Running, attempts: [SlurmAttempt], script: String)] = [:]
     private var batchSerial = 0
 
-    private var toTerminate: Set<String> = []
+    /// Jobs to signal in this turn's `scancel`s, by step and what follows it.
+    private var toSignal: [Signalling: Set<String>] = [:]
     private var toKill: Set<String> = []
     private var cancelScheduled = false
 
@@ -61,7 +63,7 @@ final class SlurmSession: @unchecked Sendable {
     private(set) var sbatchCalls = 0
     private(set) var squeueCalls = 0
 
-    init(queue: DispatchQueue, reaper: ChildReaper, tools: SlurmTools, environment: [String], runID: String, folder: String, grace: Duration) {
+    init(queue: DispatchQueue, reaper: ChildReaper, tools: SlurmTools, environment: [String], runID: String, folder: String) {
         self.queue = queue
         self.reaper = reaper
         self.tools = tools
@@ -69,7 +71,6 @@ final class SlurmSession: @unchecked Sendable {
         self.runID = runID
         self.folder = folder
         self.jobName = "flowrun-\(runID)"
-        self.grace = grace
     }
 
     /// What the supervisor runs if the engine dies: every job of the run cancelled.
@@ -160,12 +161,9 @@ final class SlurmSession: @unchecked Sendable {
                 attempt.slurmOutput = "\(batch)/slurm-\(asArray ? "\(id)_\(position)" : id).out"
                 active[jobID] = attempt
                 attempt.saw(SlurmJobState(state: "PENDING", node: nil))
-                if let stopped = attempt.stoppedAs {
-                    // Stopped while sbatch ran.
-                    if stopped.reason == "killed" { toKill.insert(jobID) } else { toTerminate.insert(jobID) }
-                }
+                // Stopped while sbatch ran.
+                if let teardown = attempt.teardown { enqueue(jobID, teardown[...]) }
             }
-            if !toTerminate.isEmpty || !toKill.isEmpty { scheduleCancels() }
             schedulePoll(after: 1)
         }
         if let running { sbatches[serial] = (running, attempts, "\(batch)/job.sh") }
@@ -218,9 +216,10 @@ final class SlurmSession: @unchecked Sendable {
 
     // MARK: Cancelling
 
-    /// A stop (`kill: false`: TERM, then the grace) or a kill of `attempt`'s job.
-    func cancel(_ attempt: SlurmAttempt, kill: Bool) {
+    /// Stops `attempt`'s job through `steps` (see `TeardownStep`).
+    func cancel(_ attempt: SlurmAttempt, through steps: [TeardownStep]) {
         dispatchPrecondition(condition: .onQueue(queue))
+        attempt.teardown = steps
         if let position = pending.firstIndex(where: { $0 === attempt }) {
             // Not submitted yet: nothing to cancel on the cluster.
             pending.remove(at: position)
@@ -230,17 +229,34 @@ final class SlurmSession: @unchecked Sendable {
         guard let jobID = attempt.jobID else {
             // sbatch in flight: the job is cancelled when its id comes. One that does not
             // answer is not waited for once every attempt it submits is stopped: killed at
-            // once for a kill (a second Ctrl-C), after kill_grace for a stop.
+            // once for a teardown that begins with `.kill`, after the first grace otherwise.
             if let (serial, entry) = sbatches.first(where: { $0.value.attempts.contains { $0 === attempt } }),
                entry.attempts.allSatisfy({ $0.stoppedAs != nil }) {
-                let wait = kill ? 0 : Double(grace.nanoseconds) / 1e9
+                var wait = 0.0
+                if case .signal(_, let grace) = steps.first { wait = Double(grace.nanoseconds) / 1e9 }
                 queue.asyncAfter(deadline: .now() + wait) { [self] in
                     if let still = sbatches[serial], still.running === entry.running { still.running.kill() }
                 }
             }
             return
         }
-        if kill { toKill.insert(jobID) } else { toTerminate.insert(jobID) }
+        enqueue(jobID, steps[...])
+    }
+
+    /// A signal step for some jobs, and the steps after its grace.
+    private struct Signalling: Hashable {
+        var signal: Int32
+        var grace: Duration
+        var then: [TeardownStep]
+    }
+
+    /// Puts `jobID` in this turn's `scancel` for the first of `steps`.
+    private func enqueue(_ jobID: String, _ steps: ArraySlice<TeardownStep>) {
+        guard let step = steps.first else { return }
+        switch step {
+        case .kill: toKill.insert(jobID)
+        case .signal(let signal, let grace): toSignal[Signalling(signal: signal, grace: grace, then: Array(steps.dropFirst())), default: []].insert(jobID)
+        }
         scheduleCancels()
     }
 
@@ -250,20 +266,23 @@ final class SlurmSession: @unchecked Sendable {
         // After this turn: a fail_fast or a quorum stops many at once, in one scancel.
         queue.async { [self] in
             cancelScheduled = false
-            let terminate = toTerminate.subtracting(toKill).filter { active[$0] != nil }.sorted()
             let kill = toKill.filter { active[$0] != nil }.sorted()
-            toTerminate = []
+            let signalling = toSignal
+            toSignal = [:]
             toKill = []
-            if !terminate.isEmpty {
-                scancel(["--full", "--signal=TERM"] + terminate)
-                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(grace.nanoseconds))) { [self] in
-                    let left = terminate.filter { active[$0] != nil }
-                    if !left.isEmpty { scancel(left) }
+            for (step, jobs) in signalling {
+                let ids = jobs.subtracting(kill).filter { active[$0] != nil }.sorted()
+                guard !ids.isEmpty else { continue }
+                scancel(["--full", "--signal=\(TeardownStep.signalName(step.signal) ?? String(step.signal))"] + ids)
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(step.grace.nanoseconds))) { [self] in
+                    for id in ids where active[id] != nil { enqueue(id, step.then[...]) }
                 }
             }
-            // A kill is everything going at once (a second Ctrl-C, the supervisor gone): the run's
-            // name takes every job, one whose sbatch was killed before it said the id too.
-            if !kill.isEmpty { scancel(["--name=\(jobName)"]) }
+            if !kill.isEmpty {
+                // Every job going at once (a second Ctrl-C): the run's name takes every job,
+                // one whose sbatch was killed before it said the id too.
+                scancel(kill.count == active.count ? ["--name=\(jobName)"] : kill)
+            }
             schedulePoll(after: 1)
         }
     }

@@ -235,7 +235,7 @@ extension RunEngine {
         for index in watch.pending.union(servingMembers) where isServing(index) && !watch.stoppingServices.contains(index) {
             watch.stoppingServices.insert(index)
             services[index]?.stopping = true
-            attempts[index]?.stop(as: .succeeded, reason: "service stopped by flowrun: its sources changed")
+            attempts[index]?.cancel(as: .succeeded, reason: "service stopped by flowrun: its sources changed", through: teardown)
         }
         guard watch.stoppingServices.isEmpty, watch.portWaits == 0 else { return }
         beginNextRun()

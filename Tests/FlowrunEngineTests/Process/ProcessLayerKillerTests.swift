@@ -184,4 +184,28 @@ import Testing
         #expect(await child.output.lines().filter { $0 == "got-term" } == [], "exactly one SIGTERM: no second got-term")
         #expect(await child.exit.value() == .signalled(SIGKILL))
     }
+
+    /// Teardown steps are data: each signal in order, the next after its grace, SIGKILL last.
+    @Test func teardownStepsAreSentInOrderEachAfterItsGrace() async throws {
+        let child = try launch("""
+            trap 'echo got-usr1' USR1
+            trap 'echo got-term' TERM
+            echo ready
+            while :; do sleep 1000 & wait $!; done
+            """)
+        defer { cleanUp(child) }
+        #expect(await child.output.lines { $0.contains("ready") } == ["ready"])
+
+        let done = OneShot<ContinuousClock.Instant>()
+        let started = ContinuousClock.now
+        let steps: [TeardownStep] = [.signal(SIGUSR1, grace: .milliseconds(400)), .signal(SIGTERM, grace: .milliseconds(400)), .kill]
+        killer.stop(child.tree, through: steps, on: .global()) { done.fulfil(.now) }
+        let end = try #require(await done.value())
+        #expect(end - started >= .milliseconds(800), "each signal had its grace")
+        #expect(end - started < .seconds(5))
+        // dash may also report the killed `sleep` job ("Terminated").
+        #expect(await child.output.lines().filter { $0.hasPrefix("got-") } == ["got-usr1", "got-term"])
+        #expect(await child.exit.value() == .signalled(SIGKILL))
+        #expect(survivors(of: child.tree) == [])
+    }
 }
