@@ -124,7 +124,7 @@ extension RunEndToEnd {
             #expect(sandbox.lines("\(counter).count").count == 2, "\(resume)")
             #expect(sandbox.lines("mac-3.12.count").count == 1 && sandbox.lines("100.count").count == 1, "\(resume)")
             #expect(sandbox.lines("after.count").count == 2, "\(resume)")
-            let new = try #require(try ResumeTests.records(sandbox).last)
+            let new = try #require(try RunEndToEndParallel.ResumeTests.records(sandbox).last)
             #expect(new.names("task_started").sorted() == ["after", member], "\(new.overview)")
         }
 
