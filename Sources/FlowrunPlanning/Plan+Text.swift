@@ -219,10 +219,37 @@ extension Plan {
     }
 
     private static func oneLine(_ text: String) -> String {
+        // ASCII without `\r`: a byte is a Character, so the same cut by byte
+        // (a `run:` of every task is measured; Characters are the slow way).
+        if let line = oneLineByByte(text) { return line }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
         guard let first = lines.first else { return "" }
         let shown = first.count > 70 ? first.prefix(70) + "…" : first
         return String(shown) + (lines.count > 1 ? "  (+\(lines.count - 1) more line\(lines.count == 2 ? "" : "s"))" : "")
+    }
+
+    /// `oneLine` for ASCII text without `\r`; nil for any other.
+    private static func oneLineByByte(_ text: String) -> String? {
+        var text = text
+        return text.withUTF8 { bytes -> String? in
+            var first: Range<Int>?
+            var lines = 0
+            var start = 0
+            for index in 0...bytes.count {
+                let byte = index < bytes.count ? bytes[index] : 0x0A
+                if byte >= 0x80 || byte == 0x0D { return nil }
+                guard byte == 0x0A else { continue }
+                if index > start {
+                    lines += 1
+                    if first == nil { first = start..<index }
+                }
+                start = index + 1
+            }
+            guard let first else { return "" }
+            let shown = first.count > 70 ? String(decoding: UnsafeBufferPointer(rebasing: bytes[first.lowerBound..<first.lowerBound + 70]), as: UTF8.self) + "…"
+                : String(decoding: UnsafeBufferPointer(rebasing: bytes[first]), as: UTF8.self)
+            return shown + (lines > 1 ? "  (+\(lines - 1) more line\(lines == 2 ? "" : "s"))" : "")
+        }
     }
 
     private static func quoted(_ value: String) -> String {

@@ -23,6 +23,10 @@ package struct PlanTimeValues {
     private let computed: Set<String>
     /// `vars.NAME` values; the last definition wins, as in the engine.
     private let values: [OperandPath: ExpressionValue]
+    /// Each expression's value by its text: thousands of tasks stamped from
+    /// one pattern repeat the same few (`startsWith(vars.ref, …)`), and what
+    /// a plan knows reads nothing that differs between them.
+    private let shown = ShownValues()
 
     package init(vars: [Variable]) {
         computed = Set(vars.filter { $0.command != nil }.map(\.name))
@@ -59,13 +63,24 @@ package struct PlanTimeValues {
         }
         if let condition = task.condition { expressions.append(condition.value) }
         var entries: [Entry] = []
-        let context = ExpressionValues(values)
         for expression in expressions where Self.isComputed(expression) && isKnown(expression) {
             let text = expression.description
             guard !entries.contains(where: { $0.expression == text }) else { continue }
-            entries.append(Entry(expression: text, value: ExpressionEvaluator.evaluate(expression, in: context).text))
+            let value: String
+            if let known = shown.values[text] {
+                value = known
+            } else {
+                value = ExpressionEvaluator.evaluate(expression, in: ExpressionValues(values)).text
+                shown.values[text] = value
+            }
+            entries.append(Entry(expression: text, value: value))
         }
         return entries
+    }
+
+    /// The memo behind `entries`: one plan shown, on one thread.
+    private final class ShownValues {
+        var values: [String: String] = [:]
     }
 
     /// How many members `foreach: ${{ … }}` gives when planning can evaluate
