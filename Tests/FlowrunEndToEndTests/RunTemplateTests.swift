@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `templates:` with `params:`, called with `uses:`/`with:` (SPEC §10):
     /// each call is an ordinary task in the plan, the run, the record and
     /// the export; bad calls are validation errors at their place.
