@@ -227,7 +227,7 @@ private struct PlanDocument: Encodable {
             result.continue_on_error = task.continueOnError
             result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
             result.cwd = task.cwd?.source
-            let values = known.entries(of: task)
+            let values = known.entries(of: task, conditionText: result.if)
             if !values.isEmpty { result.values = values.map { Value(expression: $0.expression, value: $0.value) } }
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }

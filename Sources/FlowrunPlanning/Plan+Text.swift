@@ -121,7 +121,8 @@ extension Plan {
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
             if let previous = step.runsAfter { row("after", "\(previous) (\(step.runsAfterReason ?? "sequential group \(step.group ?? "")"))") }
             if step.kind == .fanOut && step.sequential { row("order", "one member at a time, in item order") }
-            if let condition = task.condition { row("if", condition.value.description) }
+            let conditionText = task.condition?.value.description
+            if let conditionText { row("if", conditionText) }
             if let limits = step.limits { row("limits", describe(limits)) }
             if let resources = task.resources { row("resources", resources.text + (task.retryResources.map { ", retried out of memory with memory ×\(CPUText.text($0.memoryFactor))" } ?? "")) }
             var policy: [String] = []
@@ -135,7 +136,7 @@ extension Plan {
             if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, known: known) }.joined(separator: ", ")) }
             if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, known: known)) }
             // What planning can evaluate already (vars, host facts, functions of them).
-            for entry in known.entries(of: task) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
+            for entry in known.entries(of: task, conditionText: conditionText) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:

@@ -54,17 +54,18 @@ package struct PlanTimeValues {
     /// Each computed expression once, in the order the task uses them: its
     /// `run`/`http`, `env`, `cwd`, `name`, then `if:`. A bare `vars.NAME` is
     /// left out: the plan's `vars:` line already shows it.
-    func entries(of task: TaskDefinition) -> [Entry] {
-        var expressions: [Expression] = []
+    /// `conditionText`: the `if:`'s text when the caller wrote it out already.
+    func entries(of task: TaskDefinition, conditionText: String? = nil) -> [Entry] {
+        var expressions: [(Expression, text: String?)] = []
         for template in task.templates {
             for segment in template.segments {
-                if case .expression(let expression, _) = segment { expressions.append(expression) }
+                if case .expression(let expression, _) = segment { expressions.append((expression, nil)) }
             }
         }
-        if let condition = task.condition { expressions.append(condition.value) }
+        if let condition = task.condition { expressions.append((condition.value, conditionText)) }
         var entries: [Entry] = []
-        for expression in expressions where Self.isComputed(expression) && isKnown(expression) {
-            let text = expression.description
+        for (expression, written) in expressions where Self.isComputed(expression) && isKnown(expression) {
+            let text = written ?? expression.description
             guard !entries.contains(where: { $0.expression == text }) else { continue }
             let value: String
             if let known = shown.values[text] {
