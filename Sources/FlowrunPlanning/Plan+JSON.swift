@@ -10,6 +10,15 @@ extension Plan {
     package static let jsonSchemaVersion = "flowrun-plan/1"
 
     package var json: String {
+        var writer = PrettyJSONWriter(capacity: 1024 + 1024 * (steps.count + finallySteps.count))
+        PlanDocument(self).write(to: &writer)
+        return shownJSON(writer.failed ? "{}" : writer.text) + "\n"
+    }
+
+    /// The same document through Foundation's `JSONEncoder`, as `json` was
+    /// written before `PrettyJSONWriter`: the tests hold the two equal byte
+    /// for byte on every recipe and generated plan.
+    package var jsonThroughFoundation: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(PlanDocument(self))) ?? Data("{}".utf8)
@@ -218,7 +227,7 @@ private struct PlanDocument: Encodable {
             result.continue_on_error = task.continueOnError
             result.env = Dictionary(task.env.map { ($0.name, $0.value.source) }, uniquingKeysWith: { _, last in last })
             result.cwd = task.cwd?.source
-            let values = known.entries(of: task)
+            let values = known.entries(of: task, conditionText: result.if)
             if !values.isEmpty { result.values = values.map { Value(expression: $0.expression, value: $0.value) } }
             if !task.sources.isEmpty { result.sources = task.sources.map(\.source) }
             if !task.generates.isEmpty { result.generates = task.generates.map(\.source) }
@@ -323,5 +332,250 @@ private struct PlanDocument: Encodable {
     private static func staticItems(_ source: FanOutSource) -> [String]? {
         if case .list(let items) = source { return items }
         return nil
+    }
+}
+
+// MARK: - Written directly (PrettyJSONWriter): each object's keys in UTF-8
+// order, an absent optional left out, as the encoder's synthesized
+// `encodeIfPresent` does.
+
+extension PlanDocument {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            writer.key("dry_run"); writer.bool(dry_run)
+            writer.key("finally"); writer.array { writer in for step in finally { writer.element(); step.write(to: &writer) } }
+            writer.key("only"); writer.array(only)
+            writer.key("schema"); writer.string(schema)
+            writer.key("semaphores"); writer.array { writer in for semaphore in semaphores { writer.element(); semaphore.write(to: &writer) } }
+            writer.key("stages"); writer.array { writer in for stage in stages { writer.element(); writer.array(stage) } }
+            writer.key("steps"); writer.array { writer in for step in steps { writer.element(); step.write(to: &writer) } }
+            writer.key("workflow"); workflow.write(to: &writer)
+        }
+    }
+}
+
+extension PlanDocument.WorkflowInfo {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            if let capacity { writer.key("capacity"); capacity.write(to: &writer) }
+            if let computed_vars { writer.key("computed_vars"); writer.object(computed_vars) }
+            if let description { writer.key("description"); writer.string(description) }
+            writer.key("env"); writer.object(env)
+            writer.key("fail_fast"); writer.bool(fail_fast)
+            writer.key("file"); writer.string(file)
+            writer.key("kill_grace_seconds"); writer.double(kill_grace_seconds)
+            writer.key("max_parallel"); writer.int(max_parallel)
+            writer.key("name"); writer.string(name)
+            writer.key("shell"); writer.string(shell)
+            if let timeout_seconds { writer.key("timeout_seconds"); writer.double(timeout_seconds) }
+            writer.key("vars"); writer.object(vars)
+        }
+    }
+}
+
+extension PlanDocument.Capacity {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            writer.key("cpus"); writer.double(cpus)
+            writer.key("cpus_auto"); writer.bool(cpus_auto)
+            writer.key("memory_auto"); writer.bool(memory_auto)
+            writer.key("memory_bytes"); writer.uint(memory_bytes)
+        }
+    }
+}
+
+extension PlanDocument.Resources {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            if let cpus { writer.key("cpus"); writer.double(cpus) }
+            if let memory_bytes { writer.key("memory_bytes"); writer.uint(memory_bytes) }
+            if let retry_memory_factor { writer.key("retry_memory_factor"); writer.double(retry_memory_factor) }
+        }
+    }
+}
+
+extension PlanDocument.Semaphore {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            writer.key("capacity"); writer.int(capacity)
+            if let family { writer.key("family"); writer.bool(family) }
+            writer.key("name"); writer.string(name)
+            writer.key("users"); writer.array(users)
+        }
+    }
+}
+
+extension PlanDocument.Action {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            if let body { writer.key("body"); writer.string(body) }
+            if let expect { writer.key("expect"); writer.int(expect) }
+            if let headers { writer.key("headers"); writer.object(headers) }
+            if let max_seconds { writer.key("max_seconds"); writer.double(max_seconds) }
+            if let method { writer.key("method"); writer.string(method) }
+            if let min_seconds { writer.key("min_seconds"); writer.double(min_seconds) }
+            if let script { writer.key("script"); writer.string(script) }
+            if let seconds { writer.key("seconds"); writer.double(seconds) }
+            if let shebang { writer.key("shebang"); writer.string(shebang) }
+            if let shell { writer.key("shell"); writer.array(shell) }
+            writer.key("type"); writer.string(type)
+            if let url { writer.key("url"); writer.string(url) }
+        }
+    }
+}
+
+extension PlanDocument.Limits {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            if let group {
+                writer.key("group")
+                writer.object { writer in
+                    writer.key("concurrency"); writer.int(group.concurrency)
+                    writer.key("name"); writer.string(group.name)
+                }
+            }
+            writer.key("run"); writer.int(run)
+            writer.key("semaphores")
+            writer.array { writer in
+                for semaphore in semaphores {
+                    writer.element()
+                    writer.object { writer in
+                        writer.key("capacity"); writer.int(semaphore.capacity)
+                        if let computed = semaphore.computed { writer.key("computed"); writer.bool(computed) }
+                        if let family = semaphore.family { writer.key("family"); writer.string(family) }
+                        writer.key("name"); writer.string(semaphore.name)
+                        if let pools = semaphore.pools { writer.key("pools"); writer.array(pools) }
+                        writer.key("weight"); writer.int(semaphore.weight)
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension PlanDocument.FanOutInfo {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            if let axes { writer.key("axes"); writer.array(axes) }
+            if let count { writer.key("count"); writer.int(count) }
+            if let items { writer.key("items"); writer.array(items) }
+            if let members {
+                writer.key("members")
+                writer.array { writer in
+                    for member in members {
+                        writer.element()
+                        writer.object { writer in
+                            writer.key("item"); member.item.write(to: &writer)
+                            writer.key("name"); writer.string(member.name)
+                        }
+                    }
+                }
+            }
+            if let name_template { writer.key("name_template"); writer.string(name_template) }
+            writer.key("source"); writer.string(source)
+            if let split { writer.key("split"); writer.string(split) }
+        }
+    }
+}
+
+extension PlanDocument.Item {
+    func write(to writer: inout PrettyJSONWriter) {
+        switch value {
+        case .text(let text), .literal(let text):
+            writer.string(text)
+        case .list(let items):
+            writer.array { writer in
+                for item in items { writer.element(); PlanDocument.Item(value: item).write(to: &writer) }
+            }
+        case .record(let fields):
+            // The encoder's keyed container keeps a repeated key's last value.
+            var last: [String: Int] = [:]
+            for (offset, field) in fields.enumerated() { last[field.key] = offset }
+            writer.object { writer in
+                for (key, offset) in last.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                    writer.key(key)
+                    PlanDocument.Item(value: fields[offset].value).write(to: &writer)
+                }
+            }
+        }
+    }
+}
+
+extension PlanDocument.ReadyProbeJSON {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            writer.key("check"); writer.string(check)
+            writer.key("interval_seconds"); writer.double(interval_seconds)
+            if let status { writer.key("status"); writer.int(status) }
+            writer.key("target"); writer.string(target)
+            writer.key("timeout_seconds"); writer.double(timeout_seconds)
+        }
+    }
+}
+
+extension PlanDocument.Step {
+    func write(to writer: inout PrettyJSONWriter) {
+        writer.object { writer in
+            if let action { writer.key("action"); action.write(to: &writer) }
+            if let aliases { writer.key("aliases"); writer.array(aliases) }
+            if let backoff { writer.key("backoff"); writer.double(backoff) }
+            writer.key("column"); writer.int(column)
+            if let concurrency { writer.key("concurrency"); writer.int(concurrency) }
+            if let continue_on_error { writer.key("continue_on_error"); writer.bool(continue_on_error) }
+            if let cwd { writer.key("cwd"); writer.string(cwd) }
+            if let description { writer.key("description"); writer.string(description) }
+            if let env { writer.key("env"); writer.object(env) }
+            if let executor { writer.key("executor"); writer.string(executor) }
+            if let fan_out { writer.key("fan_out"); fan_out.write(to: &writer) }
+            if let generates { writer.key("generates"); writer.array(generates) }
+            if let group { writer.key("group"); writer.string(group) }
+            if let group_timeout_seconds { writer.key("group_timeout_seconds"); writer.double(group_timeout_seconds) }
+            if let `if` { writer.key("if"); writer.string(`if`) }
+            writer.key("joins"); writer.array(joins)
+            writer.key("kind"); writer.string(kind)
+            if let limits { writer.key("limits"); limits.write(to: &writer) }
+            writer.key("line"); writer.int(line)
+            if let members { writer.key("members"); writer.array(members) }
+            writer.key("name"); writer.string(name)
+            if let need { writer.key("need"); writer.string(need) }
+            writer.key("needs"); writer.array(needs)
+            if let on_timeout { writer.key("on_timeout"); writer.string(on_timeout) }
+            if let prompt { writer.key("prompt"); writer.string(prompt) }
+            if let ready { writer.key("ready"); ready.write(to: &writer) }
+            if let report { writer.key("report"); writer.array(report) }
+            if let required { writer.key("required"); writer.int(required) }
+            if let resources { writer.key("resources"); resources.write(to: &writer) }
+            if let retries { writer.key("retries"); writer.int(retries) }
+            if let retry_delay_seconds { writer.key("retry_delay_seconds"); writer.double(retry_delay_seconds) }
+            if let runs_after { writer.key("runs_after"); writer.string(runs_after) }
+            if let runs_after_reason { writer.key("runs_after_reason"); writer.string(runs_after_reason) }
+            if let sbatch { writer.key("sbatch"); writer.array(sbatch) }
+            if let sequential { writer.key("sequential"); writer.bool(sequential) }
+            if let service { writer.key("service"); writer.bool(service) }
+            if let sources { writer.key("sources"); writer.array(sources) }
+            writer.key("stage"); writer.int(stage)
+            if let timeout_seconds { writer.key("timeout_seconds"); writer.double(timeout_seconds) }
+            if let uses {
+                writer.key("uses")
+                writer.object { writer in
+                    writer.key("template"); writer.string(uses.template)
+                    writer.key("with"); writer.object(uses.with)
+                }
+            }
+            if let values {
+                writer.key("values")
+                writer.array { writer in
+                    for value in values {
+                        writer.element()
+                        writer.object { writer in
+                            writer.key("expression"); writer.string(value.expression)
+                            writer.key("value"); writer.string(value.value)
+                        }
+                    }
+                }
+            }
+            if let wait { writer.key("wait"); writer.array(wait) }
+            if let when { writer.key("when"); writer.string(when) }
+        }
     }
 }

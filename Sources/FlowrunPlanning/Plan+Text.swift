@@ -5,6 +5,7 @@ import FlowrunValues
 extension Plan {
     package var text: String {
         var lines: [String] = []
+        lines.reserveCapacity(16 + 10 * (steps.count + finallySteps.count))
         let workflow = workflowShown
         let known = PlanTimeValues(vars: workflow.vars)
         lines.append("Plan for \(workflow.name) (\(workflow.file)) — dry run: nothing was executed")
@@ -63,7 +64,15 @@ extension Plan {
         // its line), then its control characters escaped: names, items,
         // values and scripts come from the file and `--var`, and none of
         // their control characters reaches the terminal raw.
-        return lines.map { TerminalText.escaped(shown($0)) }.joined(separator: "\n") + "\n"
+        // Into one string sized once: the lines of 2,000 tasks are a megabyte,
+        // and each copy of it freed is a heap consolidation.
+        var text = ""
+        text.reserveCapacity(lines.reduce(0) { $0 + $1.utf8.count + 1 } + 64)
+        for line in lines {
+            text += TerminalText.escaped(shown(line))
+            text += "\n"
+        }
+        return text
     }
 
     private static func describe(_ step: PlanStep, workflow: Workflow, known: PlanTimeValues) -> [String] {
@@ -112,7 +121,8 @@ extension Plan {
             if !step.needs.isEmpty { row("needs", step.needs.joined(separator: ", ") + (task.when == .success ? "" : " (when: \(task.when.rawValue))")) }
             if let previous = step.runsAfter { row("after", "\(previous) (\(step.runsAfterReason ?? "sequential group \(step.group ?? "")"))") }
             if step.kind == .fanOut && step.sequential { row("order", "one member at a time, in item order") }
-            if let condition = task.condition { row("if", condition.value.description) }
+            let conditionText = task.condition?.value.description
+            if let conditionText { row("if", conditionText) }
             if let limits = step.limits { row("limits", describe(limits)) }
             if let resources = task.resources { row("resources", resources.text + (task.retryResources.map { ", retried out of memory with memory ×\(CPUText.text($0.memoryFactor))" } ?? "")) }
             var policy: [String] = []
@@ -126,7 +136,7 @@ extension Plan {
             if !task.env.isEmpty { row("env", task.env.map { "\($0.name)=\(quoted($0.value.source))" + filledIn($0.value, known: known) }.joined(separator: ", ")) }
             if let cwd = task.cwd { row("cwd", cwd.source + filledIn(cwd, known: known)) }
             // What planning can evaluate already (vars, host facts, functions of them).
-            for entry in known.entries(of: task) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
+            for entry in known.entries(of: task, conditionText: conditionText) { row("value", "${{ \(entry.expression) }} = \(quoted(entry.value))") }
             if !task.sources.isEmpty { row("sources", task.sources.map(\.source).joined(separator: ", ")) }
             if !task.generates.isEmpty { row("generates", task.generates.map(\.source).joined(separator: ", ")) }
         case .group:
@@ -219,10 +229,37 @@ extension Plan {
     }
 
     private static func oneLine(_ text: String) -> String {
+        // ASCII without `\r`: a byte is a Character, so the same cut by byte
+        // (a `run:` of every task is measured; Characters are the slow way).
+        if let line = oneLineByByte(text) { return line }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
         guard let first = lines.first else { return "" }
         let shown = first.count > 70 ? first.prefix(70) + "…" : first
         return String(shown) + (lines.count > 1 ? "  (+\(lines.count - 1) more line\(lines.count == 2 ? "" : "s"))" : "")
+    }
+
+    /// `oneLine` for ASCII text without `\r`; nil for any other.
+    private static func oneLineByByte(_ text: String) -> String? {
+        var text = text
+        return text.withUTF8 { bytes -> String? in
+            var first: Range<Int>?
+            var lines = 0
+            var start = 0
+            for index in 0...bytes.count {
+                let byte = index < bytes.count ? bytes[index] : 0x0A
+                if byte >= 0x80 || byte == 0x0D { return nil }
+                guard byte == 0x0A else { continue }
+                if index > start {
+                    lines += 1
+                    if first == nil { first = start..<index }
+                }
+                start = index + 1
+            }
+            guard let first else { return "" }
+            let shown = first.count > 70 ? String(decoding: UnsafeBufferPointer(rebasing: bytes[first.lowerBound..<first.lowerBound + 70]), as: UTF8.self) + "…"
+                : String(decoding: UnsafeBufferPointer(rebasing: bytes[first]), as: UTF8.self)
+            return shown + (lines > 1 ? "  (+\(lines - 1) more line\(lines == 2 ? "" : "s"))" : "")
+        }
     }
 
     private static func quoted(_ value: String) -> String {

@@ -23,6 +23,10 @@ package struct PlanTimeValues {
     private let computed: Set<String>
     /// `vars.NAME` values; the last definition wins, as in the engine.
     private let values: [OperandPath: ExpressionValue]
+    /// Each expression's value by its text: thousands of tasks stamped from
+    /// one pattern repeat the same few (`startsWith(vars.ref, …)`), and what
+    /// a plan knows reads nothing that differs between them.
+    private let shown = ShownValues()
 
     package init(vars: [Variable]) {
         computed = Set(vars.filter { $0.command != nil }.map(\.name))
@@ -50,22 +54,34 @@ package struct PlanTimeValues {
     /// Each computed expression once, in the order the task uses them: its
     /// `run`/`http`, `env`, `cwd`, `name`, then `if:`. A bare `vars.NAME` is
     /// left out: the plan's `vars:` line already shows it.
-    func entries(of task: TaskDefinition) -> [Entry] {
-        var expressions: [Expression] = []
+    /// `conditionText`: the `if:`'s text when the caller wrote it out already.
+    func entries(of task: TaskDefinition, conditionText: String? = nil) -> [Entry] {
+        var expressions: [(Expression, text: String?)] = []
         for template in task.templates {
             for segment in template.segments {
-                if case .expression(let expression, _) = segment { expressions.append(expression) }
+                if case .expression(let expression, _) = segment { expressions.append((expression, nil)) }
             }
         }
-        if let condition = task.condition { expressions.append(condition.value) }
+        if let condition = task.condition { expressions.append((condition.value, conditionText)) }
         var entries: [Entry] = []
-        let context = ExpressionValues(values)
-        for expression in expressions where Self.isComputed(expression) && isKnown(expression) {
-            let text = expression.description
+        for (expression, written) in expressions where Self.isComputed(expression) && isKnown(expression) {
+            let text = written ?? expression.description
             guard !entries.contains(where: { $0.expression == text }) else { continue }
-            entries.append(Entry(expression: text, value: ExpressionEvaluator.evaluate(expression, in: context).text))
+            let value: String
+            if let known = shown.values[text] {
+                value = known
+            } else {
+                value = ExpressionEvaluator.evaluate(expression, in: ExpressionValues(values)).text
+                shown.values[text] = value
+            }
+            entries.append(Entry(expression: text, value: value))
         }
         return entries
+    }
+
+    /// The memo behind `entries`: one plan shown, on one thread.
+    private final class ShownValues {
+        var values: [String: String] = [:]
     }
 
     /// How many members `foreach: ${{ … }}` gives when planning can evaluate

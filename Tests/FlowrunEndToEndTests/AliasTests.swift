@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `aliases:` on a task, a group and a template call (SPEC §15): each
     /// runs what its owner runs, `list` shows them, a typo's hint knows
     /// them, and a clash is an error at the alias.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Issue 20 item 2 (`summary.json`): a fan-out of more than 1,000 members
     /// lists its members' names and items in its group entry and leaves out
     /// the rows of plain successes; `show`, `logs` and `resume` still find

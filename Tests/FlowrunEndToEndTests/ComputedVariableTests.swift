@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `vars: { version: { sh: … } }` (SPEC §15, issue 35): computed once per
     /// run by a task of its own, `vars.version`, before the tasks that read it.
     @Suite struct ComputedVariableTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `dotenv:` (SPEC §15): `KEY=VALUE` files read as Docker Compose and
     /// just read them; later files win; the caller's environment and `env:`
     /// win over them; a secret can come from one; a missing file is an error

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Expression functions, `a && b || c` ternaries and host facts through
     /// the real binary (SPEC §15, issue 35): the recipe
     /// `workflows/github-style-ci.yaml` run as its header says, what

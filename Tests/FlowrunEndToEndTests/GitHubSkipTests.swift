@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Skips as GitHub counts them (SPEC §15, issue 35): a `sequential`
     /// group is a job, and a job whose steps were skipped by their own
     /// `if:` succeeds — fastapi's alls-green needs it to.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// The recipe `workflows/go-service.yaml` (includes, aliases, the words
     /// after `--`), run as its header says (issue 35).
     @Suite struct GoServiceRecipeTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// A group's own `if:` and `when:` (SPEC §15, issue 35), read as a
     /// task's once the group's needs have settled.
     @Suite struct GroupConditionTests {

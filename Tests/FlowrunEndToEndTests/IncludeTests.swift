@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `includes:` (SPEC §15): another file's tasks as `NS:NAME`, its needs
     /// and expressions meaning its own names, run in its own folder; a
     /// cycle and an untrusted file are errors at the entry.

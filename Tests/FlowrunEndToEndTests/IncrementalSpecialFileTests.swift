@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// A named pipe a `sources:` glob matches (`mkfifo src/x.c`, which anyone
     /// who may write in a shared source folder can make) was opened to be
     /// hashed: the open blocks until a writer comes, so the run hung for

@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// How the incremental check avoids reading files (git's index rule):
     /// a file three tasks list is read once per run, a file whose stamp
     /// (device, inode, size, mtime, ctime) is as the state recorded it is

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Issue 20's "Done when": a fan-out of 200,000 members read from a
     /// task's stdout runs every item exactly once in bounded memory — its
     /// members are made as slots free up and let go once settled. Not

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// A matrix whose `include` entries differ only in keys that are not
     /// axes (SPEC §15, issue 35): valid, as on GitHub; members named by
     /// index where the axis values repeat (refused before: `members 1 and 2

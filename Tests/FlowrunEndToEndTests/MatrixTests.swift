@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Issue 23 item 3 (and item 5's "never rename a member") with the built
     /// binary: `matrix:` with `include`/`exclude`, mapping items and
     /// `item.KEY`, member names, `split:`, the dry run (docs/FORMAT.md

@@ -25,7 +25,7 @@ extension RunEndToEnd {
             // The same dry run without the target: what the file alone costs on this machine.
             let plain = try sandbox.run(Self.digitsRange, ["--dry-run"])
             #expect(plain.exitStatus == 0, "\(plain)")
-            let run = try sandbox.run(Self.digitsRange, ["--dry-run", digits], timeout: .seconds(20))
+            let run = try Self.withinHalfASecond(of: plain) { try sandbox.run(Self.digitsRange, ["--dry-run", digits], timeout: .seconds(20)) }
             #expect(run.exitStatus == 2, "\(run.stderr.prefix(300))")
             #expect(run.stderr.hasPrefix("flowrun: no task, group, join or fan-out member is named '1111"), "\(run.stderr.prefix(300))")
             #expect(run.wallSeconds < plain.wallSeconds + 0.5, "\(run.wallSeconds) s against \(plain.wallSeconds) s")
@@ -44,11 +44,21 @@ extension RunEndToEnd {
             let digits = String(repeating: "1", count: 300_000)
             let plain = try sandbox.run(Self.digitsRange, ["--dry-run"])
             #expect(plain.exitStatus == 0, "\(plain)")
-            let run = try sandbox.run(Self.digitsRange + "default: [\"\(digits)\"]\n", ["--dry-run"], timeout: .seconds(20))
+            let run = try Self.withinHalfASecond(of: plain) { try sandbox.run(Self.digitsRange + "default: [\"\(digits)\"]\n", ["--dry-run"], timeout: .seconds(20)) }
             #expect(run.exitStatus == 2, "\(run.stderr.prefix(300))")
             #expect(run.stderr.contains("workflow.yaml:5:11: error: unknown name '1111"), "\(run.stderr.prefix(300))")
             #expect(run.stderr.contains("in default: no task, group, join or fan-out member has it"), "\(run.stderr.suffix(300))")
             #expect(run.wallSeconds < plain.wallSeconds + 0.5, "\(run.wallSeconds) s against \(plain.wallSeconds) s")
+        }
+
+        /// `run` once, again (at most three times in all) while it took more
+        /// than half a second past `plain`: a neighbour's burst on two shared
+        /// cores can slow one run; the quadratic lookup this guards against
+        /// (9 s, over 300 s) is slow every time.
+        static func withinHalfASecond(of plain: FlowrunRun, _ run: () throws -> FlowrunRun) throws -> FlowrunRun {
+            var last = try run()
+            for _ in 1..<3 where last.wallSeconds >= plain.wallSeconds + 0.5 { last = try run() }
+            return last
         }
 
         static let offsetRange = """
@@ -124,7 +134,7 @@ extension RunEndToEnd {
             #expect(sandbox.lines("\(counter).count").count == 2, "\(resume)")
             #expect(sandbox.lines("mac-3.12.count").count == 1 && sandbox.lines("100.count").count == 1, "\(resume)")
             #expect(sandbox.lines("after.count").count == 2, "\(resume)")
-            let new = try #require(try ResumeTests.records(sandbox).last)
+            let new = try #require(try RunEndToEndParallel.ResumeTests.records(sandbox).last)
             #expect(new.names("task_started").sorted() == ["after", member], "\(new.overview)")
         }
 

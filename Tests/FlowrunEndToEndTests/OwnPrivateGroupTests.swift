@@ -11,7 +11,7 @@ import Glibc
 /// `setpriv`.
 @Suite struct OwnPrivateGroupTests {
     typealias Trust = WorkflowLookupTrustTests
-    typealias Privacy = RunEndToEnd.RunRecordPrivacyTests
+    typealias Privacy = RunEndToEndParallel.RunRecordPrivacyTests
 
     /// A user made with `useradd` (`arguments` after the name's), removed when the test ends.
     final class User {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `flowrun FILE test -- WORDS` (SPEC §15): the words after `--` reach
     /// the named targets' `${{ args }}` as one quoted shell word each — a
     /// word that looks like shell code stays text — and no other task.

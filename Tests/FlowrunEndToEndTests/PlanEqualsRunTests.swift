@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// What `--dry-run --output json` prints is what the run applies (issue
     /// 21, item 1): for every recipe in `workflows/` and for generated
     /// workflows, each `task_started` event's deadline, group deadline and

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `prompt:` (SPEC §15): asked on the terminal before the run starts;
     /// y runs, anything else or no terminal runs nothing (exit 1), `--yes`
     /// answers for the user.

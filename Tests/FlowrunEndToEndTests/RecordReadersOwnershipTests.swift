@@ -12,7 +12,7 @@ extension RunEndToEnd {
     /// user is uid 65534, through `setpriv`, in a shared sticky folder as
     /// /tmp is.
     @Suite struct RecordReadersOwnershipTests {
-        typealias Privacy = RunRecordPrivacyTests
+        typealias Privacy = RunEndToEndParallel.RunRecordPrivacyTests
 
         /// A run id dated in the year 2999: newer than any real run.
         static let plantedID = "29991231-235959-0123456789abcdef"

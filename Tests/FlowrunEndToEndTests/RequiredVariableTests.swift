@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `vars: { X: { required: true } }` (SPEC §15, go-task's `requires:`):
     /// a run without `--var X=…` or `X` in the environment runs nothing and
     /// names each missing variable where it is declared.

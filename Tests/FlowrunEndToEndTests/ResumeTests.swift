@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// SPEC §9 `flowrun resume`: a failed or interrupted run continues in a
     /// new record that links the old one; what succeeded is restored, not
     /// run; a workflow changed under a task it would restore is refused.
@@ -83,7 +83,7 @@ extension RunEndToEnd {
             #expect(new.events("run_started").first?["resumed_from"] as? String == old.runID)
             #expect(resumed.stdout.contains("restored first"), "\(resumed)")
             // Its events, `reused` and `resumed_from` included, match the documented schema.
-            let problems = try EventsSchemaTests.validate(new.eventLines.filter { !$0.isEmpty })
+            let problems = try RunEndToEnd.EventsSchemaTests.validate(new.eventLines.filter { !$0.isEmpty })
             #expect(problems.isEmpty, "\(problems)")
         }
 

@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// A `run:` that is one simple command is exec'd by flowrun itself, not
     /// through `/bin/sh -c` (docs/RUNNING.md, "Commands flowrun runs without
     /// the shell"), with what the shell would have given it: its argv, its

@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Day two (SPEC §9): `flowrun runs`, `show` and `logs` read run records
     /// — finished, failed and live ones; RUN as an id, a prefix or the
     /// latest; `latest`; pruning old records at run start.

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// SPEC §3 "inside `run:`, each interpolated value is inserted as ONE
     /// shell-quoted word", §2 "no value can set another key": hostile
     /// upstream values reach downstream tasks byte-exact and run nothing.

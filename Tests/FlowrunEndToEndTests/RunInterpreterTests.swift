@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// A task's own interpreter (SPEC §10): `shell:` runs the script as
     /// `PROGRAM ARGS… FILE`; a `run:` starting with `#!` runs as that file,
     /// written 0700 and kept in the run record.

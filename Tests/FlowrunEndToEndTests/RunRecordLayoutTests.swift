@@ -59,13 +59,13 @@ extension RunEndToEnd {
             #expect(loudLog.hasPrefix(record.directory + "/logs/000/") && record.logText("loud") == "spoken\n", "\(loudLog)")
             #expect(record.outputs("loud") == ["k": "v"], "\(record.tasks)")
 
-            let quiet = try RunHistoryTests.flowrun(["logs", "quiet"], sandbox)
+            let quiet = try RunEndToEndParallel.RunHistoryTests.flowrun(["logs", "quiet"], sandbox)
             quiet.expectNoCrash()
             #expect(quiet.exitStatus == 0 && quiet.stdout.isEmpty, "\(quiet)")
             #expect(quiet.stderr.contains("'quiet'"), "\(quiet)")
-            let loud = try RunHistoryTests.flowrun(["logs", "loud"], sandbox)
+            let loud = try RunEndToEndParallel.RunHistoryTests.flowrun(["logs", "loud"], sandbox)
             #expect(loud.exitStatus == 0 && loud.stdout == "spoken\n", "\(loud)")
-            let show = try RunHistoryTests.flowrun(["show"], sandbox)
+            let show = try RunEndToEndParallel.RunHistoryTests.flowrun(["show"], sandbox)
             show.expectNoCrash()
             #expect(show.exitStatus == 0 && show.stdout.contains("quiet") && show.stdout.contains("loud"), "\(show)")
         }
@@ -85,7 +85,7 @@ extension RunEndToEnd {
             kill(live.pid, SIGTERM)
             let ended = live.finish()
             #expect(!ended.hung, "flowrun did not stop: \(ended)")
-            let log = try RunHistoryTests.flowrun(["logs", "talker"], sandbox)
+            let log = try RunEndToEndParallel.RunHistoryTests.flowrun(["logs", "talker"], sandbox)
             #expect(log.exitStatus == 0 && log.stdout == "said before the stop\n", "\(log)")
         }
 
@@ -128,7 +128,7 @@ extension RunEndToEnd {
             #expect(events.contains(#""succeeded":20004"#), "\(events.suffix(600))")
 
             func logs(_ task: String) throws -> String {
-                let shown = try RunHistoryTests.flowrun(["logs", task], sandbox)
+                let shown = try RunEndToEndParallel.RunHistoryTests.flowrun(["logs", task], sandbox)
                 #expect(shown.exitStatus == 0, "\(shown)")
                 return shown.stdout
             }

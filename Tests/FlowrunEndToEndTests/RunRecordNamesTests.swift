@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// SPEC §2 "Every task and fan-out member has its own log and outputs
     /// file in the run record: two names never share a file, whatever
     /// characters or length they have."

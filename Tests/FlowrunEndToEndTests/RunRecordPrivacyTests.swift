@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// SPEC §11 (the record's privacy) and §7 (run record): the record is
     /// private whatever the umask, never written through a link or a swapped
     /// folder, refused under a folder another user controls, and a record

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// SPEC §11 "a secret reads `***`, also when a task prints it": printed
     /// through jq, PHP-, Go- and Python-style JSON, URL encoders and base64
     /// (at each alignment, padded or not, URL-safe), a declared secret shows
@@ -69,7 +69,7 @@ extension RunEndToEnd {
             // Nothing flowrun wrote holds a form of the secret: console, events, summary, logs.
             let data = Data(Self.secret.utf8)
             let forms = [Self.secret, data.base64EncodedString(), String(data.base64EncodedString().dropLast(4)), "T\\u00f6k\\/en", "T%C3%B6k%2Fen%2B%22a%26b%3Cc%3Ed%201234"]
-            for (what, text) in RunSecretsTests.everythingWritten(by: run, record: record.directory) {
+            for (what, text) in RunEndToEnd.RunSecretsTests.everythingWritten(by: run, record: record.directory) {
                 for form in forms {
                     #expect(!text.contains(form), "\(what) holds \(form)")
                 }
@@ -103,7 +103,7 @@ extension RunEndToEnd {
                 points: ***
 
                 """, "\(record.logText("quoted") ?? "")")
-            for (what, text) in RunSecretsTests.everythingWritten(by: run, record: record.directory) {
+            for (what, text) in RunEndToEnd.RunSecretsTests.everythingWritten(by: run, record: record.directory) {
                 for form in ["w/0rd", "0rd"] { #expect(!text.contains(form), "\(what) holds \(form)") }
             }
         }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// SPEC §11 "a value inserted by `${{ }}` never runs as code, in any
     /// shell context": hostile run-time values (a stdout fan-out's items, a
     /// template parameter) inserted as a word, in double and single quotes,

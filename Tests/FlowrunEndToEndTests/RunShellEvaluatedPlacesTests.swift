@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// The tester's holes in "a value never runs as code" (issue 32): places
     /// where bash takes a value as a variable name or as arithmetic, quoted or
     /// not, and scripts whose reading differs between sh and bash, are refused

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// A group skipped because a need failed settles its members too, so
     /// whatever waits on a member — a join, a task — hears of it.
     @Suite struct RunSkippedGroupTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `--stream`: what a task prints on stdout shows up live, a whole line at
     /// a time, prefixed with the task's name; progress lines stay out.
     @Suite struct RunStreamTests {

@@ -6,10 +6,16 @@ import Glibc
 import Darwin
 #endif
 
-/// Every `Run…` suite: `flowrun FILE` running real workflows (SPEC §2, §3,
-/// §6, §7). One test at a time, so that timing tolerances measure flowrun,
-/// not a 200 MB neighbour competing for the same two cores.
+/// The `Run…` suites whose tests hold a wall-time tolerance or race a
+/// sleep: `flowrun FILE` running real workflows (SPEC §2, §3, §6, §7). One
+/// test at a time, so that timing tolerances measure flowrun, not a 200 MB
+/// neighbour competing for the same two cores.
 @Suite(.serialized) enum RunEndToEnd {}
+
+/// The `Run…` suites that measure no time: every wait in them is a
+/// handshake (a file, an event) or a generous hang guard, so they run beside
+/// everything else instead of one at a time.
+@Suite enum RunEndToEndParallel {}
 
 // MARK: - A sandbox per test
 

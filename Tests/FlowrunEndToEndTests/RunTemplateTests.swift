@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `templates:` with `params:`, called with `uses:`/`with:` (SPEC §10):
     /// each call is an ordinary task in the plan, the run, the record and
     /// the export; bad calls are validation errors at their place.
@@ -263,8 +263,8 @@ extension RunEndToEnd {
             }
             #expect(record.status("checksums") == "succeeded")
             #expect(record.stdout("checksums") == "6 binaries")
-            let script = try #require(RunInterpreterTests.scriptFile(of: "checksums", in: record))
-            #expect(try RunInterpreterTests.mode(of: script) == 0o700)
+            let script = try #require(RunEndToEndParallel.RunInterpreterTests.scriptFile(of: "checksums", in: record))
+            #expect(try RunEndToEndParallel.RunInterpreterTests.mode(of: script) == 0o700)
             // `finally` removed the workspace.
             let left = try FileManager.default.contentsOfDirectory(atPath: sandbox.path).filter { $0.hasPrefix("flowrun-cross-build.") }
             #expect(left.isEmpty, "\(left)")

@@ -11,7 +11,7 @@ import Glibc
 /// folder are never written through, the mode follows the umask, and a
 /// write that fails leaves the old file as it was.
 @Suite struct SafeFileWriteTests {
-    typealias Privacy = RunEndToEnd.RunRecordPrivacyTests
+    typealias Privacy = RunEndToEndParallel.RunRecordPrivacyTests
 
     /// A recorded run, a private `home/` with the victim's files, and a
     /// shared sticky folder (as /tmp is) the other user (uid 65534) can plant in.

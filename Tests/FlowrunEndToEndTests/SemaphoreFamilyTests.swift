@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Semaphore families (SPEC §15, issue 35): `"batch-*": 2` declares a
     /// pool of 2 per matching name, and `semaphores: ["batch-${{ item.batch }}"]`
     /// on a fan-out member takes its outer item's pool at run time — Argo's

@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// A `tcp` or `http` probe passes when a connection is accepted, and
     /// another process's server accepts one as well as the service's: a
     /// server another user (or an earlier run) left on the port. The

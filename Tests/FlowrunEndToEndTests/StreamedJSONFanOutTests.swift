@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Issue 20 item 1: a stdout over 1 MiB that is one JSON array feeds a
     /// fan-out element by element (never parsed whole), objects included;
     /// one that only looks like an array is read as lines, as a short one is.

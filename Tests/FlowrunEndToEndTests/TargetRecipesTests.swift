@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// The recipes `workflows/build-targets.yaml` (a default goal and
     /// targets) and `workflows/ordered-release.yaml` (sequential groups), run
     /// as their headers say (issue 23 items 1 and 4).
@@ -50,7 +50,7 @@ extension RunEndToEnd {
                 "tag v2.4.0", "build 2.4.0", "upload 2.4.0", "announce 2.4.0",
                 "rollout eu-west", "rollout us-east", "rollout ap-south", "smoke test",
             ], "\(run)")
-            SequentialGroupTests.expectOneAtATime(SequentialGroupTests.spans(try sandbox.record()).filter { !["check", "smoke-test", "vars.version"].contains($0.name) })
+            RunEndToEnd.SequentialGroupTests.expectOneAtATime(RunEndToEnd.SequentialGroupTests.spans(try sandbox.record()).filter { !["check", "smoke-test", "vars.version"].contains($0.name) })
         }
 
         @Test func orderedReleaseStopsAtTheFailedUpload() throws {

@@ -10,7 +10,7 @@ import Glibc
 /// victim is the test (root); the other user is uid 65534 through `setpriv`,
 /// in a shared sticky folder as /tmp is.
 @Suite struct WorkflowLookupTrustTests {
-    typealias Privacy = RunEndToEnd.RunRecordPrivacyTests
+    typealias Privacy = RunEndToEndParallel.RunRecordPrivacyTests
 
     /// `shared/` (mode 1777, like /tmp) holding `flowrun.yaml`, and the
     /// victim's `shared/victim/project`, where the victim types `flowrun`.

@@ -43,3 +43,17 @@ package struct MarkedText {
 
     package subscript(marker: Int) -> String { positions[marker] ?? "no marker \(marker)" }
 }
+
+/// Validates the workflow file at `path` (includes resolved beside it);
+/// nil when it has an error.
+package func workflow(atPath path: String) -> Workflow? {
+    let result = WorkflowValidator.validate(path: path)
+    return result.diagnostics.hasErrors ? nil : result.workflow
+}
+
+/// Validates YAML text as the file `test.yaml`: the workflow (nil on an
+/// error) and every diagnostic as printed, for a failure message.
+package func validated(_ yaml: String) -> (workflow: Workflow?, diagnostics: [String]) {
+    let result = WorkflowValidator.validate(bytes: Array(yaml.utf8), file: "test.yaml")
+    return (result.diagnostics.hasErrors ? nil : result.workflow, result.diagnostics.map(\.description))
+}
