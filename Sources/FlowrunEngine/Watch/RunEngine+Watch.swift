@@ -89,7 +89,12 @@ extension RunEngine {
         }
         do throws(SourceWatcher.Problem) {
             let watcher = try SourceWatcher(skip: skip)
-            for root in Self.distinct(roots) { try watcher.add(Self.existingFolder(root.folder), recursive: root.recursive || !Self.exists(root.folder)) }
+            for root in Self.distinct(roots) {
+                // A root not made yet is waited for from its nearest folder that exists, watched alone
+                // (that folder watched whole could be `/tmp`, or miss `/data` made at the top).
+                if Self.exists(root.folder) { try watcher.add(root.folder, recursive: root.recursive) } else { watcher.await(root.folder, recursive: root.recursive) }
+            }
+            if let problem = watcher.takeLateProblem() { throw problem }
             watch.watcher = watcher
             loop.watch(watcher.descriptor) { [loop, weak self] in
                 let changed = watcher.drain()
@@ -393,15 +398,6 @@ extension RunEngine {
     private static func exists(_ folder: String) -> Bool {
         var info = stat()
         return stat(folder.isEmpty ? "." : folder, &info) == 0
-    }
-
-    /// `folder`, or its nearest parent that exists (watched for the rest of the path to appear).
-    private static func existingFolder(_ folder: String) -> String {
-        var folder = folder
-        while !folder.isEmpty && folder != "/" && !exists(folder) {
-            folder = folder.lastIndex(of: "/").map { String(folder[..<$0]) } ?? ""
-        }
-        return folder
     }
 }
 
