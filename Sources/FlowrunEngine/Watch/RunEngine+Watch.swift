@@ -362,7 +362,9 @@ extension RunEngine {
         if stopping != nil && services.isEmpty {
             watch.idle = false
             watch.debounce?.cancel()
-            if finalExitCode == 0 || finalExitCode == nil { finalExitCode = exitCode() }
+            // Ctrl-C ends the watch with 130 (128 + the signal), whatever the last run ended with:
+            // a failed run before it is in that run's record, not the watch's end.
+            if stopSignal != nil || killedBy != nil || finalExitCode == 0 || finalExitCode == nil { finalExitCode = exitCode() }
             done.signal()
         }
         return true
