@@ -115,5 +115,29 @@ extension RunEndToEnd {
             #expect(live.finish().exitStatus == 130)
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
+
+        /// `sources: [src]` is a folder, hashed by its list of names (FORMAT.md):
+        /// a file added to it, or removed, runs the task.
+        @Test func aFileAddedToAFolderSourceRunsTheTask() throws {
+            let sandbox = try RunSandbox()
+            try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
+            try Watch.write(sandbox, "src/a", "a\n")
+            let live = try Watch.watch(sandbox, """
+                tasks:
+                  list:
+                    sources: [src]
+                    run: ls src | tr '\\n' ' '
+                """)
+            #expect(Watch.waitForRuns(sandbox, 1), "the first run never finished")
+            try Watch.write(sandbox, "src/b", "b\n")
+            #expect(Watch.waitForRuns(sandbox, 2), "a file added to the folder started no run")
+            #expect(Watch.runs(sandbox).count >= 2 && Watch.runs(sandbox)[1].stdout("list") == "a b ")
+            try FileManager.default.removeItem(atPath: sandbox.file("src/a"))
+            #expect(Watch.waitForRuns(sandbox, 3), "a file removed from the folder started no run")
+            #expect(Watch.runs(sandbox).count >= 3 && Watch.runs(sandbox)[2].stdout("list") == "b ")
+            live.signalGroup(SIGINT)
+            #expect(live.finish().exitStatus == 130)
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
     }
 }
