@@ -103,6 +103,10 @@ final class SourceWatcher: Sendable {
     /// Watches the folder a link under a recursive folder points to, under the link's path, alone.
     private func addLink(_ link: String) {
         guard !skip(link), state.withLock({ $0.watched[link] == nil }) else { return }
+        // A link another user made (in a shared folder like /tmp) is not followed: it could point the
+        // watch at this user's own files (the record: a run there would start the next, without end).
+        var info = stat()
+        guard lstat(link, &info) == 0, info.st_uid == geteuid() || info.st_uid == 0 else { return }
         let watch = inotify_add_watch(descriptor, link, Self.mask | UInt32(IN_ONLYDIR))
         if watch < 0 {
             if errno == ENOSPC { state.withLock { $0.lateProblem = Self.limitProblem(link) } }
