@@ -22,8 +22,9 @@ package final class WatchState: @unchecked Sendable {
     /// Each task's sources and generated files, as patterns with their base folder.
     var sources: [(index: Int, pattern: GlobPattern, base: String)] = []
     var generates: [(pattern: GlobPattern, base: String)] = []
-    /// Fan-outs' sources that only the run fills in: every path under the literal text before the first `${{`, by group.
-    var prefixes: [(index: Int, prefix: String)] = []
+    /// Fan-outs' sources that only the run fills in: every path under the literal text before the first `${{`
+    /// that ends with the glob's literal tail (`.c` for `src/${{ item }}.c`; see `endsWithTail`), by group.
+    var prefixes: [(index: Int, prefix: String, tail: String)] = []
     /// Such templates' generated files: the literal text before the first `${{` and after the last `}}`.
     var templatedGenerates: [(prefix: String, suffix: String)] = []
     /// Fan-outs whose member template needs a task outside the group, by that task.
@@ -76,6 +77,8 @@ extension RunEngine {
                 watch.sources.append((index, pattern, base))
                 let root = pattern.watchRoot
                 roots.append((Self.joinedPath(base, root.folder), root.recursive))
+                // A source that is a folder (`sources: [src]`, hashed by its list of names): watched itself.
+                if let folder = Self.folderSource(text, base) { roots.append((folder, false)) }
             }
             for generated in task.generates {
                 if let text = try? renderText(generated, for: index), let pattern = try? GlobPattern.parse(text) { watch.generates.append((pattern, base)) }
@@ -89,7 +92,12 @@ extension RunEngine {
         }
         do throws(SourceWatcher.Problem) {
             let watcher = try SourceWatcher(skip: skip)
-            for root in Self.distinct(roots) { try watcher.add(Self.existingFolder(root.folder), recursive: root.recursive || !Self.exists(root.folder)) }
+            for root in Self.distinct(roots) {
+                // A root not made yet is waited for from its nearest folder that exists, watched alone
+                // (that folder watched whole could be `/tmp`, or miss `/data` made at the top).
+                if Self.exists(root.folder) { try watcher.add(root.folder, recursive: root.recursive) } else { watcher.await(root.folder, recursive: root.recursive) }
+            }
+            if let problem = watcher.takeLateProblem() { throw problem }
             watch.watcher = watcher
             loop.watch(watcher.descriptor) { [loop, weak self] in
                 let changed = watcher.drain()
@@ -160,8 +168,10 @@ extension RunEngine {
             }
             if watch.generates.contains(where: { Self.watchMatches($0.pattern, $0.base, path) }) { continue }
             if watch.templatedGenerates.contains(where: { path.count >= $0.prefix.count + $0.suffix.count && path.hasPrefix($0.prefix) && path.hasSuffix($0.suffix) }) { continue }
-            let owners = watch.sources.filter { Self.watchMatches($0.pattern, $0.base, path) }.map(\.index)
-                + watch.prefixes.filter { path.hasPrefix($0.prefix) }.map(\.index)
+            // A file made, removed or renamed in a folder a glob names is a change of that folder's list of names.
+            let folder = Self.parent(of: path)
+            let owners = watch.sources.filter { Self.watchMatches($0.pattern, $0.base, path) || (!folder.isEmpty && Self.watchMatches($0.pattern, $0.base, folder)) }.map(\.index)
+                + watch.prefixes.filter { path.hasPrefix($0.prefix) && Self.endsWithTail(path, $0.tail) }.map(\.index)
             if !owners.isEmpty, trigger == nil { trigger = path }
             touched.formUnion(owners)
         }
@@ -359,7 +369,9 @@ extension RunEngine {
         if stopping != nil && services.isEmpty {
             watch.idle = false
             watch.debounce?.cancel()
-            if finalExitCode == 0 || finalExitCode == nil { finalExitCode = exitCode() }
+            // Ctrl-C ends the watch with 130 (128 + the signal), whatever the last run ended with:
+            // a failed run before it is in that run's record, not the watch's end.
+            if stopSignal != nil || killedBy != nil || finalExitCode == 0 || finalExitCode == nil { finalExitCode = exitCode() }
             done.signal()
         }
         return true
@@ -392,18 +404,20 @@ extension RunEngine {
         return order.map { ($0, recursive[$0]!) }
     }
 
+    /// A glob with no wildcard that names a folder (`src`, `src/`): that folder, as the watch spells it.
+    private static func folderSource(_ text: String, _ base: String) -> String? {
+        guard !text.contains(where: { "*?[]\\".contains($0) }) else { return nil }
+        var name = text
+        while name.count > 1 && name.hasSuffix("/") { name.removeLast() }
+        let folder = joinedPath(base, name)
+        var info = stat()
+        guard !folder.isEmpty, stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return folder
+    }
+
     private static func exists(_ folder: String) -> Bool {
         var info = stat()
         return stat(folder.isEmpty ? "." : folder, &info) == 0
-    }
-
-    /// `folder`, or its nearest parent that exists (watched for the rest of the path to appear).
-    private static func existingFolder(_ folder: String) -> String {
-        var folder = folder
-        while !folder.isEmpty && folder != "/" && !exists(folder) {
-            folder = folder.lastIndex(of: "/").map { String(folder[..<$0]) } ?? ""
-        }
-        return folder
     }
 }
 

@@ -47,7 +47,7 @@ extension RunEngine {
                 }
                 // A `cwd:` filled in per item: everything under its literal part.
                 let prefix = cwdIsLiteral ? Self.joinedPath(base, Self.literalPrefix(source)) : base
-                watch.prefixes.append((group, prefix))
+                watch.prefixes.append((group, prefix, Self.literalTail(source)))
                 let folder = prefix.lastIndex(of: "/").map { String(prefix[..<$0]) } ?? ""
                 roots.append((prefix.hasPrefix("/") && folder.isEmpty ? "/" : folder, true))
             }
@@ -176,6 +176,30 @@ extension RunEngine {
             suffix = text + suffix
         }
         return (literalPrefix(template), suffix)
+    }
+
+    /// The text every path a glob filled in at run time can match ends with:
+    /// its literal text after the last `}}`, from after its last wildcard
+    /// (`.c` for `${{ item }}.c` and for `${{ item }}/*.c`; "" for `${{ item }}/**`).
+    static func literalTail(_ template: Template) -> String {
+        let suffix = literalEnds(template).suffix
+        guard let last = suffix.lastIndex(where: { "*?[]\\".contains($0) }) else { return suffix }
+        return String(suffix[suffix.index(after: last)...])
+    }
+
+    /// Whether `path`, or a folder it is in (a source may be a folder,
+    /// changed by what is added to it), ends with `tail`. A change elsewhere
+    /// cannot be a source's: a report a dependent writes (`report.txt` beside
+    /// `${{ item }}.c`) would otherwise run the fan-out, the dependent, and so
+    /// on without end.
+    static func endsWithTail(_ path: String, _ tail: String) -> Bool {
+        guard !tail.isEmpty else { return true }
+        var rest = Substring(path)
+        while true {
+            if rest.hasSuffix(tail) { return true }
+            guard let slash = rest.lastIndex(of: "/") else { return false }
+            rest = rest[..<slash]
+        }
     }
 
     /// `folder` under a task's `cwd:` (`base`), as the watch spells paths.

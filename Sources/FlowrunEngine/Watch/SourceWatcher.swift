@@ -15,8 +15,11 @@ final class SourceWatcher: Sendable {
     }
 
     private struct State {
-        /// Watch descriptor → folder path (as the roots spell it) and whether folders under it are watched too.
-        var folders: [Int32: (path: String, recursive: Bool)] = [:]
+        /// Watch descriptor → each path it is watched as (as the roots spell them) and whether folders
+        /// under it are watched too. One folder may be reached by several paths (`src` and `./src`, a
+        /// root and an absolute spelling of it, a link to it): the kernel gives them one descriptor,
+        /// and an event under it is a change under each of them.
+        var folders: [Int32: [(path: String, recursive: Bool)]] = [:]
         /// Folder path → its watch descriptor.
         var watched: [String: Int32] = [:]
         /// A watch that could not be added after the start (a new folder): reported once.
@@ -61,8 +64,8 @@ final class SourceWatcher: Sendable {
             // Watched already: made recursive if asked (two globs may share a folder), else nothing to do.
             let known: Bool = state.withLock { state in
                 guard let watch = state.watched[next] else { return false }
-                if recursive, state.folders[watch]?.recursive == false {
-                    state.folders[watch]?.recursive = true
+                if recursive, let alias = state.folders[watch]?.firstIndex(where: { $0.path == next }), state.folders[watch]?[alias].recursive == false {
+                    state.folders[watch]?[alias].recursive = true
                     pending += Self.subfolders(of: next)
                 }
                 return true
@@ -77,14 +80,53 @@ final class SourceWatcher: Sendable {
                 if error == ENOENT || error == ENOTDIR { continue }  // gone already, or not a folder
                 throw Problem(description: "cannot watch \(path): \(String(cString: strerror(error)))")
             }
-            state.withLock { state in
-                state.folders[watch] = (next, recursive)
+            // A folder watched already under another path (same descriptor): one more name for it. Its
+            // folders are walked again only if no name of it was walked yet (a bind mount's loop ends).
+            let (fresh, walked): (Bool, Bool) = state.withLock { state in
+                let aliases = state.folders[watch] ?? []
+                state.folders[watch] = aliases + [(next, recursive)]
                 state.watched[next] = watch
+                return (aliases.isEmpty, aliases.contains { $0.recursive })
             }
-            added += 1
-            if recursive { pending += Self.subfolders(of: next) }
+            if fresh { added += 1 }
+            if recursive, !walked {
+                let (folders, links) = Self.subfoldersAndLinks(of: next)
+                pending += folders
+                // A link to a folder where a wildcard folder can match it (`src/*/*.c`, `src/x` → `../real/x`):
+                // its folder is watched under the link's name, alone (a glob's `**` does not follow links).
+                links.forEach(addLink)
+            }
         }
         return added
+    }
+
+    /// Watches the folder a link under a recursive folder points to, under the link's path, alone.
+    private func addLink(_ link: String) {
+        guard !skip(link), state.withLock({ $0.watched[link] == nil }) else { return }
+        // A link another user made (in a shared folder like /tmp) is not followed: it could point the
+        // watch at this user's own files (the record: a run there would start the next, without end).
+        var info = stat()
+        guard lstat(link, &info) == 0, info.st_uid == geteuid() || info.st_uid == 0 else { return }
+        let watch = inotify_add_watch(descriptor, link, Self.mask | UInt32(IN_ONLYDIR))
+        if watch < 0 {
+            if errno == ENOSPC { state.withLock { $0.lateProblem = Self.limitProblem(link) } }
+            return
+        }
+        state.withLock { state in
+            state.folders[watch, default: []].append((link, false))
+            state.watched[link] = watch
+        }
+    }
+
+    /// Starts watching for a root that does not exist yet: its nearest folder
+    /// that exists is watched alone until the root is made, then the root as asked.
+    func await(_ root: String, recursive: Bool) {
+        var changed: [String] = []
+        waitForRoot(root, recursive: recursive, into: &changed)
+    }
+
+    private static func limitProblem(_ path: String) -> Problem {
+        Problem(description: "cannot watch \(path): the inotify watch limit is reached; raise it with sysctl fs.inotify.max_user_watches=524288 (now \(Self.sysctl("max_user_watches")); in a container, user.max_inotify_watches)")
     }
 
     /// On the loop's thread: reads every pending event; returns the paths that changed.
@@ -122,22 +164,28 @@ final class SourceWatcher: Sendable {
             changed.append("")  // events were lost: everything counts as changed
             return
         }
-        guard let folder = state.withLock({ $0.folders[watch] }) else { return }
+        guard let aliases = state.withLock({ $0.folders[watch] }) else { return }
         if mask & UInt32(IN_IGNORED) != 0 || mask & UInt32(IN_DELETE_SELF) != 0 {
-            let parentWatched: Bool = state.withLock { state in
-                guard state.folders[watch] != nil else { return true }
+            let roots: [(path: String, recursive: Bool)] = state.withLock { state in
+                guard let aliases = state.folders[watch] else { return [] }
                 state.folders[watch] = nil
-                if state.watched[folder.path] == watch { state.watched[folder.path] = nil }
-                return state.watched[Self.parent(of: folder.path)].flatMap { state.folders[$0]?.recursive } == true
+                for folder in aliases where state.watched[folder.path] == watch { state.watched[folder.path] = nil }
+                return aliases.filter { folder in
+                    state.watched[Self.parent(of: folder.path)].flatMap { state.folders[$0]?.contains { $0.recursive } } != true
+                }
             }
             // A root removed: nothing else would see it made again (then a write in it would be missed).
-            if !parentWatched, !folder.path.isEmpty, folder.path != "/" { waitForRoot(folder.path, recursive: folder.recursive, into: &changed) }
+            for folder in roots where !folder.path.isEmpty && folder.path != "/" { waitForRoot(folder.path, recursive: folder.recursive, into: &changed) }
             return
         }
+        for folder in aliases { handle(folder: folder, mask: mask, name: name, into: &changed) }
+    }
+
+    private func handle(folder: (path: String, recursive: Bool), mask: UInt32, name: String, into changed: inout [String]) {
         if mask & UInt32(IN_MOVE_SELF) != 0 {
             // A root renamed away (`mv src src.old`): its watch went with it. (A folder whose
             // parent is watched is the parent's IN_MOVED_FROM's.)
-            let parentWatched = state.withLock { state in state.watched[Self.parent(of: folder.path)].flatMap { state.folders[$0]?.recursive } == true }
+            let parentWatched = state.withLock { state in state.watched[Self.parent(of: folder.path)].flatMap { state.folders[$0]?.contains { $0.recursive } } == true }
             if !parentWatched, !folder.path.isEmpty, folder.path != "/" {
                 forget(folder.path)
                 changed.append(folder.path + "/")
@@ -176,6 +224,18 @@ final class SourceWatcher: Sendable {
             changed += Self.files(under: path)
             return
         }
+        // A link to a folder made (or moved in) under a recursive folder: watched under its name, and what is there counts.
+        if folder.recursive, mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, !name.hasPrefix("."), Self.isLink(path), Self.isFolder(path) {
+            addLink(path)
+            changed += Self.files(under: path)
+            return
+        }
+        // A link watched as its folder, removed or moved away: no longer watched under that name.
+        if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0, state.withLock({ $0.watched[path] != nil }) {
+            forget(path)
+            changed.append(path + "/")
+            return
+        }
         // A file created is read once written and closed (IN_CLOSE_WRITE follows).
         if mask & UInt32(IN_CREATE) != 0 { return }
         changed.append(path)
@@ -203,11 +263,11 @@ final class SourceWatcher: Sendable {
             let watch = inotify_add_watch(descriptor, lookout.isEmpty ? "." : lookout, Self.mask | UInt32(IN_ONLYDIR))
             if watch >= 0 {
                 state.withLock { state in
-                    state.folders[watch] = (lookout, false)
+                    state.folders[watch, default: []].append((lookout, false))
                     state.watched[lookout] = watch
                 }
             } else if errno == ENOSPC {
-                state.withLock { $0.lateProblem = Problem(description: "cannot watch \(lookout.isEmpty ? "." : lookout): the inotify watch limit is reached; raise it with sysctl fs.inotify.max_user_watches=524288 (now \(Self.sysctl("max_user_watches")); in a container, user.max_inotify_watches)") }
+                state.withLock { $0.lateProblem = Self.limitProblem(lookout.isEmpty ? "." : lookout) }
             }
         }
         // Made again between its removal and this watch: follow it down.
@@ -232,13 +292,15 @@ final class SourceWatcher: Sendable {
     /// Returns whether `folder` itself was watched recursively, nil if it was not watched.
     @discardableResult
     private func forget(_ folder: String) -> Bool? {
-        let recursive = state.withLock { state in state.watched[folder].flatMap { state.folders[$0]?.recursive } }
+        let recursive = state.withLock { state in state.watched[folder].flatMap { state.folders[$0]?.first { $0.path == folder }?.recursive } }
         let gone: [Int32] = state.withLock { state in
             let paths = state.watched.keys.filter { $0 == folder || $0.hasPrefix(folder + "/") }
             return paths.compactMap { path in
                 guard let watch = state.watched.removeValue(forKey: path) else { return nil }
-                state.folders[watch] = nil
-                return watch
+                // Its other names (`./src` for `src`) keep the descriptor.
+                let rest = (state.folders[watch] ?? []).filter { $0.path != path }
+                state.folders[watch] = rest.isEmpty ? nil : rest
+                return rest.isEmpty ? watch : nil
             }
         }
         for watch in gone { inotify_rm_watch(descriptor, watch) }
@@ -247,6 +309,22 @@ final class SourceWatcher: Sendable {
 
     private static func subfolders(of folder: String) -> [String] {
         entries(of: folder).filter { $0.isFolder && !$0.name.hasPrefix(".") }.map { folder.isEmpty ? $0.name : folder + "/" + $0.name }
+    }
+
+    /// The folders in `folder` (not hidden), and the links there (not hidden) that point to a folder.
+    private static func subfoldersAndLinks(of folder: String) -> (folders: [String], links: [String]) {
+        var folders: [String] = []
+        var links: [String] = []
+        for entry in entries(of: folder) where !entry.name.hasPrefix(".") {
+            let path = folder.isEmpty ? entry.name : folder + "/" + entry.name
+            if entry.isFolder { folders.append(path) } else if entry.isLink, isFolder(path) { links.append(path) }
+        }
+        return (folders, links)
+    }
+
+    private static func isLink(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
     }
 
     private static func files(under folder: String) -> [String] {
@@ -262,19 +340,22 @@ final class SourceWatcher: Sendable {
         return result
     }
 
-    private static func entries(of folder: String) -> [(name: String, isFolder: Bool)] {
+    private static func entries(of folder: String) -> [(name: String, isFolder: Bool, isLink: Bool)] {
         guard let handle = opendir(folder.isEmpty ? "." : folder) else { return [] }
         defer { closedir(handle) }
-        var result: [(String, Bool)] = []
+        var result: [(String, Bool, Bool)] = []
         while let entry = readdir(handle) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             guard name != ".", name != ".." else { continue }
             var isFolder = entry.pointee.d_type == UInt8(DT_DIR)
+            var isLink = entry.pointee.d_type == UInt8(DT_LNK)
             if entry.pointee.d_type == UInt8(DT_UNKNOWN) {
                 var info = stat()
-                isFolder = lstat((folder.isEmpty ? "" : folder + "/") + name, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+                let known = lstat((folder.isEmpty ? "" : folder + "/") + name, &info) == 0
+                isFolder = known && info.st_mode & S_IFMT == S_IFDIR
+                isLink = known && info.st_mode & S_IFMT == S_IFLNK
             }
-            result.append((name, isFolder))
+            result.append((name, isFolder, isLink))
         }
         return result
     }
