@@ -132,7 +132,7 @@ extension RunEndToEnd {
             let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
             #expect(first.exitStatus == 0 && sandbox.read("out.txt") == "one\n", "\(first)")
             // Settled (its ctime over 2 s old): a hash the watch's first run takes is kept (`FileStamp.settledMargin`).
-            RunEndToEnd.IncrementalStampTests().waitUntilSettled(sandbox.file("a.txt"))
+            RunEndToEndParallel.IncrementalStampTests().waitUntilSettled(sandbox.file("a.txt"))
             let live = try RunEndToEnd.WatchTests.watch(sandbox, text)
             // The watch's first run: up to date, nothing started.
             try #require(RunEndToEnd.WatchTests.waitForRuns(sandbox, 2))
