@@ -226,6 +226,31 @@ import Glibc
         #expect(!ended.hung, "\(ended)")
     }
 
+    /// Ctrl-C with fan-out members still queued behind the array's `%C`:
+    /// they are cancelled outright, none starts during the running ones'
+    /// grace (a graceful `scancel --signal=TERM` freed the slots and the
+    /// queued elements took them), and the run ends within the grace.
+    @Test func ctrlCStartsNoQueuedMemberDuringTheGrace() throws {
+        let sandbox = try RunSandbox()
+        let flowrun = try sandbox.start("""
+            executor: slurm
+            kill_grace: 3s
+            groups:
+              g:
+                foreach: {range: [1, 6]}
+                concurrency: 2
+                task: { run: "touch started-${{ item }}; sleep 300" }
+            """, hardTimeout: .seconds(90))
+        #expect(try SlurmTestCluster.until(.seconds(60)) { try SlurmTestCluster.runningJobs().count == 2 }, "the jobs did not start")
+        usleep(1_500_000)  // flowrun has polled them running
+        flowrun.signalGroup(SIGINT)
+        #expect(try SlurmTestCluster.until(.seconds(5)) { try SlurmTestCluster.jobs().isEmpty }, "jobs left: \((try? SlurmTestCluster.jobs()) ?? [])")
+        let ended = flowrun.finish()
+        #expect(!ended.hung && ended.exitStatus == 130, "\(ended)")
+        let started = try FileManager.default.contentsOfDirectory(atPath: sandbox.path).filter { $0.hasPrefix("started-") }.sorted()
+        #expect(started == ["started-1", "started-2"], "members started after Ctrl-C: \(started)")
+    }
+
     /// The engine stopped while a job runs, the job ends, the engine is
     /// killed: `resume` reads the job's exit file and does not run it again.
     @Test func resumeCountsAJobThatEndedAfterTheEngineDiedAsFinished() throws {

@@ -266,8 +266,17 @@ final class SlurmSession: @unchecked Sendable {
         // After this turn: a fail_fast or a quorum stops many at once, in one scancel.
         queue.async { [self] in
             cancelScheduled = false
-            let kill = toKill.filter { active[$0] != nil }.sorted()
             let signalling = toSignal
+            // A job not seen running (still queued, or not polled yet) is cancelled outright:
+            // it has no process to signal, and a graceful stop would let it start meanwhile
+            // (a queued array element takes the slot a signalled one frees). Slurm also applies
+            // `scancel --signal` on a pending array element to the whole array.
+            let queued = signalling.values.reduce(into: Set<String>()) { $0.formUnion($1) }.filter { id in
+                guard let state = active[id]?.lastState?.state else { return true }
+                return state == "PENDING"
+            }
+            let killEverything = toKill.filter { active[$0] != nil }.count == active.count
+            let kill = toKill.union(queued).filter { active[$0] != nil }.sorted()
             toSignal = [:]
             toKill = []
             for (step, jobs) in signalling {
@@ -281,7 +290,7 @@ final class SlurmSession: @unchecked Sendable {
             if !kill.isEmpty {
                 // Every job going at once (a second Ctrl-C): the run's name takes every job,
                 // one whose sbatch was killed before it said the id too.
-                scancel(kill.count == active.count ? ["--name=\(jobName)"] : kill)
+                scancel(killEverything ? ["--name=\(jobName)"] : kill)
             }
             schedulePoll(after: 1)
         }
