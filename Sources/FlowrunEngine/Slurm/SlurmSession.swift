@@ -267,13 +267,13 @@ final class SlurmSession: @unchecked Sendable {
         queue.async { [self] in
             cancelScheduled = false
             let signalling = toSignal
-            // A job not seen running (still queued, or not polled yet) is cancelled outright:
-            // it has no process to signal, and a graceful stop would let it start meanwhile
-            // (a queued array element takes the slot a signalled one frees). Slurm also applies
-            // `scancel --signal` on a pending array element to the whole array.
+            // A job last seen queued (at its submission or a poll) is cancelled outright: it has no process to
+            // signal, and a graceful stop would let it start meanwhile (a queued array element
+            // takes the slot a signalled one frees). Slurm also applies `scancel --signal` on a
+            // pending array element to the whole array. (One that started since it was seen gets
+            // Slurm's own TERM, then KILL after KillWait.)
             let queued = signalling.values.reduce(into: Set<String>()) { $0.formUnion($1) }.filter { id in
-                guard let state = active[id]?.lastState?.state else { return true }
-                return state == "PENDING"
+                active[id]?.lastState?.state == "PENDING"
             }
             let killEverything = toKill.filter { active[$0] != nil }.count == active.count
             let kill = toKill.union(queued).filter { active[$0] != nil }.sorted()
