@@ -251,6 +251,34 @@ import Glibc
         #expect(started == ["started-1", "started-2"], "members started after Ctrl-C: \(started)")
     }
 
+    /// A second Ctrl-C cancels every job at once; flowrun then ends as soon
+    /// as squeue no longer lists them (a cancelled queued job leaves it at
+    /// once), not after three more polls and a `sacct` (5.6–9 s before).
+    @Test func aSecondCtrlCEndsTheRunPromptly() throws {
+        let sandbox = try RunSandbox()
+        let flowrun = try sandbox.start("""
+            executor: slurm
+            kill_grace: 30s
+            tasks:
+              a: { run: "trap '' TERM; sleep 300" }
+            groups:
+              g:
+                foreach: {range: [1, 4]}
+                concurrency: 1
+                task: { run: "trap '' TERM; sleep 300" }
+            """, hardTimeout: .seconds(90))
+        // Three members queued behind %1: cancelled, they leave squeue at once.
+        #expect(try SlurmTestCluster.until(.seconds(60)) { try SlurmTestCluster.runningJobs().count == 2 }, "the jobs did not start")
+        usleep(1_500_000)
+        flowrun.signalGroup(SIGINT)
+        usleep(10_000)
+        flowrun.signalGroup(SIGINT)
+        let ended = flowrun.wait(upTo: .seconds(4))
+        #expect(ended?.exitStatus == 130, "still running 4 s after a second Ctrl-C: \(String(describing: ended))")
+        #expect(try SlurmTestCluster.until(.seconds(5)) { try SlurmTestCluster.jobs().isEmpty }, "jobs left: \((try? SlurmTestCluster.jobs()) ?? [])")
+        _ = flowrun.finish()
+    }
+
     /// The engine stopped while a job runs, the job ends, the engine is
     /// killed: `resume` reads the job's exit file and does not run it again.
     @Test func resumeCountsAJobThatEndedAfterTheEngineDiedAsFinished() throws {

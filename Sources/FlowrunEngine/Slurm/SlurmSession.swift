@@ -366,6 +366,11 @@ final class SlurmSession: @unchecked Sendable {
                 if let status = attempt.exitStatus() {
                     end(attempt, exitStatus: status, state: state)
                     changed = true
+                } else if state == nil, attempt.stoppedAs != nil {
+                    // Stopped by flowrun and gone from squeue: scancel did it, no exit file will
+                    // come, and the run (a second Ctrl-C) need not wait three polls and a sacct.
+                    end(attempt, exitStatus: nil, state: nil)
+                    changed = true
                 } else if let state, state.state != "COMPLETED", state.reason != nil || attempt.pollsWithoutExit >= 2 {
                     // Slurm ended it (TIMEOUT, NODE_FAIL, CANCELLED, …): no exit file will come.
                     end(attempt, exitStatus: nil, state: state)
