@@ -31,50 +31,43 @@ extension RunEndToEndParallel {
         }
 
         @Test func aServiceWhoseTCPPortIsTakenBeforeItStartsFailsAndItsDependentsNeverRun() throws {
-            let sandbox = try RunSandbox()
-            let port = try freePort()
-            let other = try Self.listen(on: port)
-            defer { close(other) }
-            let run = try sandbox.run("""
-                tasks:
-                  db:
-                    service: true
-                    run: sleep 30
-                    ready: { tcp: "127.0.0.1:\(port)", timeout: 5s }
-                  test:
-                    needs: [db]
-                    run: touch "$SANDBOX/test-ran"
-                """)
-            #expect(run.exitStatus == 1, "\(run)")
-            let record = try sandbox.record()
-            #expect(record.statuses == ["db": "failed", "test": "skipped"], "\(run)")
-            let reason = record.finished("db")?["reason"] as? String ?? ""
-            #expect(reason.contains("127.0.0.1:\(port) is in use before the service started"), "\(reason)")
-            #expect(!FileManager.default.fileExists(atPath: sandbox.path + "/test-ran"), "the dependent ran against another server")
+            let sandbox = try Self.expectATakenPortFailsTheService(
+                "db", ready: { port in "{ tcp: \"127.0.0.1:\(port)\", timeout: 5s }" }, address: { "127.0.0.1:\($0)" })
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
 
         @Test func aServiceWhoseHTTPPortIsTakenBeforeItStartsFailsAndItsDependentsNeverRun() throws {
+            _ = try Self.expectATakenPortFailsTheService(
+                "web", ready: { port in "{ http: \"http://localhost:\(port)/health\", timeout: 3s }" }, address: { "localhost:\($0)" })
+        }
+
+        /// Runs service `name` probed by `ready(port)` on a port another socket
+        /// already listens on: the service fails naming `address(port)`, and
+        /// its dependent is skipped without running.
+        static func expectATakenPortFailsTheService(
+            _ name: String, ready: (Int) -> String, address: (Int) -> String
+        ) throws -> RunSandbox {
             let sandbox = try RunSandbox()
             let port = try freePort()
-            let other = try Self.listen(on: port)
+            let other = try listen(on: port)
             defer { close(other) }
             let run = try sandbox.run("""
                 tasks:
-                  web:
+                  \(name):
                     service: true
                     run: sleep 30
-                    ready: { http: "http://localhost:\(port)/health", timeout: 3s }
+                    ready: \(ready(port))
                   test:
-                    needs: [web]
+                    needs: [\(name)]
                     run: touch "$SANDBOX/test-ran"
                 """)
             #expect(run.exitStatus == 1, "\(run)")
             let record = try sandbox.record()
-            #expect(record.statuses == ["web": "failed", "test": "skipped"], "\(run)")
-            let reason = record.finished("web")?["reason"] as? String ?? ""
-            #expect(reason.contains("localhost:\(port) is in use before the service started"), "\(reason)")
-            #expect(!FileManager.default.fileExists(atPath: sandbox.path + "/test-ran"))
+            #expect(record.statuses == [name: "failed", "test": "skipped"], "\(run)")
+            let reason = record.finished(name)?["reason"] as? String ?? ""
+            #expect(reason.contains("\(address(port)) is in use before the service started"), "\(reason)")
+            #expect(!FileManager.default.fileExists(atPath: sandbox.path + "/test-ran"), "the dependent ran against another server")
+            return sandbox
         }
     }
 }
