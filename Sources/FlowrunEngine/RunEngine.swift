@@ -144,6 +144,8 @@ package final class RunEngine: @unchecked Sendable {
     var attempts: [Int: any TaskAttempt] = [:]
     /// Services started and not yet ended, by node index (RunEngine+Services.swift).
     var services: [Int: ServiceRun] = [:]
+    /// Services waiting for their port's closed connections to go (RunEngine+ClosedConnections.swift).
+    var closedConnectionWaits: [Int: ClosedConnectionsWait] = [:]
     /// `ready: {run: …}` probes running now.
     var probeProcesses: [ObjectIdentifier: any TaskAttempt] = [:]
     /// Slurm's commands, found on PATH at run start when a task may run on Slurm.
