@@ -22,7 +22,7 @@ struct ClosedConnectionsWait {
 
     /// TIME_WAIT is 60 s on Linux; past this something else holds the port.
     static let giveUpAfter: Double = 75
-    static let longestInterval: Duration = .seconds(1)
+    static let longestInterval: Duration = .milliseconds(500)
 }
 
 extension RunEngine {
