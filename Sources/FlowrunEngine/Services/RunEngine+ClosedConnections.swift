@@ -34,8 +34,8 @@ extension RunEngine {
         // Only an exit of its own, not a stop by flowrun (a deadline, a cancel, the run stopping).
         guard result.reason?.hasPrefix("the service exited before it was ready") == true, stopping == nil,
               nodes[index].cancelReason == nil, let (_, port) = probeEndpoint(index) else { return false }
-        // Once per attempt: its entry lives until the service settles.
-        if closedConnectionWaits[index] != nil { return false }
+        // Once per attempt: its entry lives until the service settles (a retry is another attempt).
+        if closedConnectionWaits[index]?.attempt == number { return false }
         let held = LocalListeners.closedConnections(port: port)
         guard held > 0 else { return false }
         closedConnectionWaits[index] = ClosedConnectionsWait(attempt: number, port: port, since: elapsed, result: result)
