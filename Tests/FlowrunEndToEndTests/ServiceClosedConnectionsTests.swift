@@ -44,6 +44,18 @@ extension RunEndToEndParallel {
             """
         }
 
+        /// Whether `count` runs have finished within `timeout`, looked at every
+        /// 100 ms without holding a thread: the minute of TIME_WAIT would
+        /// otherwise hold one of the test pool's threads (one per core) from every other test.
+        static func runsFinished(_ sandbox: RunSandbox, _ count: Int, within timeout: Duration) async throws -> Bool {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                if RunEndToEnd.WatchTests.runs(sandbox).count >= count { return true }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return RunEndToEnd.WatchTests.runs(sandbox).count >= count
+        }
+
         static func waitingLines(_ run: RunRecordFiles) -> [String] {
             run.events("task_waiting", task: "web").flatMap { $0["waiting_on"] as? [String] ?? [] }
         }
@@ -52,7 +64,7 @@ extension RunEndToEndParallel {
         /// connections it closed; it is started again once they are gone,
         /// ready, without a retry spent. Fails on a binary without the wait
         /// (the restarted server exits "Address already in use").
-        @Test func aServerWithoutReuseAddressRestartedUnderWatchComesBackOnceItsClosedConnectionsAreGone() throws {
+        @Test func aServerWithoutReuseAddressRestartedUnderWatchComesBackOnceItsClosedConnectionsAreGone() async throws {
             _ = try RunSandbox.tool("python3")
             let sandbox = try RunSandbox()
             let port = try freePort()
@@ -67,7 +79,7 @@ extension RunEndToEndParallel {
 
             try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 2, reuseAddress: false))
             // TIME_WAIT lasts 60 s: the run ends some 60 s later.
-            #expect(RunEndToEnd.WatchTests.waitForRuns(sandbox, 2, timeout: .seconds(150)))
+            #expect(try await Self.runsFinished(sandbox, 2, within: .seconds(150)))
             live.signalGroup(SIGINT)
             let ended = live.finish()
             let runs = RunEndToEnd.WatchTests.runs(sandbox)
@@ -113,14 +125,16 @@ extension RunEndToEndParallel {
 
         /// Not only under watch: a second run right after the first finds the
         /// port held by the first run's closed connections, and waits them out.
-        @Test func aSecondRunRightAfterTheFirstWaitsOutTheClosedConnections() throws {
+        @Test func aSecondRunRightAfterTheFirstWaitsOutTheClosedConnections() async throws {
             _ = try RunSandbox.tool("python3")
             let sandbox = try RunSandbox()
             let port = try freePort()
             try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
             let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
             #expect(first.exitStatus == 0, "\(first)")
-            let second = try sandbox.run(Self.workflow(port: port), timeout: .seconds(150))
+            let live = try sandbox.start(Self.workflow(port: port), hardTimeout: .seconds(150))
+            #expect(try await Self.runsFinished(sandbox, 2, within: .seconds(150)))
+            let second = live.finish()
             #expect(second.exitStatus == 0, "\(second)")
             #expect(second.stdout.contains("waiting  web: port \(port) still held by "), "\(second.stdout)")
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
