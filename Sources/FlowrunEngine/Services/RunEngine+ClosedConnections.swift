@@ -36,7 +36,7 @@ extension RunEngine {
               nodes[index].cancelReason == nil, let (_, port) = probeEndpoint(index) else { return false }
         // Once per attempt: its entry lives until the service settles (a retry is another attempt).
         if closedConnectionWaits[index]?.attempt == number { return false }
-        let held = LocalListeners.closedConnections(port: port)
+        let held = closedConnectionsOnPort(port)
         guard held > 0 else { return false }
         closedConnectionWaits[index] = ClosedConnectionsWait(attempt: number, port: port, since: elapsed, result: result)
         scheduler.backOff(index)
@@ -56,7 +56,7 @@ extension RunEngine {
     private func closedConnectionsLooked(_ index: Int) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let wait = closedConnectionWaits[index], nodes.contains(index), nodes[index].status == .waiting else { return }
-        let held = LocalListeners.closedConnections(port: wait.port)
+        let held = closedConnectionsOnPort(wait.port)
         if held == 0 {
             guard scheduler.backOffEnded(index) else { return }
             // The same attempt again: `markStarted` counts it once more, no retry is spent.
@@ -64,13 +64,13 @@ extension RunEngine {
             enqueue(index)
             return
         }
-        if elapsed - wait.since < ClosedConnectionsWait.giveUpAfter {
+        if elapsed - wait.since < closedConnectionsGiveUpAfter {
             lookAgainForClosedConnections(index)
             return
         }
         closedConnectionWaits[index] = nil
         var result = wait.result
-        result.reason = (result.reason ?? "") + "; port \(wait.port) was still held by \(held) closed connections (TIME_WAIT) after \(Int(ClosedConnectionsWait.giveUpAfter)) s"
+        result.reason = (result.reason ?? "") + "; port \(wait.port) was still held by \(held) closed connections (TIME_WAIT) after \(Int(closedConnectionsGiveUpAfter.rounded())) s"
         nodes[index].status = .running
         attemptEnded(index, attempt: wait.attempt, result)
         admitWaiters()
