@@ -22,6 +22,20 @@ extension RunEngine {
         nodes[index].settledMembers = nodes[index].members.count { !rerunning.contains($0) && nodes[$0].status.isFinal }
     }
 
+    /// `flowrun watch`: a join run again whose members kept from the run
+    /// before (not run again, counted as succeeded) already meet its quorum
+    /// completes before any member starts. Those that would run again end
+    /// `cancelled`, not needed, as a fresh run's members past a met quorum;
+    /// a rerun's failure could otherwise fail the run under a join that says succeeded.
+    func completeJoinByKeptResults(_ index: Int) {
+        guard nodes[index].kind == .join, nodes[index].status == .pending, nodes[index].required > 0 else { return }
+        let members = nodes[index].members
+        let kept = members.count { nodes[$0].status.isFinal && scheduler.countsAsSucceeded($0) }
+        guard kept >= nodes[index].required else { return }
+        nodes[index].succeededMembers = kept
+        completeJoin(index, Scheduler.JoinVerdict(status: .succeeded, why: "\(kept)/\(members.count) succeeded"))
+    }
+
     func joinMemberSettled(_ index: Int) {
         if let verdict = scheduler.joinMemberSettled(index) { completeJoin(index, verdict) }
     }

@@ -189,7 +189,12 @@ extension RunEngine {
         cancelTimer(.timeout(index))
         releaseSlots(index)
         defer { admitWaiters() }
+        if isService(index), startsAgainOnceClosedConnectionsGo(index, attempt: number, result) { return }
+        attemptEnded(index, attempt: number, result)
+    }
 
+    /// Attempt `number` of `index` is over, its slots given back: another attempt after a backoff, or its end.
+    func attemptEnded(_ index: Int, attempt number: Int, _ result: AttemptResult) {
         if scheduler.retries(index, after: number, endedAs: result.status) {
             // Back off without holding any slot, then queue again.
             let delay = retryDelay(for: index, after: number)
@@ -267,6 +272,7 @@ extension RunEngine {
     func settle(_ index: Int, _ status: TaskStatus, why: String? = nil, exitCode: Int? = nil, signal: Int? = nil) {
         guard !nodes[index].status.isFinal else { return }
         cancelTimer(.retry(index))
+        if !closedConnectionWaits.isEmpty { closedConnectionWaits[index] = nil }
         _ = scheduler.markSettled(index, status, at: elapsed)
 
         switch nodes[index].kind {

@@ -144,6 +144,11 @@ package final class RunEngine: @unchecked Sendable {
     var attempts: [Int: any TaskAttempt] = [:]
     /// Services started and not yet ended, by node index (RunEngine+Services.swift).
     var services: [Int: ServiceRun] = [:]
+    /// Services waiting for their port's closed connections to go (RunEngine+ClosedConnections.swift).
+    var closedConnectionWaits: [Int: ClosedConnectionsWait] = [:]
+    /// How many TIME_WAIT connections a port has, and how long a service waits for them at most (a test fakes both).
+    var closedConnectionsOnPort: (Int) -> Int = LocalListeners.closedConnections(port:)
+    var closedConnectionsGiveUpAfter = ClosedConnectionsWait.giveUpAfter
     /// `ready: {run: …}` probes running now.
     var probeProcesses: [ObjectIdentifier: any TaskAttempt] = [:]
     /// Slurm's commands, found on PATH at run start when a task may run on Slurm.

@@ -121,6 +121,7 @@ struct LiveState {
             return run.trigger.map { [StyledLine("↺ after a change to \(TerminalText.escaped($0))", .accent)] } ?? []
         case .taskWaiting(let waitingEvent):
             leaveWaiting(name)
+            running[name] = nil  // a service waiting out its port's closed connections was running
             let entries = waitingEvent.waitingOn
             let key = entries.map(Self.resourceName).joined(separator: ", ")
             waiting[name] = Waiting(name: name, waitingOn: entries, key: key, serial: takeSerial())

@@ -146,6 +146,8 @@ package struct RunTimeline: Sendable {
                 timeline.workflow = event.workflow ?? ""
             case "task_waiting":
                 guard let task = event.task else { return }
+                // A service that exited before it was ready, waiting for its port: that try ends here.
+                close(task, at: event.elapsed, event, into: &timeline)
                 // Slots full when a retry delay ends: the delay is over, the wait for slots begins.
                 if let delay = waitingSince[task] {
                     timeline.waits.append(Wait(task: task, kind: delay.kind, start: delay.time, end: event.elapsed, waitingOn: delay.on))

@@ -29,6 +29,19 @@ import Testing
         #expect(above == ["● db ready (0.6s, tcp 127.0.0.1:5433)"])
     }
 
+    /// A service that exited before it was ready waits for its port's closed
+    /// connections: its row leaves the running rows (it runs nothing) and waits, saying why.
+    @Test func aServiceWaitingForItsPortsClosedConnectionsIsNoLongerARunningRow() {
+        var started = RunEvent.TaskStarted(task: "web", attempt: 1)
+        started.probe = "tcp 127.0.0.1:8080"
+        let why = "port 8080 still held by 3 closed connections (TIME_WAIT); starting again when they are gone"
+        let (state, _) = apply([start, RunEvent(elapsed: 0.1, .taskStarted(started)),
+                                RunEvent(elapsed: 0.4, .taskWaiting(.init(task: "web", waitingOn: [why])))])
+        let frame = LiveFrame.lines(state, now: 1, columns: 200, rows: 20).map(\.description).joined(separator: "\n")
+        #expect(!frame.contains("starting (probe"), "\(frame)")
+        #expect(frame.contains("TIME_WAIT"), "\(frame)")
+    }
+
     @Test func aWatchRunSaysWhichFileStartedIt() {
         var run = RunEvent.RunStarted(runID: "r", workflow: "dev", path: "rec", maxParallel: 4, members: 1)
         run.trigger = "src/parse.c"

@@ -128,18 +128,34 @@ enum LocalListeners {
     /// Every socket listening on `port` (state 0A), IPv4 and IPv6.
     static func listening(port: Int) -> [Listener] {
         var result: [Listener] = []
+        forEachSocket(port: port, state: "0A") { fields, address in
+            if let uid = UInt32(fields[7]) { result.append(Listener(address: address, uid: uid)) }
+        }
+        return result
+    }
+
+    /// How many closed connections of `port`'s own side wait out TIME_WAIT
+    /// (state 06; ≤ 60 s on Linux, not tunable): a server that binds
+    /// without SO_REUSEADDR fails with "Address already in use" until they
+    /// are gone. On any address: a bind to 0.0.0.0 conflicts with each.
+    static func closedConnections(port: Int) -> Int {
+        var count = 0
+        forEachSocket(port: port, state: "06") { _, _ in count += 1 }
+        return count
+    }
+
+    /// The /proc/net/tcp and tcp6 lines of sockets whose local port is `port`, in `state` (hex, as printed).
+    private static func forEachSocket(port: Int, state: Substring, _ body: ([Substring], [UInt8]) -> Void) {
         for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
             guard let text = readWhole(file) else { continue }
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ")
-                guard fields.count > 7, fields[3] == "0A" else { continue }
+                guard fields.count > 7, fields[3] == state else { continue }
                 let local = fields[1].split(separator: ":")
-                guard local.count == 2, Int(local[1], radix: 16) == port, let uid = UInt32(fields[7]),
-                      let address = kernelAddress(local[0]) else { continue }
-                result.append(Listener(address: address, uid: uid))
+                guard local.count == 2, Int(local[1], radix: 16) == port, let address = kernelAddress(local[0]) else { continue }
+                body(fields, address)
             }
         }
-        return result
     }
 
     /// /proc/net/tcp prints an address as 32-bit words in host order (`%08X` each).

@@ -358,6 +358,8 @@ extension RunEngine {
         let sizedAtRunTime = groups.filter { fanOuts[$0].map { $0.source.staticCount == nil } ?? false }.map { nodes[$0].name }
         if !sizedAtRunTime.isEmpty { started.sizedAtRunTime = sizedAtRunTime }
         emit(event(.runStarted(started)))
+        // Kept results that meet a join's quorum complete it now: what would run again for it is not needed.
+        for join in joins { completeJoinByKeptResults(join) }
         for index in again where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 { needsSettled(index) }
         finishIfDone()
     }

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension RunEndToEnd {
+    /// `flowrun watch` and a `need: 2` join (SPEC §5, §14): kept successes
+    /// count toward the quorum first. When they meet it, an edited member
+    /// is not started — `cancelled`, not needed, as a fresh run's member past
+    /// a met quorum — and the run's exit code follows the join; when the
+    /// edited member was one of them, it runs and counts as in a run.
+    /// Every wait is a handshake on the record (a run's summary), never a sleep.
+    @Suite struct WatchJoinQuorumTests {
+        typealias Watch = WatchTests
+
+        /// `a` and `b` succeed at once; `c` holds (`slow`) so that the first
+        /// run's quorum cancels it, else exits with the number in `c.txt`;
+        /// `a` fails when `a.txt` says `fail`.
+        static func start(_ sandbox: RunSandbox) throws -> LiveFlowrun {
+            try Watch.write(sandbox, "a.txt", "1\n")
+            try Watch.write(sandbox, "b.txt", "1\n")
+            try Watch.write(sandbox, "c.txt", "slow\n")
+            return try Watch.watch(sandbox, """
+                tasks:
+                  a: { sources: [a.txt], run: 'read v < a.txt; echo "a $v"; [ "$v" != fail ]' }
+                  b: { sources: [b.txt], run: echo b }
+                  c: { sources: [c.txt], run: 'read v < c.txt; if [ "$v" = slow ]; then sleep 60; fi; exit "$v"' }
+                  after: { needs: [quorum], run: echo after }
+                joins:
+                  quorum: { wait: [a, b, c], need: 2 }
+                """)
+        }
+
+        /// The first run: `a` and `b` met the quorum, `c` was cancelled as not needed.
+        static func firstRun(_ sandbox: RunSandbox) throws {
+            #expect(Watch.waitForRuns(sandbox, 1))
+            let first = try #require(Watch.runs(sandbox).first)
+            #expect(first.statuses["c"] == "cancelled" && first.statuses["a"] == "succeeded" && first.statuses["b"] == "succeeded", "\(first.statuses)")
+        }
+
+        static func second(_ sandbox: RunSandbox, _ live: LiveFlowrun) throws -> (run: RunRecordFiles, ended: LiveFlowrun.Ended) {
+            #expect(Watch.waitForRuns(sandbox, 2))
+            live.signalGroup(SIGINT)
+            let ended = live.finish()
+            let runs = Watch.runs(sandbox)
+            return (try #require(runs.count >= 2 ? runs[1] : nil, "\(ended)"), ended)
+        }
+
+        static func join(_ run: RunRecordFiles) -> [String: Any]? { run.events("join_completed").first }
+
+        /// (a) `c` edited to fail: `a` and `b` kept meet the quorum, so `c` is
+        /// not started; the run exits 0. Before, `c` ran, failed and failed
+        /// the run while the join said succeeded.
+        @Test func anEditedMemberOfAJoinWhoseKeptResultsMeetItsQuorumIsNotRun() throws {
+            let sandbox = try RunSandbox()
+            let live = try Self.start(sandbox)
+            try Self.firstRun(sandbox)
+            try Watch.write(sandbox, "c.txt", "3\n")
+            let (second, ended) = try Self.second(sandbox, live)
+            #expect(Watch.started(second) == ["after"], "\(second.names("task_started"))")
+            #expect(second.statuses["c"] == "cancelled", "\(second.statuses)")
+            let cancelled = second.finished("c")
+            #expect(cancelled?["reason"] as? String == "join_settled" && cancelled?["cancelled_by"] as? String == "quorum", "\(String(describing: cancelled))")
+            #expect(Self.join(second)?["status"] as? String == "succeeded", "\(second.events("join_completed"))")
+            #expect(second.statuses["after"] == "succeeded")
+            #expect(second.exitCode == 0, "\(second.summary)")
+            // The block printed again: the kept members' values, `c` not needed.
+            let blocks = ended.stdout.components(separatedBy: "join     quorum succeeded: 2/3 succeeded (2 needed)").count - 1
+            #expect(blocks == 2, "\(ended.stdout)")
+            #expect(ended.stdout.components(separatedBy: "not needed").count - 1 >= 2, "\(ended.stdout)")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        /// (b) `a`, one of the quorum's successes, edited: its result is not
+        /// kept, `b` alone is short of the quorum, so `a` runs and counts.
+        @Test func anEditedMemberThatWasOneOfTheQuorumsSuccessesRunsAgain() throws {
+            let sandbox = try RunSandbox()
+            let live = try Self.start(sandbox)
+            try Self.firstRun(sandbox)
+            try Watch.write(sandbox, "a.txt", "2\n")
+            let (second, ended) = try Self.second(sandbox, live)
+            #expect(Watch.started(second) == ["a", "after"], "\(second.names("task_started"))")
+            #expect(second.stdout("a") == "a 2")
+            #expect(Self.join(second)?["status"] as? String == "succeeded", "\(second.events("join_completed"))")
+            #expect(second.exitCode == 0, "\(second.summary)")
+            #expect(ended.stdout.contains("a 2"), "\(ended.stdout)")
+        }
+
+        /// (c) `a`, one of the quorum's successes, edited to fail: it runs,
+        /// and its failure leaves the quorum out of reach as in a run — the
+        /// join fails, what needs it is skipped, the run exits 1.
+        @Test func aFailureOfAnEditedMemberTheQuorumNeededFailsTheJoinAsInARun() throws {
+            let sandbox = try RunSandbox()
+            let live = try Self.start(sandbox)
+            try Self.firstRun(sandbox)
+            try Watch.write(sandbox, "a.txt", "fail\n")
+            let (second, _) = try Self.second(sandbox, live)
+            #expect(Watch.started(second) == ["a"], "\(second.names("task_started"))")
+            #expect(second.statuses["a"] == "failed", "\(second.statuses)")
+            let join = Self.join(second)
+            #expect(join?["status"] as? String == "failed", "\(second.events("join_completed"))")
+            #expect(second.statuses["after"] == "skipped", "\(second.statuses)")
+            #expect(second.exitCode == 1, "\(second.summary)")
+        }
+    }
+}
