@@ -11,9 +11,11 @@ extension RunEndToEnd {
     /// `--keep N` records a no-op run makes no folder and removes none —
     /// on a filesystem mounted with `discard`, each `rmdir` was a
     /// synchronous discard. It still counts as a run: listed, `latest`,
-    /// every task `up_to_date`. It forks one process, the engine: the
-    /// supervisor's watch and its sentinel start with the first attempt. A
-    /// task that is not up to date still gets its `logs/` and `outputs/`.
+    /// every task `up_to_date`. It forks no process: the supervisor split is
+    /// made only once the plan shows that a task must start (and the
+    /// supervisor's watch and its sentinel with the first attempt). A
+    /// task that is not up to date still gets its `logs/` and `outputs/`,
+    /// and runs under the supervisor.
     @Suite struct NoOpRunTests {
         static let workflow = """
             tasks:
@@ -72,8 +74,8 @@ extension RunEndToEnd {
             #expect(traced.folderCalls.isEmpty, "a no-op run made or removed folders:\n\(traced.folderCalls.joined(separator: "\n"))")
             // events.jsonl in one write, summary.json in one: the record is two small writes.
             #expect(traced.recordWrites.count <= 2, "writes into the record:\n\(traced.recordWrites.joined(separator: "\n"))")
-            // The supervisor's fork of the engine, and nothing else: no sentinel, no task.
-            #expect(traced.processes.count == 1, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+            // No supervisor's fork of the engine, no sentinel, no task: one process.
+            #expect(traced.processes.isEmpty, "processes made:\n\(traced.processes.joined(separator: "\n"))")
 
             // Still a run: two kept, the newest is `latest`, listed, every task up to date.
             let runs = runFolders(in: sandbox.logDirectory)
@@ -116,6 +118,32 @@ extension RunEndToEnd {
             #expect(sandbox.read("app") == "int a; int edited;\nint b;\n")
         }
     
+        /// A run where one task is not up to date splits into supervisor and
+        /// engine before it starts (a `kill -9` of flowrun still stops it):
+        /// the task's parent, the engine, is the child of a `flowrun`, not of
+        /// this test. The same workflow's no-op run made no process at all
+        /// (above), so what decides is the check, not the command line.
+        @Test func aRunThatStartsATaskIsSupervised() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  a: { sources: [a.c], generates: [a.o], run: "cp a.c a.o" }
+                  b:
+                    sources: [b.c]
+                    run: 'engine=$PPID; set -- $(cat /proc/$engine/stat); cat /proc/$4/comm > "$SANDBOX/engine-parent"'
+                """)
+            for name in ["a.c", "b.c"] { try "int \(name.first!);\n".write(toFile: sandbox.file(name), atomically: false, encoding: .utf8) }
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0, "\(first)")
+            #expect(sandbox.read("engine-parent") == "flowrun\n", "the first run's engine is not the supervisor's child")
+            try FileManager.default.removeItem(atPath: sandbox.file("engine-parent"))
+            // `a` up to date, `b`'s source edited: the run starts `b`, supervised.
+            try "int b; int edited;\n".write(toFile: sandbox.file("b.c"), atomically: false, encoding: .utf8)
+            let second = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(second.exitStatus == 0, "\(second)")
+            #expect(sandbox.read("engine-parent") == "flowrun\n", "a run that starts a task after an up-to-date one is not supervised")
+        }
+
         /// `flowrun watch` whose first run starts nothing (every task up to
         /// date): a source edited then is seen by the next run, which runs
         /// the task. The hashes one run took stand without a `stat` only in

@@ -4,6 +4,7 @@ import Glibc
 import FlowrunValues
 import FlowrunPlanning
 import FlowrunRecord
+import Synchronization
 
 /// `.flowrun/state/`: what each incremental task's last successful run
 /// saw, one file per task (named by a hash of the workflow's path and the
@@ -82,8 +83,24 @@ package final class IncrementalStore: Sendable {
         return sha.finalize() + ".json"
     }
 
+    /// Records a check before the supervisor split read (`IncrementalPreview.startsNoTask`),
+    /// each taken by the engine's first read of it: read once, and the
+    /// engine decides on what that check decided on.
+    private let kept = Mutex<[String: IncrementalRecord]>([:])
+
+    /// Keeps `record` for the next `read(task:)` of `task`.
+    package func keep(_ record: IncrementalRecord, task: String) {
+        kept.withLock { $0[task] = record }
+    }
+
+    /// The task's record as `read` would give it, a kept one left kept.
+    func peek(task: String) -> IncrementalRecord? {
+        kept.withLock { $0[task] } ?? read(task: task)
+    }
+
     /// The task's last successful run, if any and readable.
     package func read(task: String) -> IncrementalRecord? {
+        if let record = kept.withLock({ $0.removeValue(forKey: task) }) { return record }
         let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { close(file) }
