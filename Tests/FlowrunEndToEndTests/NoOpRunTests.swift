@@ -118,6 +118,56 @@ extension RunEndToEnd {
             #expect(sandbox.read("app") == "int a; int edited;\nint b;\n")
         }
     
+        /// c-project's shape: a fan-out over an up-to-date listing's stdout,
+        /// one member per line, then a link. Its members are known from the
+        /// stdout the listing's record kept, so a no-op run of it is known
+        /// before it starts, and makes no process; the dry run shows each
+        /// member. A new file makes the listing run, and the run is supervised.
+        @Test func aNoOpRunOverAFanOutOfAnUpToDateListMakesNoProcess() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  list: { sources: [src], run: "cd src && ls" }
+                  link:
+                    needs: [compile]
+                    sources: ["out/*"]
+                    generates: [app]
+                    run: 'cat out/* > app'
+                groups:
+                  compile:
+                    needs: [list]
+                    foreach: ${{ tasks.list.stdout }}
+                    task:
+                      name: cc-${{ item }}
+                      sources: ["src/${{ item }}"]
+                      generates: ["out/${{ item }}"]
+                      run: 'mkdir -p out && cp src/${{ item }} out/${{ item }}'
+                """)
+            try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
+            for name in ["a", "b", "c"] { try "\(name)\n".write(toFile: sandbox.file("src/\(name)"), atomically: false, encoding: .utf8) }
+            for round in 1...3 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            let dry = try FlowrunBinary.run(sandbox.arguments(workflow, ["--dry-run"]), in: sandbox.path, environment: sandbox.environment)
+            for name in ["list", "cc-a", "cc-b", "cc-c", "link"] {
+                #expect(dry.stdout.contains("  \(name): up to date\n"), "\(name) not shown up to date:\n\(dry.stdout)")
+            }
+            let traced = try tracedRun(sandbox, workflow)
+            #expect(traced.processes.isEmpty, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+            let newest = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.logDirectory + "/latest")
+            let record = try RunRecordFiles(directory: sandbox.logDirectory + "/" + newest)
+            #expect(Set(record.names("task_finished")) == ["list", "cc-a", "cc-b", "cc-c", "link"], "\(record.overview)")
+            #expect(Set(record.events("task_finished").compactMap { $0["reused"] as? String }) == ["up_to_date"], "\(record.overview)")
+
+            // A file added: the listing runs again, and with it the new member and the link, supervised.
+            try "d\n".write(toFile: sandbox.file("src/d"), atomically: false, encoding: .utf8)
+            let added = try tracedRun(sandbox, workflow)
+            #expect(added.exitStatus == 0)
+            #expect(!added.processes.isEmpty, "a run that starts tasks made no process")
+            #expect(sandbox.read("app") == "a\nb\nc\nd\n")
+        }
+
         /// A run where one task is not up to date splits into supervisor and
         /// engine before it starts (a `kill -9` of flowrun still stops it):
         /// the task's parent, the engine, is the child of a `flowrun`, not of
