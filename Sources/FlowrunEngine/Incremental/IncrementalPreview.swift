@@ -15,7 +15,8 @@ package enum IncrementalPreview {
     package static let membersCheckedAtMost = 1_000
 
     package static func lines(_ plan: Plan, store: IncrementalStore) -> [String] {
-        check(plan, store: store, identities: TaskIdentities.compute(for: plan)).lines
+        var decisions: [String: UpToDate] = [:]
+        return check(plan, store: store, identities: TaskIdentities.compute(for: plan), decisions: &decisions).lines
     }
 
     /// Whether a run of `plan` starts no process: every step, `finally`
@@ -32,14 +33,17 @@ package enum IncrementalPreview {
             guard let task = step.task else { return step.kind == .group }
             return !task.isService && rendersAsTheEngineDoes(task)
         }) else { return false }
-        let current = check(plan, store: store, identities: identities, keepingRecords: true).current
-        return steps.allSatisfy { current.contains($0.name) }
+        var decisions: [String: UpToDate] = [:]
+        let current = check(plan, store: store, identities: identities, decisions: &decisions).current
+        guard steps.allSatisfy({ current.contains($0.name) }) else { return false }
+        store.keep(decisions)
+        return true
     }
 
-    /// The preview's lines, and the steps known to run nothing. `keepingRecords`:
-    /// the records read are kept in the store for the engine's check.
+    /// The preview's lines, and the steps known to run nothing; `decisions`
+    /// gets each task found up to date.
     private static func check(
-        _ plan: Plan, store: IncrementalStore, identities: [String: TaskIdentity], keepingRecords: Bool = false
+        _ plan: Plan, store: IncrementalStore, identities: [String: TaskIdentity], decisions: inout [String: UpToDate]
     ) -> (lines: [String], current: Set<String>) {
         var lines: [String] = []
         // Steps known to run nothing: a need outside this set may still change a task's sources.
@@ -63,7 +67,7 @@ package enum IncrementalPreview {
                 continue
             }
             guard step.kind == .fanOut else {
-                lines.append(line(step.name, task: task, identity: identity.hash, item: nil, index: nil, plan: plan, store: store, keepingRecord: keepingRecords))
+                lines.append(line(step.name, task: task, identity: identity.hash, item: nil, index: nil, plan: plan, store: store, decisions: &decisions))
                 continue
             }
             let count: Int
@@ -78,7 +82,7 @@ package enum IncrementalPreview {
                 item = { String(low + $0) }
             case .expression(let template)?:
                 // `${{ tasks.list.stdout }}` of a task up to date: its stdout is the one its record kept.
-                guard let items = storedItems(template, split: step.fanOutSplit, current: current, store: store) else {
+                guard let items = storedItems(template, split: step.fanOutSplit, current: current, decisions: decisions) else {
                     lines.append("\(step.name): decided when it runs (its items are known only then)")
                     continue
                 }
@@ -95,7 +99,7 @@ package enum IncrementalPreview {
                 if let template = task.nameTemplate, let rendered = try? render(template, mode: .text, item: item, index: index, plan: plan), !rendered.isEmpty {
                     name = rendered
                 }
-                lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store, keepingRecord: keepingRecords))
+                lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store, decisions: &decisions))
             }
             if count > membersCheckedAtMost {
                 lines.append("\(group): \(count - membersCheckedAtMost) more members, not checked (a dry run checks the first \(membersCheckedAtMost))")
@@ -109,7 +113,7 @@ package enum IncrementalPreview {
     /// A fan-out's items when they are the whole stdout of a task known to
     /// run nothing (the engine then feeds it the stdout its record kept), as
     /// text; nil when they are known only when it runs, or are records.
-    private static func storedItems(_ template: Template, split: FanOutSplit?, current: Set<String>, store: IncrementalStore) -> [String]? {
+    private static func storedItems(_ template: Template, split: FanOutSplit?, current: Set<String>, decisions: [String: UpToDate]) -> [String]? {
         var source: String?
         for segment in template.segments {
             switch segment {
@@ -122,7 +126,7 @@ package enum IncrementalPreview {
                 return nil
             }
         }
-        guard let source, let record = store.peek(task: source) else { return nil }
+        guard let source, let record = decisions[source]?.record else { return nil }
         var feed = RunEngine.feed(record.stdout, split: split)
         var items: [String] = []
         while let item = feed.next() {
@@ -134,10 +138,10 @@ package enum IncrementalPreview {
     }
 
     private static func line(
-        _ name: String, task: TaskDefinition, identity: String, item: String?, index: Int?, plan: Plan, store: IncrementalStore, keepingRecord: Bool = false
+        _ name: String, task: TaskDefinition, identity: String, item: String?, index: Int?, plan: Plan, store: IncrementalStore,
+        decisions: inout [String: UpToDate]
     ) -> String {
         let record = store.read(task: name)
-        if keepingRecord, let record { store.keep(record, task: name) }
         let check: IncrementalCheck
         do throws(TemplateRenderError) {
             check = try IncrementalCheck.make(
@@ -150,7 +154,10 @@ package enum IncrementalPreview {
             return "\(name): would fail: \(error.message)"
         }
         guard let record else { return "\(name): would run (no successful run recorded)" }
-        if check.isUpToDate(with: record, hashes: store.hashes) { return "\(name): up to date" }
+        if let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) {
+            decisions[name] = UpToDate(record: record, check: check, generated: generated)
+            return "\(name): up to date"
+        }
         if record.identity != check.identity { return "\(name): would run (its definition changed)" }
         if record.sources != check.sources { return "\(name): would run (sources changed)" }
         return "\(name): would run (generated files changed or missing)"

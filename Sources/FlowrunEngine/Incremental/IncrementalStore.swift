@@ -83,24 +83,23 @@ package final class IncrementalStore: Sendable {
         return sha.finalize() + ".json"
     }
 
-    /// Records a check before the supervisor split read (`IncrementalPreview.startsNoTask`),
-    /// each taken by the engine's first read of it: read once, and the
-    /// engine decides on what that check decided on.
-    private let kept = Mutex<[String: IncrementalRecord]>([:])
+    /// Tasks the check before the supervisor split found up to date, in a
+    /// run it found starts no task (`IncrementalPreview.startsNoTask`): the
+    /// engine settles each on that decision instead of checking again, so
+    /// it cannot come to another one (and start a task unsupervised).
+    private let decided = Mutex<[String: UpToDate]>([:])
 
-    /// Keeps `record` for the next `read(task:)` of `task`.
-    package func keep(_ record: IncrementalRecord, task: String) {
-        kept.withLock { $0[task] = record }
+    package func keep(_ decisions: [String: UpToDate]) {
+        decided.withLock { $0.merge(decisions) { _, new in new } }
     }
 
-    /// The task's record as `read` would give it, a kept one left kept.
-    func peek(task: String) -> IncrementalRecord? {
-        kept.withLock { $0[task] } ?? read(task: task)
+    /// The decision kept for `task`, taken (a watch's later runs check again).
+    func takeDecision(task: String) -> UpToDate? {
+        decided.withLock { $0.removeValue(forKey: task) }
     }
 
     /// The task's last successful run, if any and readable.
     package func read(task: String) -> IncrementalRecord? {
-        if let record = kept.withLock({ $0.removeValue(forKey: task) }) { return record }
         let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { close(file) }
