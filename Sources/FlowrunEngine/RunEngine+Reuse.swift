@@ -45,12 +45,10 @@ extension RunEngine {
             }
             upToDate = UpToDate(record: record, check: check, generated: generated)
         }
-        let record = upToDate.record
-        // Stamps settled since the record was written: kept, so that the next run reads nothing.
-        if let refreshed = record.withStamps(sources: upToDate.check.sources, generates: upToDate.generated) { store.write(refreshed, task: name) }
-        nodes[index].stash.stdout = record.stdout
-        nodes[index].stash.exitCode = record.exitCode
-        nodes[index].stash.outputs = record.outputs.map { ($0.key, $0.value) }
+        if let refreshed = upToDate.refreshed { store.write(refreshed, task: name) }
+        nodes[index].stash.stdout = upToDate.stdout
+        nodes[index].stash.exitCode = upToDate.exitCode
+        nodes[index].stash.outputs = upToDate.outputs.map { ($0.key, $0.value) }
         nodes[index].reused = .upToDate
         settle(index, .succeeded)
         return true

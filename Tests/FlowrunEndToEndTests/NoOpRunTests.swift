@@ -168,6 +168,29 @@ extension RunEndToEnd {
             #expect(sandbox.read("app") == "a\nb\nc\nd\n")
         }
 
+        /// A service is started again whatever its sources say (its
+        /// dependents need it running): a run whose tasks are all up to date
+        /// but one of them a service still starts a process, under the
+        /// supervisor (the debug binary asserts that no task starts in a run
+        /// that skipped it).
+        @Test func aRunWithAServiceUpToDateIsStillSupervised() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  s: { service: true, sources: [a.txt], run: "sleep 30" }
+                  t: { needs: [s], sources: [a.txt], run: "true" }
+                """)
+            try "x\n".write(toFile: sandbox.file("a.txt"), atomically: false, encoding: .utf8)
+            for round in 1...2 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            let traced = try tracedRun(sandbox, workflow)
+            #expect(traced.exitStatus == 0)
+            // The supervisor's fork of the engine, the sentinel, the service.
+            #expect(traced.processes.count >= 2, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+        }
+
         /// A run where one task is not up to date splits into supervisor and
         /// engine before it starts (a `kill -9` of flowrun still stops it):
         /// the task's parent, the engine, is the child of a `flowrun`, not of

@@ -126,8 +126,8 @@ package enum IncrementalPreview {
                 return nil
             }
         }
-        guard let source, let record = decisions[source]?.record else { return nil }
-        var feed = RunEngine.feed(record.stdout, split: split)
+        guard let source, let stdout = decisions[source]?.stdout else { return nil }
+        var feed = RunEngine.feed(stdout, split: split)
         var items: [String] = []
         while let item = feed.next() {
             // Past what a dry run checks: left to the run, which may start a member.
