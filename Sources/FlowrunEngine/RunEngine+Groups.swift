@@ -366,7 +366,7 @@ extension RunEngine {
         }
     }
 
-    private static func feed(_ text: String, split: FanOutSplit?) -> FanOutFeed {
+    static func feed(_ text: String, split: FanOutSplit?) -> FanOutFeed {
         if let split { return FanOutFeed(.texts(split.items(text))) }
         if let first = text.utf8.first(where: { !ExpressionValue.isSpace($0) }), first == UInt8(ascii: "[") {
             return FanOutFeed(.items(FanOutItems.items(text)))

@@ -25,27 +25,33 @@ extension RunEngine {
             return true
         }
         guard let store = reuse.store, let task = nodes[index].definition, !task.value.sources.isEmpty else { return false }
-        // The last successful run first: its stamps spare reading unchanged files.
-        let record = store.read(task: name)
-        let check: IncrementalCheck
-        do throws(TemplateRenderError) {
-            check = try incrementalCheck(index, task.value, recorded: record, hashes: store.hashes)
-        } catch {
-            settle(index, .failed, why: error.description)
-            return true
+        let upToDate: UpToDate
+        if let decided = store.takeDecision(task: name) {
+            // Decided before the supervisor split, which a run that starts no task skips.
+            upToDate = decided
+        } else {
+            // The last successful run first: its stamps spare reading unchanged files.
+            let record = store.read(task: name)
+            let check: IncrementalCheck
+            do throws(TemplateRenderError) {
+                check = try incrementalCheck(index, task.value, recorded: record, hashes: store.hashes)
+            } catch {
+                settle(index, .failed, why: error.description)
+                return true
+            }
+            guard let record, let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) else {
+                nodes[index].incremental = Shared(check)
+                return false
+            }
+            upToDate = UpToDate(record: record, check: check, generated: generated)
         }
-        if let record, let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) {
-            // Stamps settled since the record was written: kept, so that the next run reads nothing.
-            if let refreshed = record.withStamps(sources: check.sources, generates: generated) { store.write(refreshed, task: name) }
-            nodes[index].stash.stdout = record.stdout
-            nodes[index].stash.exitCode = record.exitCode
-            nodes[index].stash.outputs = record.outputs.map { ($0.key, $0.value) }
-            nodes[index].reused = .upToDate
-            settle(index, .succeeded)
-            return true
-        }
-        nodes[index].incremental = Shared(check)
-        return false
+        if let refreshed = upToDate.refreshed { store.write(refreshed, task: name) }
+        nodes[index].stash.stdout = upToDate.stdout
+        nodes[index].stash.exitCode = upToDate.exitCode
+        nodes[index].stash.outputs = upToDate.outputs.map { ($0.key, $0.value) }
+        nodes[index].reused = .upToDate
+        settle(index, .succeeded)
+        return true
     }
 
     /// The task's identity from the plan (a member's with its item).

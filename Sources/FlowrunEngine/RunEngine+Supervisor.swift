@@ -29,6 +29,9 @@ extension RunEngine {
     /// once (its end of the link is closed, docs/BENCHMARKS.md).
     func watchSupervisorLink() {
         guard ownsProcess, Supervisor.startsWatching() else { return }
+        // Unsupervised because the check before the split found every task
+        // up to date: the engine's own check, on the same hashes and records, agrees.
+        assert(!Supervisor.skippedAsNoOp, "a task starts in a run that skipped the supervisor as a no-op")
         let runID = record.runID
         Supervisor.whenGone { [weak self] signal in
             // Nothing new starts, and each attempt settles as killed…

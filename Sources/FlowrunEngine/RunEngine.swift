@@ -351,6 +351,7 @@ package final class RunEngine: @unchecked Sendable {
 
     /// Runs to the end and returns how it went. Blocks the calling thread (not a Dispatch worker).
     package func run() -> RunOutcome {
+        precondition(Supervisor.isSplitDecided, "a run put the supervisor split off and never decided it (Supervisor.splitNow)")
         if ownsProcess { installSignalHandlers() }
         queue.async { self.begin() }
         // The supervisor gets the record's events; its watch starts with the first attempt.

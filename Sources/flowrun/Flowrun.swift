@@ -66,10 +66,10 @@ struct Flowrun: ParsableCommand {
         // ignored signals and limits noted (inherited across the fork below).
         ProcessStartup.prepare()
         let arguments = PassedArguments.split.arguments
-        // Then, while single-threaded, for a command line that may start a
-        // task: the pid the shell knows becomes a supervisor, and everything
-        // below runs in its child, the engine.
-        if TaskStartingCommand.mayStartTasks(arguments.dropFirst()) { Supervisor.split() }
+        // For a command line that may start a task, the pid the shell knows
+        // becomes a supervisor and the run goes on in its child, the engine:
+        // once the plan shows whether a task must start (`RunLauncher`), still on this one thread.
+        if TaskStartingCommand.mayStartTasks(arguments.dropFirst()) { Supervisor.splitLater() }
         do {
             if let script = CompletionScript.requested(by: arguments) {
                 Terminal.standardOutput.write(script)

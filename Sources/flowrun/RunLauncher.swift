@@ -19,6 +19,16 @@ enum RunLauncher {
         _ plan: consuming Plan, logDirectory: String?, keep: Int, output: RunCommand.OutputMode, stream: Bool, reuse: TaskReuse,
         identities: [String: TaskIdentity]? = nil, watch: Bool = false
     ) throws {
+        // The supervisor split main put off, made now on this one thread, or
+        // skipped when no task can start: a process that guards nothing is a
+        // fork, a socket pair and a wait at exit a no-op run pays for nothing.
+        var identities = identities
+        if let store = reuse.store, !watch, reuse.restored.isEmpty, plan.workflow.slurmExecutorLocations.isEmpty {
+            let computed = identities ?? TaskIdentities.compute(for: plan)
+            identities = computed
+            if IncrementalPreview.startsNoTask(plan, store: store, identities: computed) { Supervisor.runsNoTask() }
+        }
+        Supervisor.splitNow()
         // Before the record and before Dispatch, which traps when it finds no descriptor.
         if let problem = DescriptorLimit.problemForARun() {
             Terminal.standardError.write(problem + "\n")

@@ -11,9 +11,11 @@ extension RunEndToEnd {
     /// `--keep N` records a no-op run makes no folder and removes none —
     /// on a filesystem mounted with `discard`, each `rmdir` was a
     /// synchronous discard. It still counts as a run: listed, `latest`,
-    /// every task `up_to_date`. It forks one process, the engine: the
-    /// supervisor's watch and its sentinel start with the first attempt. A
-    /// task that is not up to date still gets its `logs/` and `outputs/`.
+    /// every task `up_to_date`. It forks no process: the supervisor split is
+    /// made only once the plan shows that a task must start (and the
+    /// supervisor's watch and its sentinel with the first attempt). A
+    /// task that is not up to date still gets its `logs/` and `outputs/`,
+    /// and runs under the supervisor.
     @Suite struct NoOpRunTests {
         static let workflow = """
             tasks:
@@ -72,8 +74,8 @@ extension RunEndToEnd {
             #expect(traced.folderCalls.isEmpty, "a no-op run made or removed folders:\n\(traced.folderCalls.joined(separator: "\n"))")
             // events.jsonl in one write, summary.json in one: the record is two small writes.
             #expect(traced.recordWrites.count <= 2, "writes into the record:\n\(traced.recordWrites.joined(separator: "\n"))")
-            // The supervisor's fork of the engine, and nothing else: no sentinel, no task.
-            #expect(traced.processes.count == 1, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+            // No supervisor's fork of the engine, no sentinel, no task: one process.
+            #expect(traced.processes.isEmpty, "processes made:\n\(traced.processes.joined(separator: "\n"))")
 
             // Still a run: two kept, the newest is `latest`, listed, every task up to date.
             let runs = runFolders(in: sandbox.logDirectory)
@@ -116,6 +118,105 @@ extension RunEndToEnd {
             #expect(sandbox.read("app") == "int a; int edited;\nint b;\n")
         }
     
+        /// c-project's shape: a fan-out over an up-to-date listing's stdout,
+        /// one member per line, then a link. Its members are known from the
+        /// stdout the listing's record kept, so a no-op run of it is known
+        /// before it starts, and makes no process; the dry run shows each
+        /// member. A new file makes the listing run, and the run is supervised.
+        @Test func aNoOpRunOverAFanOutOfAnUpToDateListMakesNoProcess() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  list: { sources: [src], run: "cd src && ls" }
+                  link:
+                    needs: [compile]
+                    sources: ["out/*"]
+                    generates: [app]
+                    run: 'cat out/* > app'
+                groups:
+                  compile:
+                    needs: [list]
+                    foreach: ${{ tasks.list.stdout }}
+                    task:
+                      name: cc-${{ item }}
+                      sources: ["src/${{ item }}"]
+                      generates: ["out/${{ item }}"]
+                      run: 'mkdir -p out && cp src/${{ item }} out/${{ item }}'
+                """)
+            try FileManager.default.createDirectory(atPath: sandbox.file("src"), withIntermediateDirectories: true)
+            for name in ["a", "b", "c"] { try "\(name)\n".write(toFile: sandbox.file("src/\(name)"), atomically: false, encoding: .utf8) }
+            for round in 1...3 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            let dry = try FlowrunBinary.run(sandbox.arguments(workflow, ["--dry-run"]), in: sandbox.path, environment: sandbox.environment)
+            for name in ["list", "cc-a", "cc-b", "cc-c", "link"] {
+                #expect(dry.stdout.contains("  \(name): up to date\n"), "\(name) not shown up to date:\n\(dry.stdout)")
+            }
+            let traced = try tracedRun(sandbox, workflow)
+            #expect(traced.processes.isEmpty, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+            let newest = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.logDirectory + "/latest")
+            let record = try RunRecordFiles(directory: sandbox.logDirectory + "/" + newest)
+            #expect(Set(record.names("task_finished")) == ["list", "cc-a", "cc-b", "cc-c", "link"], "\(record.overview)")
+            #expect(Set(record.events("task_finished").compactMap { $0["reused"] as? String }) == ["up_to_date"], "\(record.overview)")
+
+            // A file added: the listing runs again, and with it the new member and the link, supervised.
+            try "d\n".write(toFile: sandbox.file("src/d"), atomically: false, encoding: .utf8)
+            let added = try tracedRun(sandbox, workflow)
+            #expect(added.exitStatus == 0)
+            #expect(!added.processes.isEmpty, "a run that starts tasks made no process")
+            #expect(sandbox.read("app") == "a\nb\nc\nd\n")
+        }
+
+        /// A service is started again whatever its sources say (its
+        /// dependents need it running): a run whose tasks are all up to date
+        /// but one of them a service still starts a process, under the
+        /// supervisor (the debug binary asserts that no task starts in a run
+        /// that skipped it).
+        @Test func aRunWithAServiceUpToDateIsStillSupervised() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  s: { service: true, sources: [a.txt], run: "sleep 30" }
+                  t: { needs: [s], sources: [a.txt], run: "true" }
+                """)
+            try "x\n".write(toFile: sandbox.file("a.txt"), atomically: false, encoding: .utf8)
+            for round in 1...2 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            let traced = try tracedRun(sandbox, workflow)
+            #expect(traced.exitStatus == 0)
+            // The supervisor's fork of the engine, the sentinel, the service.
+            #expect(traced.processes.count >= 2, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+        }
+
+        /// A run where one task is not up to date splits into supervisor and
+        /// engine before it starts (a `kill -9` of flowrun still stops it):
+        /// the task's parent, the engine, is the child of a `flowrun`, not of
+        /// this test. The same workflow's no-op run made no process at all
+        /// (above), so what decides is the check, not the command line.
+        @Test func aRunThatStartsATaskIsSupervised() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  a: { sources: [a.c], generates: [a.o], run: "cp a.c a.o" }
+                  b:
+                    sources: [b.c]
+                    run: 'engine=$PPID; set -- $(cat /proc/$engine/stat); cat /proc/$4/comm > "$SANDBOX/engine-parent"'
+                """)
+            for name in ["a.c", "b.c"] { try "int \(name.first!);\n".write(toFile: sandbox.file(name), atomically: false, encoding: .utf8) }
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0, "\(first)")
+            #expect(sandbox.read("engine-parent") == "flowrun\n", "the first run's engine is not the supervisor's child")
+            try FileManager.default.removeItem(atPath: sandbox.file("engine-parent"))
+            // `a` up to date, `b`'s source edited: the run starts `b`, supervised.
+            try "int b; int edited;\n".write(toFile: sandbox.file("b.c"), atomically: false, encoding: .utf8)
+            let second = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(second.exitStatus == 0, "\(second)")
+            #expect(sandbox.read("engine-parent") == "flowrun\n", "a run that starts a task after an up-to-date one is not supervised")
+        }
+
         /// `flowrun watch` whose first run starts nothing (every task up to
         /// date): a source edited then is seen by the next run, which runs
         /// the task. The hashes one run took stand without a `stat` only in

@@ -15,8 +15,37 @@ package enum IncrementalPreview {
     package static let membersCheckedAtMost = 1_000
 
     package static func lines(_ plan: Plan, store: IncrementalStore) -> [String] {
+        var decisions: [String: UpToDate] = [:]
+        return check(plan, store: store, identities: TaskIdentities.compute(for: plan), decisions: &decisions).lines
+    }
+
+    /// Whether a run of `plan` starts no process: every step, `finally`
+    /// ones too, is an incremental task (or a group of them) up to date now,
+    /// none waiting on a step that might run, none a service, none reading
+    /// a value the engine fills in otherwise than this check does (`host`,
+    /// `args`, an item's field). Decided before the supervisor split, on one
+    /// thread; the engine's own check then reads the same records and hashes
+    /// (`IncrementalStore.read` keeps what this read, `ContentHashCache`
+    /// holds a hash until a task starts), so it finds what this found.
+    package static func startsNoTask(_ plan: Plan, store: IncrementalStore, identities: [String: TaskIdentity]) -> Bool {
+        let steps = plan.steps + plan.finallySteps
+        guard steps.allSatisfy({ step in
+            guard let task = step.task else { return step.kind == .group }
+            return !task.isService && rendersAsTheEngineDoes(task)
+        }) else { return false }
+        var decisions: [String: UpToDate] = [:]
+        let current = check(plan, store: store, identities: identities, decisions: &decisions).current
+        guard steps.allSatisfy({ current.contains($0.name) }) else { return false }
+        store.keep(decisions)
+        return true
+    }
+
+    /// The preview's lines, and the steps known to run nothing; `decisions`
+    /// gets each task found up to date.
+    private static func check(
+        _ plan: Plan, store: IncrementalStore, identities: [String: TaskIdentity], decisions: inout [String: UpToDate]
+    ) -> (lines: [String], current: Set<String>) {
         var lines: [String] = []
-        let identities = TaskIdentities.compute(for: plan)
         // Steps known to run nothing: a need outside this set may still change a task's sources.
         var current = Set<String>()
         for step in plan.steps + plan.finallySteps {
@@ -38,7 +67,7 @@ package enum IncrementalPreview {
                 continue
             }
             guard step.kind == .fanOut else {
-                lines.append(line(step.name, task: task, identity: identity.hash, item: nil, index: nil, plan: plan, store: store))
+                lines.append(line(step.name, task: task, identity: identity.hash, item: nil, index: nil, plan: plan, store: store, decisions: &decisions))
                 continue
             }
             let count: Int
@@ -51,6 +80,14 @@ package enum IncrementalPreview {
                 // Never made into a list: a range may have ten million items.
                 count = high >= low ? high - low + 1 : 0
                 item = { String(low + $0) }
+            case .expression(let template)?:
+                // `${{ tasks.list.stdout }}` of a task up to date: its stdout is the one its record kept.
+                guard let items = storedItems(template, split: step.fanOutSplit, current: current, decisions: decisions) else {
+                    lines.append("\(step.name): decided when it runs (its items are known only then)")
+                    continue
+                }
+                count = items.count
+                item = { items[$0] }
             default:
                 lines.append("\(step.name): decided when it runs (its items are known only then)")
                 continue
@@ -62,7 +99,7 @@ package enum IncrementalPreview {
                 if let template = task.nameTemplate, let rendered = try? render(template, mode: .text, item: item, index: index, plan: plan), !rendered.isEmpty {
                     name = rendered
                 }
-                lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store))
+                lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store, decisions: &decisions))
             }
             if count > membersCheckedAtMost {
                 lines.append("\(group): \(count - membersCheckedAtMost) more members, not checked (a dry run checks the first \(membersCheckedAtMost))")
@@ -70,10 +107,40 @@ package enum IncrementalPreview {
                 current.insert(step.name)
             }
         }
-        return lines
+        return (lines, current)
     }
 
-    private static func line(_ name: String, task: TaskDefinition, identity: String, item: String?, index: Int?, plan: Plan, store: IncrementalStore) -> String {
+    /// A fan-out's items when they are the whole stdout of a task known to
+    /// run nothing (the engine then feeds it the stdout its record kept), as
+    /// text; nil when they are known only when it runs, or are records.
+    private static func storedItems(_ template: Template, split: FanOutSplit?, current: Set<String>, decisions: [String: UpToDate]) -> [String]? {
+        var source: String?
+        for segment in template.segments {
+            switch segment {
+            case .text(let text):
+                guard text.utf8.allSatisfy(ExpressionValue.isSpace) else { return nil }
+            case .expression(.operand(let operand), _):
+                guard source == nil, case .task(let name, .stdout) = operand.path, current.contains(name) else { return nil }
+                source = name
+            case .expression:
+                return nil
+            }
+        }
+        guard let source, let stdout = decisions[source]?.stdout else { return nil }
+        var feed = RunEngine.feed(stdout, split: split)
+        var items: [String] = []
+        while let item = feed.next() {
+            // Past what a dry run checks: left to the run, which may start a member.
+            guard case .text(let text) = item, items.count < membersCheckedAtMost else { return nil }
+            items.append(text)
+        }
+        return feed.failure == nil ? items : nil
+    }
+
+    private static func line(
+        _ name: String, task: TaskDefinition, identity: String, item: String?, index: Int?, plan: Plan, store: IncrementalStore,
+        decisions: inout [String: UpToDate]
+    ) -> String {
         let record = store.read(task: name)
         let check: IncrementalCheck
         do throws(TemplateRenderError) {
@@ -87,18 +154,38 @@ package enum IncrementalPreview {
             return "\(name): would fail: \(error.message)"
         }
         guard let record else { return "\(name): would run (no successful run recorded)" }
-        if check.isUpToDate(with: record, hashes: store.hashes) { return "\(name): up to date" }
+        if let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) {
+            decisions[name] = UpToDate(record: record, check: check, generated: generated)
+            return "\(name): up to date"
+        }
         if record.identity != check.identity { return "\(name): would run (its definition changed)" }
         if record.sources != check.sources { return "\(name): would run (sources changed)" }
         return "\(name): would run (generated files changed or missing)"
     }
 
     private static func readsRunTimeValues(_ task: TaskDefinition) -> Bool {
-        var templates = task.env.map(\.value) + task.sources + task.generates + [task.cwd].compactMap { $0 }
-        if case .run(let script) = task.action { templates.append(script) }
-        return templates.contains { template in
+        templates(of: task).contains { template in
             template.operands.contains { $0.path.referencedName != nil }
         }
+    }
+
+    /// Whether every value the task's templates read is one `StaticContext`
+    /// gives as the engine does: a variable, an environment variable, the item, its index.
+    private static func rendersAsTheEngineDoes(_ task: TaskDefinition) -> Bool {
+        templates(of: task).allSatisfy { template in
+            template.operands.allSatisfy { operand in
+                switch operand.path {
+                case .variable, .environment, .item, .index: return true
+                default: return false
+                }
+            }
+        }
+    }
+
+    private static func templates(of task: TaskDefinition) -> [Template] {
+        var templates = task.env.map(\.value) + task.sources + task.generates + [task.cwd].compactMap { $0 }
+        if case .run(let script) = task.action { templates.append(script) }
+        return templates
     }
 
     private struct StaticContext: ExpressionContext {

@@ -4,6 +4,7 @@ import Glibc
 import FlowrunValues
 import FlowrunPlanning
 import FlowrunRecord
+import Synchronization
 
 /// `.flowrun/state/`: what each incremental task's last successful run
 /// saw, one file per task (named by a hash of the workflow's path and the
@@ -80,6 +81,21 @@ package final class IncrementalStore: Sendable {
         sha.field(workflowKey)
         sha.field(task)
         return sha.finalize() + ".json"
+    }
+
+    /// Tasks the check before the supervisor split found up to date, in a
+    /// run it found starts no task (`IncrementalPreview.startsNoTask`): the
+    /// engine settles each on that decision instead of checking again, so
+    /// it cannot come to another one (and start a task unsupervised).
+    private let decided = Mutex<[String: UpToDate]>([:])
+
+    package func keep(_ decisions: [String: UpToDate]) {
+        decided.withLock { $0.merge(decisions) { _, new in new } }
+    }
+
+    /// The decision kept for `task`, taken (a watch's later runs check again).
+    func takeDecision(task: String) -> UpToDate? {
+        decided.withLock { $0.removeValue(forKey: task) }
     }
 
     /// The task's last successful run, if any and readable.

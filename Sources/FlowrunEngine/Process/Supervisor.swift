@@ -26,7 +26,55 @@ package enum Supervisor {
     /// while the process has a single thread. Returns in the engine (or, if
     /// the split fails, in the one unsupervised process).
     package static func split() {
+        precondition(isSingleThreaded(), "the supervisor split forks: it must come before any thread starts")
         _ = flowrun_supervise()
+    }
+
+    /// A run's split, put off from `main` until its plan shows whether a
+    /// task must start (`splitLater`, then `splitNow` or `runsNoTask`).
+    /// Nothing else than main's thread exists until then, so a plain atomic.
+    private static let splitPending = Atomic(false)
+
+    /// In `main`, for a command line that may start a task: the split comes
+    /// later, but still before any thread (`splitNow`).
+    package static func splitLater() {
+        splitPending.store(true, ordering: .releasing)
+    }
+
+    /// The put-off split, if any: a task may start.
+    package static func splitNow() {
+        if splitPending.exchange(false, ordering: .acquiringAndReleasing) { split() }
+    }
+
+    /// The put-off split is not needed: every task is up to date, so the
+    /// run starts no process, and a supervisor would guard nothing.
+    package static func runsNoTask() {
+        if splitPending.exchange(false, ordering: .acquiringAndReleasing) { promisedNoTask.store(true, ordering: .releasing) }
+    }
+
+    /// Set by `runsNoTask`: an attempt starting after it is a bug (the
+    /// engine's check disagreed with the one made before the split).
+    private static let promisedNoTask = Atomic(false)
+
+    /// Whether this process skipped the split because no task would start.
+    static var skippedAsNoOp: Bool { promisedNoTask.load(ordering: .acquiring) }
+
+    /// Checked as a run's engine starts: a command that put the split off
+    /// decided it (a path to a run that forgot would run tasks unguarded).
+    package static var isSplitDecided: Bool { !splitPending.load(ordering: .acquiring) }
+
+    /// Whether this process has one thread (`Threads:` of /proc/self/status);
+    /// true when that cannot be read.
+    static func isSingleThreaded() -> Bool {
+        let file = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return true }
+        defer { close(file) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+        guard count > 0 else { return true }
+        let text = String(decoding: buffer[0..<count], as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") }) else { return true }
+        return line.dropFirst("Threads:".count).trimmingPrefix(while: { $0 == " " || $0 == "\t" }) == "1"
     }
 
     /// Whether the supervisor is being watched already in this process.
