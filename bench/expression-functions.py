@@ -5,15 +5,23 @@ replaced by operators over the same operands and literals and the var plain
 (issue 35: within 10 %).
 
     bench/expression-functions.py [FLOWRUN] [RUNS]
+    bench/expression-functions.py --instructions [FLOWRUN]
 
 Writes both files to a temporary folder, times each command RUNS times
 (default 15, after one warm-up) and prints the medians, the least CPU
-time of each, and the ratios."""
-import os, resource, statistics, subprocess, sys, tempfile, time
+time of each, and the ratios.
+
+--instructions counts instead the instructions each command executes,
+once, under valgrind's callgrind (a copy of the binary without its debug
+sections, which valgrind cannot read): the same on a quiet machine and a
+loaded one, where CPU times move by 10-20 % from one minute to the next."""
+import os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
 
 TASKS = 2000
-flowrun = sys.argv[1] if len(sys.argv) > 1 else ".build/release/flowrun"
-runs = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+instructions = "--instructions" in sys.argv[1:]
+arguments = [a for a in sys.argv[1:] if a != "--instructions"]
+flowrun = arguments[0] if len(arguments) > 0 else ".build/release/flowrun"
+runs = int(arguments[1]) if len(arguments) > 1 else 15
 
 
 def workflow(functions):
@@ -62,12 +70,34 @@ def medians(pair):
             for kind, runs_ in samples.items()}
 
 
+def count(arguments, folder):
+    """Instructions executed by one run, as callgrind counts them."""
+    result = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + os.path.join(folder, "callgrind.out")] + arguments,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    return int(re.search(r"Collected : (\d+)", result.stderr).group(1))
+
+
+def counted(flowrun, paths, folder):
+    for tool in ("valgrind", "objcopy"):
+        if shutil.which(tool) is None:
+            sys.exit(f"--instructions needs {tool} (apt-get install {'valgrind' if tool == 'valgrind' else 'binutils'})")
+    binary = os.path.join(folder, "flowrun")
+    subprocess.run(["objcopy", "--strip-debug", flowrun, binary], check=True)
+    for command in (["validate"], ["--dry-run"], ["--dry-run", "--output", "json"]):
+        plain, functions = (count([binary] + (["validate", paths[kind]] if command == ["validate"] else [paths[kind]] + command), folder)
+                            for kind in ("plain", "functions"))
+        print(f"{' '.join(command):24} instructions: plain {plain / 1e6:7.1f} M, functions {functions / 1e6:7.1f} M ({functions / plain:.3f})")
+
+
 with tempfile.TemporaryDirectory() as folder:
     paths = {}
     for kind in ("plain", "functions"):
         paths[kind] = os.path.join(folder, kind + ".yaml")
         with open(paths[kind], "w") as f:
             f.write(workflow(kind == "functions"))
+    if instructions:
+        counted(flowrun, paths, folder)
+        sys.exit(0)
     for command in (["validate"], ["--dry-run"], ["--dry-run", "--output", "json"]):
         results = medians({kind: [flowrun] + (["validate", path] if command == ["validate"] else [path] + command)
                            for kind, path in paths.items()})

@@ -1,20 +1,42 @@
 extension Expression: CustomStringConvertible {
     /// The expression written back out, e.g. `tasks.a.status == 'failed' && !(vars.dry == 'yes')`.
-    public var description: String { text(parentPrecedence: 0) }
+    public var description: String {
+        var text = ""
+        write(into: &text, parentPrecedence: 0)
+        return text
+    }
 
-    private func text(parentPrecedence: Int) -> String {
+    /// Into one string: the dry run writes out each expression of thousands
+    /// of tasks, and a string per node (an array and a join per call) was
+    /// most of that.
+    private func write(into text: inout String, parentPrecedence: Int) {
         switch self {
-        case .string(let value): return "'" + value.replacingAll("'", with: "''") + "'"
-        case .number(let value): return value.formatted
-        case .boolean(let value): return value ? "true" : "false"
-        case .operand(let operand): return operand.text
-        case .not(let inner): return "!" + inner.text(parentPrecedence: 4)
+        case .string(let value):
+            text += "'"
+            text += value.utf8.contains(UInt8(ascii: "'")) ? value.replacingAll("'", with: "''") : value
+            text += "'"
+        case .number(let value): text += value.formatted
+        case .boolean(let value): text += value ? "true" : "false"
+        case .operand(let operand): text += operand.text
+        case .not(let inner):
+            text += "!"
+            inner.write(into: &text, parentPrecedence: 4)
         case .binary(let op, let left, let right):
             let precedence = op == .or ? 1 : op == .and ? 2 : 3
-            let text = "\(left.text(parentPrecedence: precedence)) \(op.rawValue) \(right.text(parentPrecedence: precedence + 1))"
-            return precedence < parentPrecedence ? "(\(text))" : text
+            let parenthesized = precedence < parentPrecedence
+            if parenthesized { text += "(" }
+            left.write(into: &text, parentPrecedence: precedence)
+            text += " " + op.rawValue + " "
+            right.write(into: &text, parentPrecedence: precedence + 1)
+            if parenthesized { text += ")" }
         case .call(let function, let arguments):
-            return function.rawValue + "(" + arguments.map { $0.text(parentPrecedence: 0) }.joined(separator: ", ") + ")"
+            text += function.rawValue
+            text += "("
+            for (position, argument) in arguments.enumerated() {
+                if position > 0 { text += ", " }
+                argument.write(into: &text, parentPrecedence: 0)
+            }
+            text += ")"
         }
     }
 }
