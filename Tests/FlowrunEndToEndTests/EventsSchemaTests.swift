@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `--output json` and `--output plain` carry the same events, and every
     /// JSON event validates against `docs/events-schema.json` (issue 5).
     @Suite struct EventsSchemaTests {
