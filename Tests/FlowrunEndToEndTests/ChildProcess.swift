@@ -107,6 +107,10 @@ struct ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        // Nothing else of the test runner's: what its other tests hold open at
+        // this moment (without close-on-exec) would count against a child's
+        // `ulimit -n` and differ from run to run.
+        if let closeFrom = addCloseFromAction { _ = closeFrom(&actions, 3) }
         if let inheritedDescriptor {
             // Opened in the child only (no other test's child can inherit it).
             posix_spawn_file_actions_addopen(&actions, inheritedDescriptor, "/dev/null", O_RDONLY, 0)
@@ -144,6 +148,12 @@ struct ChildProcess {
         }
         return pid
     }
+
+    /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34+); without it
+    /// a child inherits what the runner leaks, as it always did.
+    private static let addCloseFromAction = cLibrarySymbol(
+        "posix_spawn_file_actions_addclosefrom_np",
+        as: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
 
     /// `posix_spawn_file_actions_addchdir_np` (glibc 2.29+, macOS 10.15+).
     private static let addChdirAction = cLibrarySymbol(

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `--output json` and `--output plain` carry the same events, and every
     /// JSON event validates against `docs/events-schema.json` (issue 5).
     @Suite struct EventsSchemaTests {
@@ -13,7 +13,9 @@ extension RunEndToEnd {
 
         /// Every kind of event, each on a path that does not depend on timing:
         /// `waiter` becomes ready only after `starter` ran, while `holder`
-        /// keeps the semaphore for 300 ms; `max_parallel` is never the limit.
+        /// keeps the semaphore for 300 ms; `max_parallel` is never the limit;
+        /// `sleeper` outlasts `patience`'s 200 ms five times (its timers run
+        /// in deadline order however loaded the machine is).
         static let workflow = """
             name: every-event
             max_parallel: 16
@@ -29,7 +31,7 @@ extension RunEndToEnd {
                 retry_delay: 100ms
               broken: {run: "echo oops >&2; exit 2", continue_on_error: true}
               unneeded: {run: "true", needs: progress, if: "${{ tasks.progress.stdout == 'nope' }}"}
-              sleeper: {sleep: 5s}
+              sleeper: {sleep: 1s}
             groups:
               pair:
                 foreach: [a, b]

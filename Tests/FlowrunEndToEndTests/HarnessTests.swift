@@ -72,4 +72,21 @@ import Darwin
         #expect(errors.diagnostics.count == 25 * 201, "\(errors)")
         #expect(errors.stderr.contains("4800 more problems not shown"), "\(errors)")
     }
+
+    /// A child starts with stdin, stdout and stderr only: a descriptor the
+    /// runner holds without close-on-exec (another test's, at that moment)
+    /// does not count against the child's `ulimit -n`.
+    @Test func aChildGetsNoDescriptorOfTheRunner() throws {
+        let leaked = open("/dev/null", O_RDONLY)  // no O_CLOEXEC, as a careless neighbour would
+        defer { close(leaked) }
+        try #require(leaked > 3, "descriptor \(leaked): 3 is ls's own")
+        let directory = try TemporaryDirectory()
+        let outcome = try ChildProcess.run(
+            executable: try RunSandbox.tool("ls"), arguments: ["/proc/self/fd"], environment: [],
+            stdoutPath: directory.path + "/out", stderrPath: directory.path + "/err", timeout: .seconds(30), launcher: nil)
+        let listed = (try? String(contentsOfFile: directory.path + "/out", encoding: .utf8)) ?? ""
+        #expect(outcome.exitStatus == 0, "\(outcome)")
+        // ls's own listing: 0, 1, 2 and the folder it reads.
+        #expect(listed.split(separator: "\n") == ["0", "1", "2", "3"], "the child holds \(listed.split(separator: "\n")), the runner leaked \(leaked)")
+    }
 }

@@ -60,7 +60,7 @@ extension RunEndToEndParallel {
             #expect(finished.count == Self.units.count + 2)
             #expect(finished.allSatisfy { $0["reused"] as? String == "up_to_date" && $0["status"] as? String == "succeeded" }, "\(secondRecord.overview)")
             #expect(second.stdout.contains("(\(Self.units.count + 2) up to date)"), "\(second)")
-            let problems = try RunEndToEnd.EventsSchemaTests.validate(secondRecord.eventLines.filter { !$0.isEmpty })
+            let problems = try RunEndToEndParallel.EventsSchemaTests.validate(secondRecord.eventLines.filter { !$0.isEmpty })
             #expect(problems.isEmpty, "\(problems)")
             // The listing's stash came back: the fan-out has its 13 members.
             #expect(secondRecord.stdout("list")?.split(separator: "\n").count == 13)

@@ -235,7 +235,7 @@ extension RunEndToEnd {
             #expect(plainMembers == jsonMembers.map { $0.replacingOccurrences(of: "\n", with: "") }, "plain: \(plainMembers)\njson: \(jsonMembers)")
             #expect(event["report_path"] as? String == (try jsonSandbox.record()).directory + "/joins/all.json")
 
-            let problems = try EventsSchemaTests.validate(json.stdout.split(separator: "\n").map(String.init))
+            let problems = try RunEndToEndParallel.EventsSchemaTests.validate(json.stdout.split(separator: "\n").map(String.init))
             #expect(problems.isEmpty, "\(problems)")
         }
 
@@ -280,7 +280,7 @@ extension RunEndToEnd {
                 .filter { $0["event"] as? String == "task_output" }
                 .map { "\($0["task"] ?? "") \($0["stream"] ?? "") \($0["line"] ?? "")" }
             #expect(outputs.sorted() == ["talk stderr to-stderr", "talk stdout to-stdout"], "\(json)")
-            let problems = try EventsSchemaTests.validate(lines)
+            let problems = try RunEndToEndParallel.EventsSchemaTests.validate(lines)
             #expect(problems.isEmpty, "\(problems)")
             let record = try sandbox.record()
             #expect(!record.events.contains { $0?["event"] as? String == "task_output" }, "task_output is console only")

@@ -83,7 +83,7 @@ extension RunEndToEndParallel {
             #expect(new.events("run_started").first?["resumed_from"] as? String == old.runID)
             #expect(resumed.stdout.contains("restored first"), "\(resumed)")
             // Its events, `reused` and `resumed_from` included, match the documented schema.
-            let problems = try RunEndToEnd.EventsSchemaTests.validate(new.eventLines.filter { !$0.isEmpty })
+            let problems = try RunEndToEndParallel.EventsSchemaTests.validate(new.eventLines.filter { !$0.isEmpty })
             #expect(problems.isEmpty, "\(problems)")
         }
 

@@ -139,7 +139,7 @@ extension RunEndToEnd {
             #expect(last["signal"] as? Int == 9 && last["exit_code"] as? Int == 137, "\(last)")
             #expect((last["file"] as? String)?.hasSuffix("workflow.yaml") == true, "\(last)")
             #expect((last["plan_identity"] as? String)?.count == 32, "\(last)")
-            let problems = try EventsSchemaTests.validate([String(lines.last!)])
+            let problems = try RunEndToEndParallel.EventsSchemaTests.validate([String(lines.last!)])
             #expect(problems.isEmpty, "run_killed does not match docs/events-schema.json: \(problems)")
 
             let listed = try Self.listedRun(sandbox)

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// SPEC §8, issue 16 item 7: every numeric key at 0, 1, its largest
     /// accepted value and one beyond, run (not only validated) by the built
     /// binary. Beyond the bound: exit 2 and the message at file:line:column.

@@ -232,7 +232,7 @@ extension RunEndToEnd {
             #expect(log == "first\n::progress::25\nsecond\n::progress::75\n::progress::100\nthird\n", "the log keeps every line printed")
             // --output json prints the same events as events.jsonl.
             let printed = run.stdout.split(separator: "\n").map(String.init)
-            let problem = try RunEndToEnd.EventsSchemaTests.difference(console: printed, file: record.eventLines.filter { !$0.isEmpty })
+            let problem = try RunEndToEndParallel.EventsSchemaTests.difference(console: printed, file: record.eventLines.filter { !$0.isEmpty })
             #expect(problem == nil, "--output json and events.jsonl differ: \(problem ?? "")\n\(run)")
         }
 

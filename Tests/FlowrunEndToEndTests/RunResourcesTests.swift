@@ -70,7 +70,7 @@ extension RunEndToEnd {
             }
             #expect(held == [100 << 20, 200 << 20, 400 << 20], "\(record.events("task_started", task: "big"))")
             // `memory_bytes`, `peak_memory_bytes` and `cpu_seconds` as docs/events-schema.json says.
-            let problems = try EventsSchemaTests.validate(try EventsSchemaTests.eventsFile(in: sandbox))
+            let problems = try RunEndToEndParallel.EventsSchemaTests.validate(try RunEndToEndParallel.EventsSchemaTests.eventsFile(in: sandbox))
             #expect(problems.isEmpty, "\(problems)")
         }
 

@@ -9,8 +9,9 @@ import Darwin
 /// The `Run…` suites whose tests hold a wall-time tolerance or race a
 /// sleep: `flowrun FILE` running real workflows (SPEC §2, §3, §6, §7). One
 /// test at a time, so that timing tolerances measure flowrun, not a 200 MB
-/// neighbour competing for the same two cores.
-@Suite(.serialized) enum RunEndToEnd {}
+/// neighbour competing for the same two cores. Ahead of the parallel tests,
+/// so that it runs beside them from the start instead of after them.
+@Suite(.serialized, .aheadOfTheParallelTests) enum RunEndToEnd {}
 
 /// The `Run…` suites that measure no time: every wait in them is a
 /// handshake (a file, an event) or a generous hang guard, so they run beside
