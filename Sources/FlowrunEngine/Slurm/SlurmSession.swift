@@ -18,8 +18,10 @@ import FlowrunModel
 ///   while nothing does; a timer on the queue, no thread per job.
 /// - Cancelling: each attempt's teardown steps (`TeardownStep`), batched
 ///   per turn of the queue: a signal step is `scancel --full --signal=NAME`,
-///   the next step follows its grace for what is still there; `.kill` is a
-///   plain `scancel` (by the run's job name when it takes every job).
+///   the next step follows its grace for what is still there; `.kill` is
+///   `scancel --full --signal=QUIT` for the jobs seen started (their job
+///   script SIGKILLs the task's process group), then a plain `scancel` (by
+///   the run's job name when it takes every job).
 /// - Transient failures of `sbatch`/`squeue` are retried with backoff.
 final class SlurmSession: @unchecked Sendable {
     // @unchecked: all state belongs to `queue`; commands' completions and
@@ -271,7 +273,7 @@ final class SlurmSession: @unchecked Sendable {
             // signal, and a graceful stop would let it start meanwhile (a queued array element
             // takes the slot a signalled one frees). Slurm also applies `scancel --signal` on a
             // pending array element to the whole array. (One that started since it was seen gets
-            // Slurm's own TERM, then KILL after KillWait.)
+            // Slurm's own TERM, which its job script passes on with the task's kill_grace.)
             let queued = signalling.values.reduce(into: Set<String>()) { $0.formUnion($1) }.filter { id in
                 active[id]?.lastState?.state == "PENDING"
             }
@@ -287,12 +289,29 @@ final class SlurmSession: @unchecked Sendable {
                     for id in ids where active[id] != nil { enqueue(id, step.then[...]) }
                 }
             }
-            if !kill.isEmpty {
-                // Every job going at once (a second Ctrl-C): the run's name takes every job,
-                // one whose sbatch was killed before it said the id too.
-                scancel(killEverything ? ["--name=\(jobName)"] : kill)
-            }
+            if !kill.isEmpty { killNow(kill, everything: killEverything) }
             schedulePoll(after: 1)
+        }
+    }
+
+    /// `.kill`: Slurm's own cancel is TERM, then KILL only after the
+    /// cluster's `KillWait` (30 s by default), and the job script passes a
+    /// TERM on with the task's grace. So a job seen started gets QUIT first,
+    /// on which its script SIGKILLs the task's process group at once
+    /// (`SlurmJobScript.element`); then the plain `scancel` for every job
+    /// (queued ones, and any whose script did not answer). Every job going at
+    /// once (a second Ctrl-C): by the run's name, which takes every job, one
+    /// whose sbatch was killed before it said the id too.
+    private func killNow(_ ids: [String], everything: Bool) {
+        let cancel = everything ? ["--name=\(jobName)"] : ids
+        let started = ids.filter { active[$0]?.lastState?.state != "PENDING" }
+        guard !started.isEmpty else { return scancel(cancel) }
+        // Never a signal to a queued array element: Slurm applies it to the whole array.
+        let quit = ["--full", "--signal=QUIT"] + (everything ? ["--state=RUNNING", "--name=\(jobName)"] : started)
+        SlurmCommand.run([tools.scancel] + quit, environment: environment, reaper: reaper, queue: queue) { [self] _ in
+            dispatchPrecondition(condition: .onQueue(queue))
+            // Not retried: the cancel after it is, and a job gone meanwhile fails it.
+            scancel(cancel)
         }
     }
 
