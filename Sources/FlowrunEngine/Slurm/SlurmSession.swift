@@ -75,8 +75,12 @@ final class SlurmSession: @unchecked Sendable {
         self.jobName = "flowrun-\(runID)"
     }
 
-    /// What the supervisor runs if the engine dies: every job of the run cancelled.
-    var cancelEverythingCommand: [String] { [tools.scancel, "--name=\(jobName)"] }
+    /// What the supervisor runs if the engine dies: every job of the run
+    /// cancelled, the started ones killed at once as a second Ctrl-C does
+    /// (`killNow`; a plain `scancel` alone is TERM, and the task's grace).
+    var cancelEverythingCommand: [String] {
+        ["/bin/sh", "-c", #""$0" --full --signal=QUIT --state=RUNNING --name="$1"; exec "$0" --name="$1""#, tools.scancel, jobName]
+    }
 
     // MARK: Submission
 
@@ -307,11 +311,18 @@ final class SlurmSession: @unchecked Sendable {
         let started = ids.filter { active[$0]?.lastState?.state != "PENDING" }
         guard !started.isEmpty else { return scancel(cancel) }
         // Never a signal to a queued array element: Slurm applies it to the whole array.
-        let quit = ["--full", "--signal=QUIT"] + (everything ? ["--state=RUNNING", "--name=\(jobName)"] : started)
-        SlurmCommand.run([tools.scancel] + quit, environment: environment, reaper: reaper, queue: queue) { [self] _ in
+        quit(["--full", "--signal=QUIT"] + (everything ? ["--state=RUNNING", "--name=\(jobName)"] : started), then: cancel)
+    }
+
+    /// `scancel --signal=QUIT`, then the `scancel` with `cancel`. Tried
+    /// again only when it was killed (the engine's sweep of every descendant
+    /// when the supervisor died): one that failed found a job gone, which a
+    /// second try would too.
+    private func quit(_ arguments: [String], then cancel: [String], tries: Int = 0) {
+        SlurmCommand.run([tools.scancel] + arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
             dispatchPrecondition(condition: .onQueue(queue))
-            // Not retried: the cancel after it is, and a job gone meanwhile fails it.
-            scancel(cancel)
+            guard outcome.status > 128, tries < 5 else { return scancel(cancel) }
+            queue.asyncAfter(deadline: .now() + min(Double(1 << tries) * 0.2, 2)) { [self] in quit(arguments, then: cancel, tries: tries + 1) }
         }
     }
 
