@@ -75,7 +75,8 @@ enum SlurmJobScript {
             "#!/bin/sh",
             "out=\(ShellQuoting.word(files.stdout)) err=\(ShellQuoting.word(files.stderr)) status_file=\(ShellQuoting.word(files.exit))",
             ": >\"$out\"; : >\"$err\"; : >>\(ShellQuoting.word(files.output))",
-            "finish() { umask 077; printf '%s\\n' \"$1\" >\"$status_file.tmp\" && mv -f \"$status_file.tmp\" \"$status_file\"; exit \"$1\"; }",
+            // A stop from here on (flowrun's kill is QUIT, then Slurm's cancel: TERM to this group) must not kill `mv`.
+            "finish() { trap '' TERM INT HUP QUIT; umask 077; printf '%s\\n' \"$1\" >\"$status_file.tmp\" && mv -f \"$status_file.tmp\" \"$status_file\"; exit \"$1\"; }",
             "cd \(ShellQuoting.word(spec.workingDirectory)) 2>>\"$err\" || { echo \"flowrun: cannot enter \(String(spec.workingDirectory.filter { $0 != "\"" && $0 != "$" && $0 != "`" && $0 != "\\" })) on $(hostname)\" >>\"$err\"; finish 1; }",
         ]
         for entry in spec.environment {

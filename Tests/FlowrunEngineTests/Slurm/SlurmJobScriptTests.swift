@@ -26,6 +26,8 @@ import Glibc
         #expect(script.contains("export GREETING='a b; rm -rf /'"), "\(script)")
         #expect(script.contains("cd '/work dir'"), "\(script)")
         #expect(script.contains(#"mv -f "$status_file.tmp" "$status_file""#), "\(script)")
+        // Slurm's cancel after flowrun's kill is a TERM to the script's group: it must not kill `mv`.
+        #expect(script.contains("finish() { trap '' TERM INT HUP QUIT; umask 077;"), "\(script)")
         // The task in a group of its own under timeout, with the grace; this shell waits for it.
         #expect(script.contains(#"timeout --kill-after=2.5s 0 /bin/sh -c 'echo '\''it'\'''\''s'\'' $HOME' </dev/null >>"$out" 2>>"$err" &"#), "\(script)")
         #expect(script.contains("trap 'stop TERM' TERM; trap 'stop INT' INT; trap 'stop HUP' HUP; trap 'stop QUIT' QUIT"), "\(script)")
