@@ -83,17 +83,18 @@ enum SlurmJobScript {
             lines.append("export \(entry.key)=\(ShellQuoting.word(entry.value))")
         }
         let command = spec.command.map(ShellQuoting.word).joined(separator: " ")
-        // A stop: passed on to `timeout` (its pid leads the task's group); `caught` tells the loop below.
-        lines.append(#"stop() { caught=1; if [ "$1" = QUIT ]; then kill -s KILL -- -"$task" || kill -s KILL "$task"; else kill -s "$1" "$task"; fi 2>/dev/null; }"#)
+        // A stop: passed on to `timeout` (its pid leads the task's group); `flowrun_stop` tells the loop
+        // below, and keeps one that came before the pid was known. (flowrun_*: not a name of the task's env.)
+        lines.append(#"flowrun_pid= flowrun_stop=; stop() { flowrun_stop=$1; [ -n "$flowrun_pid" ] || return 0; if [ "$1" = QUIT ]; then kill -s KILL -- -"$flowrun_pid" || kill -s KILL "$flowrun_pid"; else kill -s "$1" "$flowrun_pid"; fi 2>/dev/null; }"#)
         lines.append("trap 'stop TERM' TERM; trap 'stop INT' INT; trap 'stop HUP' HUP; trap 'stop QUIT' QUIT")
         // flowrun's files above are private (umask 077); the task itself gets the umask the job
         // was submitted with (flowrun's, which Slurm gives the job), as a local task does.
         lines.append("umask \"${1:-077}\"")
         lines.append("timeout --kill-after=\(graceText(spec.killGrace)) 0 \(command) </dev/null >>\"$out\" 2>>\"$err\" &")
-        lines.append("task=$!")
+        lines.append(#"flowrun_pid=$!; [ -z "$flowrun_stop" ] || stop "$flowrun_stop""#)
         // `wait` returns early when a trap runs: wait again (a task gone already gives its status again).
-        lines.append(#"while caught=; wait "$task"; status=$?; [ -n "$caught" ]; do :; done"#)
-        lines.append("finish \"$status\"")
+        lines.append(#"while flowrun_stop=; wait "$flowrun_pid"; flowrun_status=$?; [ -n "$flowrun_stop" ]; do :; done"#)
+        lines.append("finish \"$flowrun_status\"")
         return lines.joined(separator: "\n") + "\n"
     }
 
