@@ -10,7 +10,7 @@ import Glibc
 /// run here by /bin/sh (dash on Debian) as slurmstepd runs it, signalled as
 /// Slurm signals it (its own process only: Slurm signals the script's
 /// process group, which the task is not in). On a real cluster: `SlurmTests`.
-@Suite struct SlurmJobScriptTests {
+@Suite(.serialized) struct SlurmJobScriptTests {
     static func spec(_ command: [String], in folder: String, grace: Duration = .seconds(5)) -> SlurmTaskSpec {
         SlurmTaskSpec(
             command: command, scriptFile: nil, environment: [("WORD", "it's $fine")], workingDirectory: folder,
@@ -65,25 +65,6 @@ import Glibc
         #expect(try String(contentsOfFile: folder + "/t.1.exit", encoding: .utf8) == "\(128 + SIGUSR1)\n")
     }
 
-    /// TERM (Slurm's, for a cancel, a timeout or flowrun's stop) to a task
-    /// that ignores it: the script outlives it, SIGKILLs the task's group
-    /// after the grace and leaves 137, as a local task killed after its grace.
-    /// (Before, the TERM ended the script and the task lived on.)
-    @Test(arguments: [SIGTERM, SIGINT, SIGHUP])
-    func aStopIsPassedOnAndATaskThatIgnoresItIsKilledAfterTheGrace(signal: Int32) throws {
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let ignoring = "trap '' TERM INT HUP; echo $$ > \(folder)/task.pid; while :; do sleep 1; done"
-        let started = ContinuousClock.now
-        let ended = try Self.run(Self.spec(["/bin/sh", "-c", ignoring], in: folder, grace: .seconds(1)), in: folder, signal: signal)
-        let seconds = (ContinuousClock.now - started).seconds
-        #expect(ended == 137, "signal \(signal)")
-        #expect(try String(contentsOfFile: folder + "/t.1.exit", encoding: .utf8) == "137\n")
-        let task = try #require(Int32(try String(contentsOfFile: folder + "/task.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-        #expect(!Self.isAlive(task), "the task outlived its job script")
-        #expect(seconds >= 1 && seconds < 20, "\(seconds) s")
-    }
-
     /// A task that ends on TERM ends at once: the grace is not waited for.
     @Test func aTaskThatEndsOnTermEndsAtOnce() throws {
         let folder = try Self.folder()
@@ -94,21 +75,6 @@ import Glibc
             signal: SIGTERM)
         #expect(ended == 128 + Int(SIGTERM))
         #expect((ContinuousClock.now - started).seconds < 30)
-    }
-
-    /// QUIT, flowrun's kill (a second Ctrl-C, the end of a grace): the group at once.
-    @Test func quitKillsTheTasksGroupAtOnce() throws {
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let ignoring = "trap '' TERM; (trap '' TERM; echo $$ > \(folder)/child.pid; exec sleep 300) & echo $$ > \(folder)/task.pid; wait"
-        let started = ContinuousClock.now
-        let ended = try Self.run(Self.spec(["/bin/sh", "-c", ignoring], in: folder, grace: .seconds(60)), in: folder, signal: SIGQUIT)
-        #expect(ended == 137)
-        #expect((ContinuousClock.now - started).seconds < 30)
-        for file in ["task.pid", "child.pid"] {
-            let pid = try #require(Int32(try String(contentsOfFile: "\(folder)/\(file)", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-            #expect(!Self.isAlive(pid), "\(file): still running")
-        }
     }
 
     // MARK: Helpers
