@@ -60,7 +60,7 @@ extension RunEngine {
             }
             let spec = SlurmTaskSpec(
                 command: command, scriptFile: scriptFile, environment: environment, workingDirectory: workingDirectory, files: files,
-                memoryLimit: resources(of: index)?.memoryBytes)
+                memoryLimit: resources(of: index)?.memoryBytes, killGrace: plan.workflow.killGrace)
             let isFanOutMember = nodes[index].group.map { fanOuts[$0] != nil } == true && nodes[index].item != nil
             let concurrency = nodes[index].group.flatMap { group in resourceOfGroup[nodes[group].name].map { pool.capacity(of: $0) } }
             let job = SlurmExecutor.Job(

@@ -254,13 +254,16 @@ import Glibc
     /// A second Ctrl-C cancels every job at once; flowrun then ends as soon
     /// as squeue no longer lists them (a cancelled queued job leaves it at
     /// once), not after three more polls and a `sacct` (5.6–9 s before).
+    /// The running task, which ignores TERM, goes with its job: flowrun's
+    /// `scancel --signal=QUIT` has its job script SIGKILL it, where Slurm's
+    /// own cancel would wait the 30 s grace (or KillWait).
     @Test func aSecondCtrlCEndsTheRunPromptly() throws {
         let sandbox = try RunSandbox()
         let flowrun = try sandbox.start("""
             executor: slurm
             kill_grace: 30s
             tasks:
-              a: { run: "trap '' TERM; sleep 300" }
+              a: { run: "trap '' TERM; echo $$ > \\"$SANDBOX/a.pid\\"; sleep 300" }
             groups:
               g:
                 foreach: {range: [1, 4]}
@@ -276,6 +279,8 @@ import Glibc
         let ended = flowrun.wait(upTo: .seconds(4))
         #expect(ended?.exitStatus == 130, "still running 4 s after a second Ctrl-C: \(String(describing: ended))")
         #expect(try SlurmTestCluster.until(.seconds(5)) { try SlurmTestCluster.jobs().isEmpty }, "jobs left: \((try? SlurmTestCluster.jobs()) ?? [])")
+        let task = try #require(sandbox.lines("a.pid").first.flatMap { Int32($0) })
+        #expect(SlurmTestCluster.until(.seconds(5)) { !ProcessProbe.isAlive(task) }, "the TERM-ignoring task outlived its job")
         _ = flowrun.finish()
     }
 

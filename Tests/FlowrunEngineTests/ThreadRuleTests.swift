@@ -150,7 +150,7 @@ import Testing
             tools: SlurmTools(sbatch: "/bin/false", squeue: "/bin/false", scancel: "/bin/false", sacct: "/bin/false"),
             environment: [], runID: "thread-rule", folder: record.directory)
         let job = SlurmExecutor.Job(
-            spec: SlurmTaskSpec(command: ["/bin/true"], environment: [], workingDirectory: "/", files: SlurmFiles(stem: record.directory + "/t.1")),
+            spec: SlurmTaskSpec(command: ["/bin/true"], environment: [], workingDirectory: "/", files: SlurmFiles(stem: record.directory + "/t.1"), killGrace: .seconds(1)),
             task: "t", batchKey: nil, sbatchArguments: [], concurrency: nil, onState: { _, _ in })
         let attempt = SlurmExecutor(session: session, queue: queue).attempt(job, output: output) { _ in }
         call(onQueue: onQueue, queue, removing: record) { attempt.cancel(as: .cancelled, reason: "test", through: TeardownStep.graceful(.seconds(1))) }

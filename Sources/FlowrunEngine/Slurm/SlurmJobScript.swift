@@ -1,3 +1,4 @@
+import FlowrunModel
 import FlowrunValues
 
 /// What one attempt on Slurm runs, and the files it leaves in the shared
@@ -18,6 +19,9 @@ struct SlurmTaskSpec: Sendable {
     /// The declared memory (`--mem`), for Slurm's `OUT_OF_MEMORY` to say
     /// the limit as a local attempt's reason does.
     var memoryLimit: UInt64? = nil
+    /// The run's `kill_grace`: how long the job script gives a stopped task
+    /// (TERM, INT or HUP) before it SIGKILLs the task's process group.
+    var killGrace: Duration
 }
 
 /// An attempt's files in the shared folder's `slurm/`: its stdout and
@@ -53,24 +57,56 @@ enum SlurmJobScript {
     /// shared folder, then its exit status, written whole (tmp + rename) so
     /// that a reader never sees half of it. Its first argument is the umask
     /// the job started with: the task runs under it, flowrun's files under 077.
+    ///
+    /// Slurm signals the job script's process group only (`scancel --signal`,
+    /// a cancel, `--time`), and on a cluster that tracks processes by
+    /// parentage (`proctrack/linuxproc`) its final KILL misses whatever this
+    /// shell left behind. So this shell outlives the task: the task runs in a
+    /// process group of its own under coreutils' `timeout` (no time limit),
+    /// and a TERM, INT or HUP here is passed on to `timeout`, which sends it
+    /// to the task's group and SIGKILLs that group `kill_grace` later (at
+    /// once if the task ends sooner); QUIT, flowrun's kill, SIGKILLs the
+    /// group at once. (`timeout` rather than a background job of sh: dash has
+    /// no job control without a terminal, and starts a background job with
+    /// INT and QUIT ignored; `timeout` gives the task them back.)
     static func element(_ spec: SlurmTaskSpec) -> String {
         let files = spec.files
         var lines = [
             "#!/bin/sh",
             "out=\(ShellQuoting.word(files.stdout)) err=\(ShellQuoting.word(files.stderr)) status_file=\(ShellQuoting.word(files.exit))",
             ": >\"$out\"; : >\"$err\"; : >>\(ShellQuoting.word(files.output))",
-            "finish() { umask 077; printf '%s\\n' \"$1\" >\"$status_file.tmp\" && mv -f \"$status_file.tmp\" \"$status_file\"; exit \"$1\"; }",
+            // A stop from here on (flowrun's kill is QUIT, then Slurm's cancel: TERM to this group) must not kill `mv`.
+            "finish() { trap '' TERM INT HUP QUIT; umask 077; printf '%s\\n' \"$1\" >\"$status_file.tmp\" && mv -f \"$status_file.tmp\" \"$status_file\"; exit \"$1\"; }",
             "cd \(ShellQuoting.word(spec.workingDirectory)) 2>>\"$err\" || { echo \"flowrun: cannot enter \(String(spec.workingDirectory.filter { $0 != "\"" && $0 != "$" && $0 != "`" && $0 != "\\" })) on $(hostname)\" >>\"$err\"; finish 1; }",
         ]
         for entry in spec.environment {
             lines.append("export \(entry.key)=\(ShellQuoting.word(entry.value))")
         }
         let command = spec.command.map(ShellQuoting.word).joined(separator: " ")
+        // A stop: passed on to `timeout` (its pid leads the task's group); `flowrun_stop` tells the loop
+        // below, and keeps one that came before the pid was known. (flowrun_*: not a name of the task's env.)
+        lines.append(#"flowrun_pid= flowrun_stop=; stop() { flowrun_stop=$1; [ -n "$flowrun_pid" ] || return 0; if [ "$1" = QUIT ]; then kill -s KILL -- -"$flowrun_pid" || kill -s KILL "$flowrun_pid"; else kill -s "$1" "$flowrun_pid"; fi 2>/dev/null; }"#)
+        lines.append("trap 'stop TERM' TERM; trap 'stop INT' INT; trap 'stop HUP' HUP; trap 'stop QUIT' QUIT")
         // flowrun's files above are private (umask 077); the task itself gets the umask the job
         // was submitted with (flowrun's, which Slurm gives the job), as a local task does.
         lines.append("umask \"${1:-077}\"")
-        lines.append("\(command) </dev/null >>\"$out\" 2>>\"$err\"")
-        lines.append("finish $?")
+        lines.append("timeout --kill-after=\(graceText(spec.killGrace)) 0 \(command) </dev/null >>\"$out\" 2>>\"$err\" &")
+        lines.append(#"flowrun_pid=$!; [ -z "$flowrun_stop" ] || stop "$flowrun_stop""#)
+        // `wait` returns early when a trap runs: wait again (a task gone already gives its status again).
+        lines.append(#"while flowrun_stop=; wait "$flowrun_pid"; flowrun_status=$?; [ -n "$flowrun_stop" ]; do :; done"#)
+        lines.append("finish \"$flowrun_status\"")
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `kill_grace` as `timeout` takes it: seconds, to the millisecond; never
+    /// 0, which would turn the SIGKILL off.
+    static func graceText(_ grace: Duration) -> String {
+        let milliseconds = max(1, Int((grace.seconds * 1000).rounded(.up)))
+        let whole = milliseconds / 1000, fraction = milliseconds % 1000
+        guard fraction != 0 else { return "\(whole)s" }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 3 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(whole).\(digits)s"
     }
 }

@@ -18,8 +18,10 @@ import FlowrunModel
 ///   while nothing does; a timer on the queue, no thread per job.
 /// - Cancelling: each attempt's teardown steps (`TeardownStep`), batched
 ///   per turn of the queue: a signal step is `scancel --full --signal=NAME`,
-///   the next step follows its grace for what is still there; `.kill` is a
-///   plain `scancel` (by the run's job name when it takes every job).
+///   the next step follows its grace for what is still there; `.kill` is
+///   `scancel --full --signal=QUIT` for the jobs seen started (their job
+///   script SIGKILLs the task's process group), then a plain `scancel` (by
+///   the run's job name when it takes every job).
 /// - Transient failures of `sbatch`/`squeue` are retried with backoff.
 final class SlurmSession: @unchecked Sendable {
     // @unchecked: all state belongs to `queue`; commands' completions and
@@ -73,8 +75,12 @@ final class SlurmSession: @unchecked Sendable {
         self.jobName = "flowrun-\(runID)"
     }
 
-    /// What the supervisor runs if the engine dies: every job of the run cancelled.
-    var cancelEverythingCommand: [String] { [tools.scancel, "--name=\(jobName)"] }
+    /// What the supervisor runs if the engine dies: every job of the run
+    /// cancelled, the started ones killed at once as a second Ctrl-C does
+    /// (`killNow`; a plain `scancel` alone is TERM, and the task's grace).
+    var cancelEverythingCommand: [String] {
+        ["/bin/sh", "-c", #""$0" --full --signal=QUIT --state=RUNNING --name="$1"; exec "$0" --name="$1""#, tools.scancel, jobName]
+    }
 
     // MARK: Submission
 
@@ -271,7 +277,7 @@ final class SlurmSession: @unchecked Sendable {
             // signal, and a graceful stop would let it start meanwhile (a queued array element
             // takes the slot a signalled one frees). Slurm also applies `scancel --signal` on a
             // pending array element to the whole array. (One that started since it was seen gets
-            // Slurm's own TERM, then KILL after KillWait.)
+            // Slurm's own TERM, which its job script passes on with the task's kill_grace.)
             let queued = signalling.values.reduce(into: Set<String>()) { $0.formUnion($1) }.filter { id in
                 active[id]?.lastState?.state == "PENDING"
             }
@@ -287,12 +293,36 @@ final class SlurmSession: @unchecked Sendable {
                     for id in ids where active[id] != nil { enqueue(id, step.then[...]) }
                 }
             }
-            if !kill.isEmpty {
-                // Every job going at once (a second Ctrl-C): the run's name takes every job,
-                // one whose sbatch was killed before it said the id too.
-                scancel(killEverything ? ["--name=\(jobName)"] : kill)
-            }
+            if !kill.isEmpty { killNow(kill, everything: killEverything) }
             schedulePoll(after: 1)
+        }
+    }
+
+    /// `.kill`: Slurm's own cancel is TERM, then KILL only after the
+    /// cluster's `KillWait` (30 s by default), and the job script passes a
+    /// TERM on with the task's grace. So a job seen started gets QUIT first,
+    /// on which its script SIGKILLs the task's process group at once
+    /// (`SlurmJobScript.element`); then the plain `scancel` for every job
+    /// (queued ones, and any whose script did not answer). Every job going at
+    /// once (a second Ctrl-C): by the run's name, which takes every job, one
+    /// whose sbatch was killed before it said the id too.
+    private func killNow(_ ids: [String], everything: Bool) {
+        let cancel = everything ? ["--name=\(jobName)"] : ids
+        let started = ids.filter { active[$0]?.lastState?.state != "PENDING" }
+        guard !started.isEmpty else { return scancel(cancel) }
+        // Never a signal to a queued array element: Slurm applies it to the whole array.
+        quit(["--full", "--signal=QUIT"] + (everything ? ["--state=RUNNING", "--name=\(jobName)"] : started), then: cancel)
+    }
+
+    /// `scancel --signal=QUIT`, then the `scancel` with `cancel`. Tried
+    /// again only when it was killed (the engine's sweep of every descendant
+    /// when the supervisor died): one that failed found a job gone, which a
+    /// second try would too.
+    private func quit(_ arguments: [String], then cancel: [String], tries: Int = 0) {
+        SlurmCommand.run([tools.scancel] + arguments, environment: environment, reaper: reaper, queue: queue) { [self] outcome in
+            dispatchPrecondition(condition: .onQueue(queue))
+            guard outcome.status > 128, tries < 5 else { return scancel(cancel) }
+            queue.asyncAfter(deadline: .now() + min(Double(1 << tries) * 0.2, 2)) { [self] in quit(arguments, then: cancel, tries: tries + 1) }
         }
     }
 

@@ -3,8 +3,8 @@ import FlowrunModel
 import Foundation
 import Testing
 
-/// The Slurm executor's pure pieces: what `squeue`/`sacct` say, the job
-/// scripts, the `sbatch` flags. (The executor itself runs on a real cluster: `SlurmTests`.)
+/// The Slurm executor's pure pieces: what `squeue`/`sacct` say, the
+/// `sbatch` flags (the job scripts: `SlurmJobScriptTests`). (The executor itself runs on a real cluster: `SlurmTests`.)
 @Suite struct SlurmPiecesTests {
     @Test func squeueLinesGiveEachJobsStateAndNode() {
         let states = SlurmQueueState.parseSqueue("12_0|RUNNING|n1\n12_1|PENDING|\n13|NODE_FAIL|n2\n\n")
@@ -35,40 +35,6 @@ import Testing
         #expect(SlurmQueueState.isTransient("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation"))
         #expect(SlurmQueueState.isTransient("sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying"))
         #expect(!SlurmQueueState.isTransient("sbatch: error: Batch job submission failed: Invalid partition name specified"))
-    }
-
-    @Test func theElementScriptQuotesEveryValueAndWritesTheExitFileWhole() {
-        let spec = SlurmTaskSpec(
-            command: ["/bin/sh", "-c", "echo 'it''s' $HOME"], scriptFile: nil,
-            environment: [("GREETING", "a b; rm -rf /"), ("FLOWRUN_TASK", "t")], workingDirectory: "/work dir",
-            files: SlurmFiles(stem: "/shared/slurm/000001-t.1"))
-        let script = SlurmJobScript.element(spec)
-        #expect(script.contains("export GREETING='a b; rm -rf /'"), "\(script)")
-        #expect(script.contains("cd '/work dir'"), "\(script)")
-        #expect(script.contains(#"mv -f "$status_file.tmp" "$status_file""#), "\(script)")
-        #expect(script.contains(#"/bin/sh -c 'echo '\''it'\'''\''s'\'' $HOME' </dev/null >>"$out" 2>>"$err""#), "\(script)")
-        let job = SlurmJobScript.job(runID: "RUN", batchFolder: "/shared/slurm/s1", count: 3)
-        #expect(job.contains(#"exec /bin/sh /shared/slurm/s1/"${SLURM_ARRAY_TASK_ID:-0}.sh""#), "\(job)")
-    }
-
-    @Test func theElementScriptRunsAndLeavesItsExitStatus() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("slurm-pieces-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let spec = SlurmTaskSpec(
-            command: ["/bin/sh", "-c", "echo \"$WORD\"; echo oops >&2; exit 7"], scriptFile: nil,
-            environment: [("WORD", "it's $fine")], workingDirectory: folder, files: SlurmFiles(stem: folder + "/t.1"))
-        #expect(SlurmSession.write(SlurmJobScript.element(spec), to: folder + "/0.sh") == nil)
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = [folder + "/0.sh"]
-        try shell.run()
-        shell.waitUntilExit()
-        #expect(shell.terminationStatus == 7)
-        #expect(try String(contentsOfFile: folder + "/t.1.exit", encoding: .utf8) == "7\n")
-        #expect(try String(contentsOfFile: folder + "/t.1.out", encoding: .utf8) == "it's $fine\n")
-        #expect(try String(contentsOfFile: folder + "/t.1.err", encoding: .utf8) == "oops\n")
-        #expect(!FileManager.default.fileExists(atPath: folder + "/t.1.exit.tmp"))
     }
 
     @Test func timeoutsBecomeSlurmsDaysHoursMinutesSeconds() {

@@ -1,0 +1,158 @@
+@testable import FlowrunEngine
+import FlowrunModel
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The job scripts (`SlurmJobScript`): their text, and the element script
+/// run here by /bin/sh (dash on Debian) as slurmstepd runs it, signalled as
+/// Slurm signals it (its own process only: Slurm signals the script's
+/// process group, which the task is not in). On a real cluster: `SlurmTests`.
+@Suite(.serialized) struct SlurmJobScriptTests {
+    static func spec(_ command: [String], in folder: String, grace: Duration = .seconds(5)) -> SlurmTaskSpec {
+        SlurmTaskSpec(
+            command: command, scriptFile: nil, environment: [("WORD", "it's $fine")], workingDirectory: folder,
+            files: SlurmFiles(stem: folder + "/t.1"), killGrace: grace)
+    }
+
+    @Test func theElementScriptQuotesEveryValueAndWritesTheExitFileWhole() {
+        let spec = SlurmTaskSpec(
+            command: ["/bin/sh", "-c", "echo 'it''s' $HOME"], scriptFile: nil,
+            environment: [("GREETING", "a b; rm -rf /"), ("FLOWRUN_TASK", "t")], workingDirectory: "/work dir",
+            files: SlurmFiles(stem: "/shared/slurm/000001-t.1"), killGrace: .milliseconds(2500))
+        let script = SlurmJobScript.element(spec)
+        #expect(script.contains("export GREETING='a b; rm -rf /'"), "\(script)")
+        #expect(script.contains("cd '/work dir'"), "\(script)")
+        #expect(script.contains(#"mv -f "$status_file.tmp" "$status_file""#), "\(script)")
+        // Slurm's cancel after flowrun's kill is a TERM to the script's group: it must not kill `mv`.
+        #expect(script.contains("finish() { trap '' TERM INT HUP QUIT; umask 077;"), "\(script)")
+        // The task in a group of its own under timeout, with the grace; this shell waits for it.
+        #expect(script.contains(#"timeout --kill-after=2.5s 0 /bin/sh -c 'echo '\''it'\'''\''s'\'' $HOME' </dev/null >>"$out" 2>>"$err" &"#), "\(script)")
+        #expect(script.contains("trap 'stop TERM' TERM; trap 'stop INT' INT; trap 'stop HUP' HUP; trap 'stop QUIT' QUIT"), "\(script)")
+        #expect(script.contains(#"while flowrun_stop=; wait "$flowrun_pid"; flowrun_status=$?; [ -n "$flowrun_stop" ]; do :; done"#), "\(script)")
+        // A stop that came before the task's pid was known is applied once it is.
+        #expect(script.contains(#"flowrun_pid=$!; [ -z "$flowrun_stop" ] || stop "$flowrun_stop""#), "\(script)")
+        let job = SlurmJobScript.job(runID: "RUN", batchFolder: "/shared/slurm/s1", count: 3)
+        #expect(job.contains(#"exec /bin/sh /shared/slurm/s1/"${SLURM_ARRAY_TASK_ID:-0}.sh""#), "\(job)")
+    }
+
+    @Test func theGraceIsSecondsToTheMillisecondAndNeverZero() {
+        #expect(SlurmJobScript.graceText(.seconds(5)) == "5s")
+        #expect(SlurmJobScript.graceText(.milliseconds(250)) == "0.25s")
+        #expect(SlurmJobScript.graceText(.milliseconds(1005)) == "1.005s")
+        // 0 would turn timeout's SIGKILL off.
+        #expect(SlurmJobScript.graceText(.zero) == "0.001s")
+    }
+
+    @Test func theElementScriptRunsAndLeavesItsExitStatus() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let ended = try Self.run(Self.spec(["/bin/sh", "-c", "echo \"$WORD\"; echo oops >&2; exit 7"], in: folder), in: folder)
+        #expect(ended == 7)
+        #expect(try String(contentsOfFile: folder + "/t.1.exit", encoding: .utf8) == "7\n")
+        #expect(try String(contentsOfFile: folder + "/t.1.out", encoding: .utf8) == "it's $fine\n")
+        #expect(try String(contentsOfFile: folder + "/t.1.err", encoding: .utf8) == "oops\n")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/t.1.exit.tmp"))
+    }
+
+    /// Killed by a signal of its own: 128+N, as a shell says it.
+    @Test func aTaskKilledByItsOwnSignalLeaves128PlusN() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(try Self.run(Self.spec(["/bin/sh", "-c", "kill -s USR1 $$"], in: folder), in: folder) == 128 + Int(SIGUSR1))
+        #expect(try String(contentsOfFile: folder + "/t.1.exit", encoding: .utf8) == "\(128 + SIGUSR1)\n")
+    }
+
+    /// A task that ends on TERM ends at once: the grace is not waited for.
+    @Test func aTaskThatEndsOnTermEndsAtOnce() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let started = ContinuousClock.now
+        let ended = try Self.run(
+            Self.spec(["/bin/sh", "-c", "echo $$ > \(folder)/task.pid; exec sleep 300"], in: folder, grace: .seconds(60)), in: folder,
+            signal: SIGTERM)
+        #expect(ended == 128 + Int(SIGTERM))
+        #expect((ContinuousClock.now - started).seconds < 30)
+    }
+
+    // MARK: Helpers
+
+    static func folder() throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("slurm-job-script-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// Runs the element script with /bin/sh; with `signal`, sends it to the
+    /// script (only) once the task has written `task.pid`. The exit status
+    /// it wrote; killed, and a failure, past 60 s.
+    static func run(_ spec: SlurmTaskSpec, in folder: String, signal: Int32? = nil) throws -> Int32 {
+        #expect(SlurmSession.write(SlurmJobScript.element(spec), to: folder + "/0.sh") == nil)
+        // posix_spawn and waitpid: Foundation's Process learns of the exit only through a run loop.
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup(folder + "/0.sh"), nil]
+        defer { argv.forEach { free($0) } }
+        // As slurmstepd starts it: no signal blocked or ignored (this process may block SIGCHLD,
+        // for its reaper's signalfd, and a shell's `wait` would never wake).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let spawned = posix_spawn(&pid, "/bin/sh", nil, &attributes, argv, environ)
+        #expect(spawned == 0, "posix_spawn: \(spawned)")
+        guard spawned == 0 else { return -1 }
+        var status: Int32 = 0
+        var reaped = false
+        defer {
+            // Nothing left behind by a failure: the script, and the task's group.
+            if !reaped {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, WNOHANG)
+                if let text = try? String(contentsOfFile: folder + "/task.pid", encoding: .utf8),
+                   let task = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), getpgid(task) > 1 {
+                    kill(-getpgid(task), SIGKILL)
+                }
+            }
+        }
+        if let signal {
+            let ready = until(.seconds(60)) { FileManager.default.fileExists(atPath: folder + "/task.pid") }
+            try #require(ready, "the task did not start")
+            kill(pid, signal)
+        }
+        // Ended: its exit file written, and the script gone (reaped here, or by another suite's
+        // child reaper in this process, which may wait for any child).
+        let exitFile = folder + "/t.1.exit"
+        reaped = until(.seconds(60)) {
+            if waitpid(pid, &status, WNOHANG) == pid { return true }
+            return FileManager.default.fileExists(atPath: exitFile) && !isAlive(pid)
+        }
+        try #require(reaped, "the job script did not end")
+        let written = try String(contentsOfFile: exitFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try #require(Int32(written), "exit file: \(written)")
+    }
+
+    /// Polls `condition` every 20 ms up to `timeout`.
+    static func until(_ timeout: Duration, _ condition: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    /// Running: in /proc and not a zombie (a zombie waits for init to reap it).
+    static func isAlive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(close, offsetBy: 2)]
+        return state != "Z" && state != "X"
+    }
+}
