@@ -76,10 +76,13 @@ extension RunEndToEndParallel {
             #expect(Self.perSubject(plainEvents) == Self.perSubject(plainRecord), "\(plainRun)")
             #expect(plainEvents.map(\.description).sorted() == plainRecord.map(\.description).sorted(), "\(plainRun)")
 
-            // Two runs: the same events; each task's, group's and join's own in the same order.
-            #expect(plainEvents.count == jsonEvents.count, "plain \(plainEvents.count) events, json \(jsonEvents.count)")
-            #expect(plainEvents.map(\.description).sorted() == jsonEvents.map(\.description).sorted())
-            #expect(Self.perSubject(plainEvents) == Self.perSubject(jsonEvents))
+            // Two runs: the same events; each task's, group's and join's own in the same order. Progress
+            // lines read in one chunk are one `task_progress` (the latest), so how many a run reports
+            // depends on how the reads fell: compared with repeats folded, the rest one for one.
+            let plainOnce = Self.foldingRepeatedProgress(plainEvents), jsonOnce = Self.foldingRepeatedProgress(jsonEvents)
+            #expect(plainOnce.count == jsonOnce.count, "plain \(plainEvents.count) events, json \(jsonEvents.count)")
+            #expect(plainOnce.map(\.description).sorted() == jsonOnce.map(\.description).sorted())
+            #expect(Self.perSubject(plainOnce) == Self.perSubject(jsonOnce))
             #expect(plainEvents.first?.kind == "run_started" && jsonEvents.first?.kind == "run_started")
             #expect(plainEvents.last?.kind == "run_finished" && jsonEvents.last?.kind == "run_finished")
             for (kind, subject) in [("task_waiting", "waiter"), ("task_retrying", "flaky"), ("task_progress", "progress"),
@@ -276,6 +279,15 @@ extension RunEndToEndParallel {
         }
 
         /// Each subject's events in order (runs interleave subjects differently).
+        /// `events` with a `task_progress` that follows another of the same subject left out.
+        static func foldingRepeatedProgress(_ events: [KindAndSubject]) -> [KindAndSubject] {
+            var lastKind: [String: String] = [:]
+            return events.filter { event in
+                defer { lastKind[event.subject] = event.kind }
+                return !(event.kind == "task_progress" && lastKind[event.subject] == "task_progress")
+            }
+        }
+
         static func perSubject(_ events: [KindAndSubject]) -> [String: [String]] {
             Dictionary(grouping: events, by: \.subject).mapValues { $0.map(\.kind) }
         }

@@ -63,11 +63,12 @@ import Darwin
         let directory = try TemporaryDirectory()
         let valid = try directory.write("tasks:\n" + (0..<5000).map { "  t\($0): {run: \"echo \($0)\"}\n" }.joined(), to: "valid.yaml")
         let invalid = try directory.write("tasks:\n" + (0..<5000).map { "  t\($0): {run: x, retries: -1}\n" }.joined(), to: "invalid.yaml")
-        let plan = try FlowrunBinary.run([valid, "--dry-run"])
+        let plan = try FlowrunBinary.run([valid, "--dry-run"], timeout: .seconds(120))
         #expect(plan.exitStatus == 0, "\(plan)")
         #expect(plan.stdout.utf8.count > 200_000 && plan.stdout.contains("t4999"), "\(plan)")
         // Each file reports its first 200 problems and a count of the rest.
-        let errors = try FlowrunBinary.run(["validate"] + Array(repeating: invalid, count: 25))
+        // 25 files of 5,000 tasks: more than the default timeout on a loaded machine; no timing is measured here.
+        let errors = try FlowrunBinary.run(["validate"] + Array(repeating: invalid, count: 25), timeout: .seconds(180))
         #expect(errors.exitStatus == 2, "\(errors)")
         #expect(errors.diagnostics.count == 25 * 201, "\(errors)")
         #expect(errors.stderr.contains("4800 more problems not shown"), "\(errors)")
