@@ -40,6 +40,13 @@ extension RunEngine {
                 return true
             }
             guard let record, let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) else {
+                if Supervisor.skippedAsNoOp {
+                    // The check before the split found every task up to date and kept no decision
+                    // for this one: started now, it would run with no supervisor to stop it should
+                    // flowrun be killed (`kill -9` would leave it running). Refused: the next run splits.
+                    settle(index, .failed, why: "not started: the check before the run found every task up to date, but not this one as it was about to start (a bug in flowrun: please report it); run again")
+                    return true
+                }
                 nodes[index].incremental = Shared(check)
                 return false
             }

@@ -217,6 +217,46 @@ extension RunEndToEnd {
             #expect(sandbox.read("engine-parent") == "flowrun\n", "a run that starts a task after an up-to-date one is not supervised")
         }
 
+        /// A fan-out member whose `name:` reads another task's stdout is
+        /// named by the run from that task's kept stdout; the check before
+        /// the split filled the value in as '' and so checked another member
+        /// (`m--0`, up to date from an older run) than the one the engine
+        /// made (`m-X-0`, never run). The run skipped the supervisor, and the
+        /// engine, finding no decision for `m-X-0`, started it unsupervised
+        /// (a `kill -9` of flowrun would have left it running). Now such a
+        /// member is decided when it runs, and the run is supervised.
+        @Test func aMemberNamedFromAnotherTasksStdoutIsNotStartedUnsupervised() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  A: { sources: [a.txt], run: "cat a.txt" }
+                groups:
+                  g:
+                    needs: [A]
+                    foreach: [x]
+                    task:
+                      name: "m-${{ tasks.A.stdout }}-${{ index }}"
+                      sources: [m.txt]
+                      run: 'engine=$PPID; set -- $(cat /proc/$engine/stat); cat /proc/$4/comm > "$SANDBOX/engine-parent"'
+                """)
+            try "".write(toFile: sandbox.file("a.txt"), atomically: false, encoding: .utf8)
+            try "m\n".write(toFile: sandbox.file("m.txt"), atomically: false, encoding: .utf8)
+            // A prints nothing: the member is `m--0`, and its state is written under that name.
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0 && sandbox.read("engine-parent") == "flowrun\n", "\(first)")
+            // A alone runs again and now prints X: its kept stdout names the member `m-X-0`, never run.
+            try "X".write(toFile: sandbox.file("a.txt"), atomically: false, encoding: .utf8)
+            let only = try FlowrunBinary.run(sandbox.arguments(workflow, ["A"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(only.exitStatus == 0, "\(only)")
+            try FileManager.default.removeItem(atPath: sandbox.file("engine-parent"))
+            let dry = try FlowrunBinary.run(sandbox.arguments(workflow, ["--dry-run"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(!dry.stdout.contains("m--0: up to date"), "the dry run checked a member the run does not make:\n\(dry.stdout)")
+            let run = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(run.stdout.contains("m-X-0"), "\(run)")
+            #expect(sandbox.read("engine-parent") == "flowrun\n", "the member started with no supervisor: its engine's parent is \(sandbox.read("engine-parent") ?? "none")")
+        }
+
         /// `flowrun watch` whose first run starts nothing (every task up to
         /// date): a source edited then is seen by the next run, which runs
         /// the task. The hashes one run took stand without a `stat` only in
