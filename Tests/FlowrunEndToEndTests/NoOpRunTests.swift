@@ -257,6 +257,35 @@ extension RunEndToEnd {
             #expect(sandbox.read("engine-parent") == "flowrun\n", "the member started with no supervisor: its engine's parent is \(sandbox.read("engine-parent") ?? "none")")
         }
 
+        /// A task whose stdout holds a secret is kept in the state masked
+        /// (`***`); settled up to date from it, a fan-out over its stdout
+        /// handed the member `***` as its item, and ran it again every time
+        /// with it. Its state is not kept now: the listing runs every time,
+        /// and each member gets the real item (and stays up to date).
+        @Test func aFanOutOverAStdoutHoldingASecretNeverGetsTheMaskAsAnItem() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                secrets: [TOKEN]
+                tasks:
+                  list: { sources: [l.txt], run: "cat l.txt" }
+                groups:
+                  g:
+                    needs: [list]
+                    foreach: ${{ tasks.list.stdout }}
+                    task:
+                      sources: [s.txt]
+                      run: 'echo "item=${{ item }}" >> "$SANDBOX/items.log"'
+                """)
+            try "hunter22\nplain\n".write(toFile: sandbox.file("l.txt"), atomically: false, encoding: .utf8)
+            try "s\n".write(toFile: sandbox.file("s.txt"), atomically: false, encoding: .utf8)
+            let environment = sandbox.environment.merging(["TOKEN": "hunter22"]) { $1 }
+            for round in 1...3 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            #expect(sandbox.read("items.log") == "item=hunter22\nitem=plain\n", "members ran with: \(sandbox.read("items.log") ?? "")")
+        }
+
         /// `flowrun watch` whose first run starts nothing (every task up to
         /// date): a source edited then is seen by the next run, which runs
         /// the task. The hashes one run took stand without a `stat` only in
