@@ -288,7 +288,9 @@ package final class RunEngine: @unchecked Sendable {
         let declaresResources = (plan.steps + plan.finallySteps).contains { step in
             step.sharedTask.map { $0.value.resources != nil && plan.workflow.executor(of: $0.value) == .local } ?? false
         }
-        runCgroups = attemptFactory == nil && declaresResources ? RunCgroups(runID: record.runID) : nil
+        // A run that skipped the supervisor split starts no task (every one up to date): no
+        // folder, which only the supervisor would have removed had this process been killed.
+        runCgroups = attemptFactory == nil && declaresResources && !Supervisor.skippedAsNoOp ? RunCgroups(runID: record.runID) : nil
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]

@@ -286,6 +286,29 @@ extension RunEndToEnd {
             #expect(sandbox.read("items.log") == "item=hunter22\nitem=plain\n", "members ran with: \(sandbox.read("items.log") ?? "")")
         }
 
+        /// A run whose every task is up to date but one declares
+        /// `resources:` made the run's cgroup folders (memory, cpu) at its
+        /// start and removed them at its end; a `kill -9` of that one
+        /// process in between left them behind, as no supervisor was there
+        /// to remove them. It makes none now: it starts no task.
+        @Test func aNoOpRunWithResourcesMakesNoCgroupFolder() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  a: { sources: [a.c], generates: [a.o], resources: { cpus: 1, memory: 64M }, run: "cp a.c a.o" }
+                """)
+            try "int a;\n".write(toFile: sandbox.file("a.c"), atomically: false, encoding: .utf8)
+            for round in 1...3 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            let traced = try tracedRun(sandbox, workflow)
+            #expect(traced.exitStatus == 0)
+            #expect(traced.processes.isEmpty, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+            #expect(!traced.folderCalls.contains { $0.contains("/sys/fs/cgroup") },
+                    "cgroup folders made by a run that starts no task:\n\(traced.folderCalls.joined(separator: "\n"))")
+        }
+
         /// `flowrun watch` whose first run starts nothing (every task up to
         /// date): a source edited then is seen by the next run, which runs
         /// the task. The hashes one run took stand without a `stat` only in
