@@ -309,6 +309,28 @@ extension RunEndToEnd {
                     "cgroup folders made by a run that starts no task:\n\(traced.folderCalls.joined(separator: "\n"))")
         }
 
+        /// A run killed (`kill -9`: a no-op run has no supervisor to write
+        /// anything after it) between making `.latest-ID` and renaming it
+        /// over `latest` left that link in the record folder for good: no
+        /// pruning looked at it. The pruning that removes run ID's record
+        /// now removes its `.latest-ID` too.
+        @Test func aLatestLinkLeftByAKilledRunGoesWithItsRecord() throws {
+            let (sandbox, workflow) = try project()
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "1"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0, "\(first)")
+            let killed = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.logDirectory + "/latest")
+            // What the kill left: the run's own link, never renamed over `latest`.
+            let left = sandbox.logDirectory + "/.latest-" + killed
+            try FileManager.default.createSymbolicLink(atPath: left, withDestinationPath: killed)
+            for round in 1...2 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "1"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            #expect(!runFolders(in: sandbox.logDirectory).contains(killed), "the killed run's record was not pruned")
+            var info = stat()
+            #expect(lstat(left, &info) != 0, "\(left) is still there, pointing at a record that is gone")
+        }
+
         /// `flowrun watch` whose first run starts nothing (every task up to
         /// date): a source edited then is seen by the next run, which runs
         /// the task. The hashes one run took stand without a `stat` only in
