@@ -472,12 +472,22 @@ package final class RunEngine: @unchecked Sendable {
         // A record that could not be written fails the run (unless a signal or timeout already did).
         if code == 0 && record.failure != nil { code = 1 }
         finalExitCode = code
-        let finishedEvent = RunEvent.RunFinished(
+        var finishedEvent = RunEvent.RunFinished(
             runID: record.runID, duration: elapsed, counts: statusCounts(), exitCode: Int(code), path: record.directory)
-        emit(event(.runFinished(finishedEvent)))
-        deliverDeferredEvents()  // before the reporters finish
-        record.writeEventsNow()  // so that the summary knows whether events.jsonl is whole
-        if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
+        deliverDeferredEvents()  // what came before, to every reporter, in order
+        // The record first, written now (so that the summary knows whether events.jsonl is whole),
+        // then the console: a run that wrote nothing before its end (every task up to date: its
+        // events are one write) learns only now that the record cannot be written, and its last
+        // console line must say the exit code it ends with, not 0.
+        let finished = event(.runFinished(finishedEvent))
+        record.report(shown(finished))
+        record.writeEventsNow()
+        if finalExitCode == 0 && record.failure != nil {
+            finalExitCode = 1
+            finishedEvent.exitCode = 1
+        }
+        let told = shown(RunEvent(elapsed: finished.elapsed, timestamp: finished.timestamp, .runFinished(finishedEvent)))
+        for reporter in reporters where (reporter as AnyObject) !== record { reporter.report(told) }
         record.writeSummary { writeSummary(into: &$0) }
         if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
         for reporter in reporters { reporter.finish() }

@@ -331,6 +331,27 @@ extension RunEndToEnd {
             #expect(lstat(left, &info) != 0, "\(left) is still there, pointing at a record that is gone")
         }
 
+        /// A no-op run writes its record in one write at its end, after the
+        /// console heard `run_finished`: when that write failed (a full
+        /// disk, `ulimit -f`), the console's last line said `exit 0` while
+        /// flowrun exited 1. The record is written before the console hears
+        /// the end now, and the line says the code the run ends with.
+        @Test func aNoOpRunWhoseRecordCannotBeWrittenSaysItsRealExitCode() throws {
+            let (sandbox, workflow) = try project()
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0, "\(first)")
+            // Files of at most 600 bytes: events.jsonl (one write of about 700) cannot be written.
+            let outcome = try ChildProcess.run(
+                executable: try RunSandbox.tool("prlimit"), arguments: ["--fsize=600", try FlowrunBinary.path()] + sandbox.arguments(workflow, []),
+                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"], directory: sandbox.path,
+                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(60), launcher: nil)
+            let stdout = sandbox.read("stdout") ?? ""
+            let stderr = sandbox.read("stderr") ?? ""
+            #expect(outcome.exitStatus == 1, "\(stdout) \(stderr)")
+            #expect(stderr.contains("the run record is incomplete"), "\(stderr)")
+            #expect(stdout.contains("up to date) — exit 1"), "the console's last line does not say exit 1:\n\(stdout)")
+        }
+
         /// `flowrun watch` whose first run starts nothing (every task up to
         /// date): a source edited then is seen by the next run, which runs
         /// the task. The hashes one run took stand without a `stat` only in
