@@ -97,7 +97,7 @@ package enum IncrementalPreview {
                 let item = item(index)
                 guard let name = memberName(task: task, group: group, item: item, index: index, plan: plan) else {
                     // Named from a value only the run has: the engine's member may be another than the one checked here.
-                    lines.append("\(group)[\(index)]: decided when it runs (its name reads values of other tasks)")
+                    lines.append("\(group)[\(index)]: decided when it runs (its name reads a value known only then)")
                     continue
                 }
                 lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store, decisions: &decisions))
