@@ -40,6 +40,13 @@ extension RunEngine {
                 return true
             }
             guard let record, let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) else {
+                if Supervisor.skippedAsNoOp {
+                    // The check before the split found every task up to date and kept no decision
+                    // for this one: started now, it would run with no supervisor to stop it should
+                    // flowrun be killed (`kill -9` would leave it running). Refused: the next run splits.
+                    settle(index, .failed, why: "not started: the check before the run found every task up to date, but not this one as it was about to start (a bug in flowrun: please report it); run again")
+                    return true
+                }
                 nodes[index].incremental = Shared(check)
                 return false
             }
@@ -105,10 +112,17 @@ extension RunEngine {
         // Generated files that are missing: recorded as none, so the next run runs it again.
         let generated = Self.hashes(of: check.generates, base: check.base, hashes: store.hashes) ?? [IncrementalRecord.PathHash(path: "", hash: "missing")]
         let mask: (String) -> String = { [secretMasker] in secretMasker?.mask($0) ?? $0 }
+        let stdout = mask(nodes[index].stash.stdout)
+        let outputs = nodes[index].stash.outputs.map { IncrementalRecord.KeyValue(key: $0.key, value: mask($0.value)) }
+        // A stash that holds a secret is kept masked (the state never stores one) and so is not
+        // the stash: settled up to date from it, a `foreach` over its stdout would hand `***` to a
+        // member as its item, and an expression would read `***`. Not kept: the task runs every time,
+        // as one whose stdout passes 1 MiB does.
+        guard stdout == nodes[index].stash.stdout,
+              zip(outputs, nodes[index].stash.outputs).allSatisfy({ $0.value == $1.value }) else { return }
         let record = IncrementalRecord(
             identity: check.identity, sources: check.sources, generates: generated,
-            stdout: mask(nodes[index].stash.stdout), exitCode: nodes[index].stash.exitCode,
-            outputs: nodes[index].stash.outputs.map { IncrementalRecord.KeyValue(key: $0.key, value: mask($0.value)) })
+            stdout: stdout, exitCode: nodes[index].stash.exitCode, outputs: outputs)
         store.write(record, task: nodes[index].name)
     }
 }

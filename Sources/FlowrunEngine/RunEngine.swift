@@ -288,7 +288,9 @@ package final class RunEngine: @unchecked Sendable {
         let declaresResources = (plan.steps + plan.finallySteps).contains { step in
             step.sharedTask.map { $0.value.resources != nil && plan.workflow.executor(of: $0.value) == .local } ?? false
         }
-        runCgroups = attemptFactory == nil && declaresResources ? RunCgroups(runID: record.runID) : nil
+        // A run that skipped the supervisor split starts no task (every one up to date): no
+        // folder, which only the supervisor would have removed had this process been killed.
+        runCgroups = attemptFactory == nil && declaresResources && !Supervisor.skippedAsNoOp ? RunCgroups(runID: record.runID) : nil
         baseEnvironment = Self.currentEnvironment()
         inheritedEnvironment = InheritedEnvironment(baseEnvironment)
         inheritedTreeMarker = baseEnvironment[ProcessTreeMarker.variable]
@@ -470,12 +472,22 @@ package final class RunEngine: @unchecked Sendable {
         // A record that could not be written fails the run (unless a signal or timeout already did).
         if code == 0 && record.failure != nil { code = 1 }
         finalExitCode = code
-        let finishedEvent = RunEvent.RunFinished(
+        var finishedEvent = RunEvent.RunFinished(
             runID: record.runID, duration: elapsed, counts: statusCounts(), exitCode: Int(code), path: record.directory)
-        emit(event(.runFinished(finishedEvent)))
-        deliverDeferredEvents()  // before the reporters finish
-        record.writeEventsNow()  // so that the summary knows whether events.jsonl is whole
-        if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
+        deliverDeferredEvents()  // what came before, to every reporter, in order
+        // The record first, written now (so that the summary knows whether events.jsonl is whole),
+        // then the console: a run that wrote nothing before its end (every task up to date: its
+        // events are one write) learns only now that the record cannot be written, and its last
+        // console line must say the exit code it ends with, not 0.
+        let finished = event(.runFinished(finishedEvent))
+        record.report(shown(finished))
+        record.writeEventsNow()
+        if finalExitCode == 0 && record.failure != nil {
+            finalExitCode = 1
+            finishedEvent.exitCode = 1
+        }
+        let told = shown(RunEvent(elapsed: finished.elapsed, timestamp: finished.timestamp, .runFinished(finishedEvent)))
+        for reporter in reporters where (reporter as AnyObject) !== record { reporter.report(told) }
         record.writeSummary { writeSummary(into: &$0) }
         if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
         for reporter in reporters { reporter.finish() }

@@ -57,6 +57,9 @@ package enum RecordPruning {
             return nil
         }
         if let problem = removeContents(of: run, shownAs: path, depth: 0) { return problem }
+        // The link `markLatest` makes under the run's own name lives for one rename; one left
+        // (the run killed between its symlink and its rename) points at nothing now: removed with it.
+        unlinkat(base, RunRecord.latestTemporaryPrefix + id, 0)
         // Emptied: the first one kept as the spare, if there is none yet (renamed, never over one).
         if keepsSpare {
             keepsSpare = false
@@ -111,13 +114,16 @@ package enum RecordPruning {
 }
 
 extension RunRecord {
+    /// `markLatest`'s link under a name of the run's own: this, then the run id.
+    static let latestTemporaryPrefix = ".latest-"
+
     /// Points `latest` in the record's folder at this run: a link made
     /// under a name of this run's own, then renamed over `latest`, so a
     /// reader finds the old run or the new one, never none. Returns why it
     /// could not be (another user's `latest` in a sticky folder cannot be
     /// replaced: readers ignore it, and the user is told), nil when done.
     package func markLatest() -> String? {
-        let temporary = ".latest-" + runID
+        let temporary = Self.latestTemporaryPrefix + runID
         let shown = String(directory.dropLast(runID.utf8.count + 1)) + "/latest"
         if symlinkat(runID, folder.base, temporary) != 0 {
             guard errno == EEXIST, unlinkat(folder.base, temporary, 0) == 0, symlinkat(runID, folder.base, temporary) == 0 else {

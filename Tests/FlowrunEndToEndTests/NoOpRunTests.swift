@@ -217,6 +217,141 @@ extension RunEndToEnd {
             #expect(sandbox.read("engine-parent") == "flowrun\n", "a run that starts a task after an up-to-date one is not supervised")
         }
 
+        /// A fan-out member whose `name:` reads another task's stdout is
+        /// named by the run from that task's kept stdout; the check before
+        /// the split filled the value in as '' and so checked another member
+        /// (`m--0`, up to date from an older run) than the one the engine
+        /// made (`m-X-0`, never run). The run skipped the supervisor, and the
+        /// engine, finding no decision for `m-X-0`, started it unsupervised
+        /// (a `kill -9` of flowrun would have left it running). Now such a
+        /// member is decided when it runs, and the run is supervised.
+        @Test func aMemberNamedFromAnotherTasksStdoutIsNotStartedUnsupervised() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  A: { sources: [a.txt], run: "cat a.txt" }
+                groups:
+                  g:
+                    needs: [A]
+                    foreach: [x]
+                    task:
+                      name: "m-${{ tasks.A.stdout }}-${{ index }}"
+                      sources: [m.txt]
+                      run: 'engine=$PPID; set -- $(cat /proc/$engine/stat); cat /proc/$4/comm > "$SANDBOX/engine-parent"'
+                """)
+            try "".write(toFile: sandbox.file("a.txt"), atomically: false, encoding: .utf8)
+            try "m\n".write(toFile: sandbox.file("m.txt"), atomically: false, encoding: .utf8)
+            // A prints nothing: the member is `m--0`, and its state is written under that name.
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0 && sandbox.read("engine-parent") == "flowrun\n", "\(first)")
+            // A alone runs again and now prints X: its kept stdout names the member `m-X-0`, never run.
+            try "X".write(toFile: sandbox.file("a.txt"), atomically: false, encoding: .utf8)
+            let only = try FlowrunBinary.run(sandbox.arguments(workflow, ["A"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(only.exitStatus == 0, "\(only)")
+            try FileManager.default.removeItem(atPath: sandbox.file("engine-parent"))
+            let dry = try FlowrunBinary.run(sandbox.arguments(workflow, ["--dry-run"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(!dry.stdout.contains("m--0: up to date"), "the dry run checked a member the run does not make:\n\(dry.stdout)")
+            let run = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(run.exitStatus == 0, "\(run)")
+            #expect(run.stdout.contains("m-X-0"), "\(run)")
+            #expect(sandbox.read("engine-parent") == "flowrun\n", "the member started with no supervisor: its engine's parent is \(sandbox.read("engine-parent") ?? "none")")
+        }
+
+        /// A task whose stdout holds a secret is kept in the state masked
+        /// (`***`); settled up to date from it, a fan-out over its stdout
+        /// handed the member `***` as its item, and ran it again every time
+        /// with it. Its state is not kept now: the listing runs every time,
+        /// and each member gets the real item (and stays up to date).
+        @Test func aFanOutOverAStdoutHoldingASecretNeverGetsTheMaskAsAnItem() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                secrets: [TOKEN]
+                tasks:
+                  list: { sources: [l.txt], run: "cat l.txt" }
+                groups:
+                  g:
+                    needs: [list]
+                    foreach: ${{ tasks.list.stdout }}
+                    task:
+                      sources: [s.txt]
+                      run: 'echo "item=${{ item }}" >> "$SANDBOX/items.log"'
+                """)
+            try "hunter22\nplain\n".write(toFile: sandbox.file("l.txt"), atomically: false, encoding: .utf8)
+            try "s\n".write(toFile: sandbox.file("s.txt"), atomically: false, encoding: .utf8)
+            let environment = sandbox.environment.merging(["TOKEN": "hunter22"]) { $1 }
+            for round in 1...3 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            #expect(sandbox.read("items.log") == "item=hunter22\nitem=plain\n", "members ran with: \(sandbox.read("items.log") ?? "")")
+        }
+
+        /// A run whose every task is up to date but one declares
+        /// `resources:` made the run's cgroup folders (memory, cpu) at its
+        /// start and removed them at its end; a `kill -9` of that one
+        /// process in between left them behind, as no supervisor was there
+        /// to remove them. It makes none now: it starts no task.
+        @Test func aNoOpRunWithResourcesMakesNoCgroupFolder() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  a: { sources: [a.c], generates: [a.o], resources: { cpus: 1, memory: 64M }, run: "cp a.c a.o" }
+                """)
+            try "int a;\n".write(toFile: sandbox.file("a.c"), atomically: false, encoding: .utf8)
+            for round in 1...3 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "2"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            let traced = try tracedRun(sandbox, workflow)
+            #expect(traced.exitStatus == 0)
+            #expect(traced.processes.isEmpty, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+            #expect(!traced.folderCalls.contains { $0.contains("/sys/fs/cgroup") },
+                    "cgroup folders made by a run that starts no task:\n\(traced.folderCalls.joined(separator: "\n"))")
+        }
+
+        /// A run killed (`kill -9`: a no-op run has no supervisor to write
+        /// anything after it) between making `.latest-ID` and renaming it
+        /// over `latest` left that link in the record folder for good: no
+        /// pruning looked at it. The pruning that removes run ID's record
+        /// now removes its `.latest-ID` too.
+        @Test func aLatestLinkLeftByAKilledRunGoesWithItsRecord() throws {
+            let (sandbox, workflow) = try project()
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "1"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0, "\(first)")
+            let killed = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.logDirectory + "/latest")
+            // What the kill left: the run's own link, never renamed over `latest`.
+            let left = sandbox.logDirectory + "/.latest-" + killed
+            try FileManager.default.createSymbolicLink(atPath: left, withDestinationPath: killed)
+            for round in 1...2 {
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, ["--keep", "1"]), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            #expect(!runFolders(in: sandbox.logDirectory).contains(killed), "the killed run's record was not pruned")
+            var info = stat()
+            #expect(lstat(left, &info) != 0, "\(left) is still there, pointing at a record that is gone")
+        }
+
+        /// A no-op run writes its record in one write at its end, after the
+        /// console heard `run_finished`: when that write failed (a full
+        /// disk, `ulimit -f`), the console's last line said `exit 0` while
+        /// flowrun exited 1. The record is written before the console hears
+        /// the end now, and the line says the code the run ends with.
+        @Test func aNoOpRunWhoseRecordCannotBeWrittenSaysItsRealExitCode() throws {
+            let (sandbox, workflow) = try project()
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0, "\(first)")
+            // Files of at most 600 bytes: events.jsonl (one write of about 700) cannot be written.
+            let outcome = try ChildProcess.run(
+                executable: try RunSandbox.tool("prlimit"), arguments: ["--fsize=600", try FlowrunBinary.path()] + sandbox.arguments(workflow, []),
+                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"], directory: sandbox.path,
+                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(60), launcher: nil)
+            let stdout = sandbox.read("stdout") ?? ""
+            let stderr = sandbox.read("stderr") ?? ""
+            #expect(outcome.exitStatus == 1, "\(stdout) \(stderr)")
+            #expect(stderr.contains("the run record is incomplete"), "\(stderr)")
+            #expect(stdout.contains("up to date) — exit 1"), "the console's last line does not say exit 1:\n\(stdout)")
+        }
+
         /// `flowrun watch` whose first run starts nothing (every task up to
         /// date): a source edited then is seen by the next run, which runs
         /// the task. The hashes one run took stand without a `stat` only in

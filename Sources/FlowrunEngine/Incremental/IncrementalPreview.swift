@@ -95,9 +95,10 @@ package enum IncrementalPreview {
             let group = step.group ?? step.name
             for index in 0..<min(count, membersCheckedAtMost) {
                 let item = item(index)
-                var name = "\(group)[\(index)]"
-                if let template = task.nameTemplate, let rendered = try? render(template, mode: .text, item: item, index: index, plan: plan), !rendered.isEmpty {
-                    name = rendered
+                guard let name = memberName(task: task, group: group, item: item, index: index, plan: plan) else {
+                    // Named from a value only the run has: the engine's member may be another than the one checked here.
+                    lines.append("\(group)[\(index)]: decided when it runs (its name reads a value known only then)")
+                    continue
                 }
                 lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store, decisions: &decisions))
             }
@@ -163,6 +164,22 @@ package enum IncrementalPreview {
         return "\(name): would run (generated files changed or missing)"
     }
 
+    /// The member's name as the engine makes it (`RunEngine.memberName`:
+    /// `MemberNaming`, then the template filled in, then `GROUP[INDEX]`), so
+    /// that the record read here is the one the engine's member reads, and
+    /// the decision kept is the one it takes; nil when the `name:` reads a
+    /// value only the run has (a task's stash, a host fact), which this
+    /// check would fill in as '' and so check another member than the run's.
+    private static func memberName(task: TaskDefinition, group: String, item: String, index: Int, plan: Plan) -> String? {
+        if let made = MemberNaming.name(
+            group: group, item: .text(item), index: index, template: task.nameTemplate, fieldNames: false, axes: nil, vars: plan.workflow.vars) {
+            return made
+        }
+        guard let template = task.nameTemplate, rendersAsTheEngineDoes(template) else { return nil }
+        guard let rendered = try? render(template, mode: .text, item: item, index: index, plan: plan), !rendered.isEmpty else { return "\(group)[\(index)]" }
+        return rendered
+    }
+
     private static func readsRunTimeValues(_ task: TaskDefinition) -> Bool {
         templates(of: task).contains { template in
             template.operands.contains { $0.path.referencedName != nil }
@@ -172,12 +189,14 @@ package enum IncrementalPreview {
     /// Whether every value the task's templates read is one `StaticContext`
     /// gives as the engine does: a variable, an environment variable, the item, its index.
     private static func rendersAsTheEngineDoes(_ task: TaskDefinition) -> Bool {
-        templates(of: task).allSatisfy { template in
-            template.operands.allSatisfy { operand in
-                switch operand.path {
-                case .variable, .environment, .item, .index: return true
-                default: return false
-                }
+        templates(of: task).allSatisfy(rendersAsTheEngineDoes)
+    }
+
+    private static func rendersAsTheEngineDoes(_ template: Template) -> Bool {
+        template.operands.allSatisfy { operand in
+            switch operand.path {
+            case .variable, .environment, .item, .index: return true
+            default: return false
             }
         }
     }
