@@ -126,7 +126,8 @@ extension RunEngine {
         case .pending, .waiting, .running:
             if joinTimedOut {
                 outcome = .missing
-            } else if joinStatus == .succeeded {
+            } else if joinStatus == .succeeded || joinStatus == .cancelled {
+                // A join cancelled (an outer join's quorum did not need it) cancels them next.
                 outcome = .notNeeded
             } else {
                 outcome = plan.workflow.failFast ? .cancelled : .stillRunning
