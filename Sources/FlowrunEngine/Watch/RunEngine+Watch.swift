@@ -292,7 +292,19 @@ extension RunEngine {
         watch.runs += 1
         // What the run before found must be looked at again (`ContentHashCache`).
         reuse.store?.hashes.runStarting()
-        let pending = watch.pending
+        var pending = watch.pending
+        // Members a join run again cancelled as not needed in an earlier run have no result of their
+        // own to keep: they run with it, as in a fresh run (cancelled again at once, below, when the
+        // kept successes meet its quorum). Kept cancelled, a join short of its quorum failed where a
+        // fresh run would have run them and succeeded.
+        let notNeeded = pending.filter { nodes.contains($0) && nodes[$0].kind == .join }
+            .flatMap { nodes[$0].members }
+            .filter { nodes.contains($0) && nodes[$0].status == .cancelled && nodes[$0].cancelReason == .joinSettled }
+        if !notNeeded.isEmpty {
+            var touched = Set(notNeeded)
+            for group in notNeeded where nodes[group].kind == .group && fanOuts[group] == nil { touched.formUnion(nodes[group].members) }
+            pending.formUnion(closure(of: touched))
+        }
         let trigger = watch.trigger
         watch.pending = []
         watch.trigger = nil
