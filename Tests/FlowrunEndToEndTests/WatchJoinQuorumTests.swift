@@ -133,5 +133,41 @@ extension RunEndToEnd {
             #expect(ended.stdout.contains("join     quorum succeeded: 2/3 succeeded (2 needed)"), "\(ended.stdout)")
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
+        /// (e) A fan-out the first run's quorum did not need ends `succeeded`
+        /// by its members' rules (none failed) with none succeeded. Before, a
+        /// rerun of the join counted it as a kept success: `x` edited to fail
+        /// was not run, and the join "succeeded" with every member not needed.
+        /// Now the fan-out runs again with its join, as in a fresh run: its
+        /// members succeed, the join succeeds with them, `x`'s failure is seen (exit 1).
+        @Test func aFanOutTheQuorumDidNotNeedIsNotAKeptSuccess() throws {
+            let sandbox = try RunSandbox()
+            try Watch.write(sandbox, "x.txt", "ok\n")
+            try Watch.write(sandbox, "fan.txt", "1\n")
+            try Watch.write(sandbox, "hold", "")
+            let live = try Watch.watch(sandbox, """
+                tasks:
+                  x: { sources: [x.txt], run: 'read v < x.txt; echo "x $v"; [ "$v" = ok ]' }
+                  after: { needs: [q], run: echo after }
+                groups:
+                  fan:
+                    foreach: [1, 2]
+                    task:
+                      sources: [fan.txt]
+                      run: 'if [ -e hold ]; then sleep 60; fi; echo "fan $FLOWRUN_ITEM"'
+                joins:
+                  q: { wait: [fan, x], need: 1 }
+                """)
+            #expect(Watch.waitForRuns(sandbox, 1))
+            let first = try #require(Watch.runs(sandbox).first)
+            #expect(first.statuses["fan[0]"] == "cancelled" && first.statuses["x"] == "succeeded", "\(first.statuses)")
+            try FileManager.default.removeItem(atPath: sandbox.file("hold"))
+            try Watch.write(sandbox, "x.txt", "bad\n")
+            let (second, _) = try Self.second(sandbox, live)
+            #expect(Watch.started(second) == ["x", "fan[0]", "fan[1]", "after"], "\(second.names("task_started"))")
+            #expect(second.statuses["x"] == "failed" && second.statuses["fan[0]"] == "succeeded" && second.statuses["fan[1]"] == "succeeded", "\(second.statuses)")
+            #expect(Self.join(second)?["status"] as? String == "succeeded", "\(second.events("join_completed"))")
+            #expect(second.exitCode == 1, "\(second.summary)")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
     }
 }
