@@ -209,5 +209,28 @@ extension RunEndToEndParallel {
             #expect(row.contains("waiting") && row.contains("port \(port) still held by") && !row.contains("running"), "\(shown)")
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
+        /// The wait is part of the same attempt: the task's own `timeout`
+        /// (per attempt) bounds it. Before, a service with `timeout: 3s`
+        /// waited its port's closed connections out for a minute.
+        @Test func aServicesOwnTimeoutBoundsTheWaitForItsPortsClosedConnections() throws {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
+            let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
+            #expect(first.exitStatus == 0, "\(first)")
+            #expect(Self.closedConnections(on: port) > 0, "the first run left no closed connection on \(port): nothing tested")
+            let start = ContinuousClock.now
+            let second = try sandbox.run(Self.workflow(port: port).replacingOccurrences(of: "    service: true\n", with: "    service: true\n    timeout: 3s\n"), timeout: .seconds(120))
+            let took = ContinuousClock.now - start
+            #expect(second.exitStatus == 1, "\(second)")
+            #expect(took < .seconds(20), "took \(took): the wait outlived the service's 3 s timeout")
+            #expect(second.stdout.contains("waiting  web: port \(port) still held by "), "\(second.stdout)")
+            let record = try #require(RunEndToEnd.WatchTests.runs(sandbox).last)
+            #expect(record.statuses["web"] == "timed_out", "\(record.statuses)")
+            let reason = record.finished("web")?["reason"] as? String ?? ""
+            #expect(reason.contains("closed connections (TIME_WAIT) when its timeout (3s) passed"), "\(reason)")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
     }
 }

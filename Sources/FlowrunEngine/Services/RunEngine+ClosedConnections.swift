@@ -79,13 +79,21 @@ extension RunEngine {
             enqueue(index)
             return
         }
-        if elapsed - wait.since < closedConnectionsGiveUpAfter {
+        // The task's own `timeout` (per attempt, and this is the same attempt) bounds the wait too.
+        let taskTimeout = nodes[index].timeout
+        let limit = min(closedConnectionsGiveUpAfter, taskTimeout?.seconds ?? .infinity)
+        if elapsed - wait.since < limit {
             lookAgainForClosedConnections(index)
             return
         }
         closedConnectionWaits[index] = nil
         var result = wait.result
-        result.reason = (result.reason ?? "") + "; port \(wait.port) was still held by \(held) closed connections (TIME_WAIT) after \(Int(closedConnectionsGiveUpAfter.rounded())) s"
+        if let taskTimeout, taskTimeout.seconds < closedConnectionsGiveUpAfter {
+            result.status = .timedOut
+            result.reason = (result.reason ?? "") + "; port \(wait.port) was still held by \(held) closed connections (TIME_WAIT) when its timeout (\(taskTimeout.text)) passed"
+        } else {
+            result.reason = (result.reason ?? "") + "; port \(wait.port) was still held by \(held) closed connections (TIME_WAIT) after \(Int(closedConnectionsGiveUpAfter.rounded())) s"
+        }
         nodes[index].status = .running
         attemptEnded(index, attempt: wait.attempt, result)
         admitWaiters()
