@@ -26,13 +26,16 @@ struct ClosedConnectionsWait {
 
     /// Whether a service's last lines may be a failed bind: they say its address
     /// was in use (`Address already in use` from perror, Python, Go, Java, nginx,
-    /// Redis, PostgreSQL; Node's `EADDRINUSE`), or it said nothing at all.
+    /// Redis, PostgreSQL; Node's `EADDRINUSE`; `Port 8080 was already in use`;
+    /// errno 98 by number), or it said nothing at all. The last 60 lines: a
+    /// Java stack trace puts its `BindException` line well above its end.
     static func mayBeABindFailure(_ lines: [String]) -> Bool {
         let said = lines.filter { !$0.allSatisfy(\.isWhitespace) }
         guard !said.isEmpty else { return true }
         return said.contains { line in
             let lower = line.lowercased()
-            return lower.contains("address already in use") || lower.contains("eaddrinuse") || lower.contains("address in use")
+            return lower.contains("already in use") || lower.contains("eaddrinuse") || lower.contains("address in use")
+                || lower.contains("errno 98") || lower.contains("os error 98")
         }
     }
 }
@@ -52,7 +55,7 @@ extension RunEngine {
         guard held > 0 else { return false }
         // Its own words first: one that said why it exited, and not that its address was in use
         // (a config error, a syntax error), failed for that reason; waiting out the port would hide it a minute.
-        if result.wroteLog, !ClosedConnectionsWait.mayBeABindFailure(logTail(of: index, lines: 20)) { return false }
+        if result.wroteLog, !ClosedConnectionsWait.mayBeABindFailure(logTail(of: index, lines: 60)) { return false }
         closedConnectionWaits[index] = ClosedConnectionsWait(attempt: number, port: port, since: elapsed, result: result)
         scheduler.backOff(index)
         let why = "port \(port) still held by \(held) closed connection\(held == 1 ? "" : "s") (TIME_WAIT); starting again when \(held == 1 ? "it is" : "they are") gone"
