@@ -17,7 +17,8 @@ extension RunEndToEnd {
 
         /// `a` and `b` succeed at once; `c` holds while the file `hold` is
         /// there (not a source) so that the first run's quorum cancels it,
-        /// else exits with the number in `c.txt` (4 when `c.fails` is there);
+        /// else exits with the number in `c.txt` (4 when `c.fails` is there)
+        /// a second later (after `a`: a quorum met first would cancel `a`, as in a run);
         /// `a` fails when `a.txt` says `fail`.
         static func start(_ sandbox: RunSandbox) throws -> LiveFlowrun {
             try Watch.write(sandbox, "a.txt", "1\n")
@@ -28,7 +29,7 @@ extension RunEndToEnd {
                 tasks:
                   a: { sources: [a.txt], run: 'read v < a.txt; echo "a $v"; [ "$v" != fail ]' }
                   b: { sources: [b.txt], run: echo b }
-                  c: { sources: [c.txt], run: 'read v < c.txt; if [ -e hold ]; then sleep 60; fi; if [ -e c.fails ]; then exit 4; fi; exit "$v"' }
+                  c: { sources: [c.txt], run: 'read v < c.txt; if [ -e hold ]; then sleep 60; fi; sleep 1; if [ -e c.fails ]; then exit 4; fi; exit "$v"' }
                   after: { needs: [quorum], run: echo after }
                 joins:
                   quorum: { wait: [a, b, c], need: 2 }
@@ -153,7 +154,7 @@ extension RunEndToEnd {
                     foreach: [1, 2]
                     task:
                       sources: [fan.txt]
-                      run: 'if [ -e hold ]; then sleep 60; fi; echo "fan $FLOWRUN_ITEM"'
+                      run: 'if [ -e hold ]; then sleep 60; fi; sleep 1; echo "fan $FLOWRUN_ITEM"'
                 joins:
                   q: { wait: [fan, x], need: 1 }
                 """)
