@@ -30,7 +30,7 @@ extension RunEngine {
     func completeJoinByKeptResults(_ index: Int) {
         guard nodes[index].kind == .join, nodes[index].status == .pending, nodes[index].required > 0 else { return }
         let members = nodes[index].members
-        let kept = members.count { nodes[$0].status.isFinal && scheduler.countsAsSucceeded($0) }
+        let kept = members.count { nodes[$0].status.isFinal && scheduler.countsAsSucceeded($0) && !wasNotNeeded($0) }
         guard kept >= nodes[index].required else { return }
         nodes[index].succeededMembers = kept
         completeJoin(index, Scheduler.JoinVerdict(status: .succeeded, why: "\(kept)/\(members.count) succeeded"))
@@ -126,7 +126,8 @@ extension RunEngine {
         case .pending, .waiting, .running:
             if joinTimedOut {
                 outcome = .missing
-            } else if joinStatus == .succeeded {
+            } else if joinStatus == .succeeded || joinStatus == .cancelled {
+                // A join cancelled (an outer join's quorum did not need it) cancels them next.
                 outcome = .notNeeded
             } else {
                 outcome = plan.workflow.failFast ? .cancelled : .stillRunning

@@ -119,7 +119,9 @@ extension RunEngine {
     /// would free any soon).
     func waitForDescriptors(_ retry: @escaping () -> Void) -> Bool {
         // Not an `http:` request: one may hang for minutes on its socket; the run stops instead.
-        guard attempts.values.contains(where: { (($0 as? ProcessAttempt)?.pid ?? 0) > 0 }) else { return false }
+        // Nor a service: it runs until every other task has settled, so it frees none for them
+        // (waiting on one hung the run for good, its dependent shown as started).
+        guard attempts.contains(where: { index, attempt in ((attempt as? ProcessAttempt)?.pid ?? 0) > 0 && !isService(index) }) else { return false }
         descriptorWaiters.append(retry)
         return true
     }

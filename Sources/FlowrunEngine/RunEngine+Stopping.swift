@@ -25,6 +25,9 @@ extension RunEngine {
             // Members not made yet are made cancelled.
             refillFanOut(index)
         case .join:
+            // The join itself is cancelled first (an outer join's quorum no longer needs it):
+            // left pending, it counted its members' cancellations as failures, and failed the run.
+            settle(index, .cancelled, reason: reason)
             for member in nodes[index].members { cancel(member, reason: reason) }
         }
     }

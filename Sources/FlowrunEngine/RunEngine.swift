@@ -463,7 +463,7 @@ package final class RunEngine: @unchecked Sendable {
         guard scheduler.allSettled else { return }
         // Services last: `finally` may still have used them. Each one's end calls here again.
         // Under `watch` they keep running into the next run, until the watch is stopped.
-        if watchState == nil || stopping != nil, stopServices() { return }
+        if watchState == nil || (stopping != nil && !stoppedThisRunOnly), stopServices() { return }
         finished = true
         for timer in timers.values { timer.cancel() }
         timers.removeAll()
@@ -495,11 +495,19 @@ package final class RunEngine: @unchecked Sendable {
             _ = writeAll(STDERR_FILENO, "flowrun: the run record is incomplete: \(failure)\n")  // stderr: nowhere else to say it
         }
         if let shortOfDescriptors { _ = writeAll(STDERR_FILENO, shortOfDescriptors + "\n") }
-        if watchState != nil, stopping == nil, killedBy == nil {
+        if watchState != nil, stopping == nil || stoppedThisRunOnly, killedBy == nil {
+            // `fail_fast` (or the run's timeout) stopped this run, not the watch: the next change runs again.
+            stopping = nil
             runEndedUnderWatch()
             return
         }
         done.signal()
+    }
+
+    /// Under `flowrun watch`: what stops one run (`fail_fast`, the run's timeout), not the watch
+    /// (Ctrl-C, a problem with the watch). Its services keep running, as after any run.
+    var stoppedThisRunOnly: Bool {
+        watchState != nil && stopSignal == nil && killedBy == nil && !watchFailed && (stopping == .failFast || stopping == .runTimeout)
     }
 
     func statusCounts() -> [(status: TaskStatus, count: Int)] {

@@ -131,7 +131,15 @@ extension RecordedRun {
             case "task_waiting":
                 guard let name = event["task"]?.string else { continue }
                 let index = position(of: name)
-                if tasks[index].status == .pending { tasks[index].status = .waiting }
+                if tasks[index].status == .pending {
+                    tasks[index].status = .waiting
+                } else if tasks[index].status == .running {
+                    // A service that exited before it was ready, waiting for its port's closed
+                    // connections to go: nothing of it runs until its `task_started` again.
+                    tasks[index].status = .waiting
+                    let why = (event["waiting_on"]?.array ?? []).compactMap(\.string).joined(separator: ", ")
+                    tasks[index].reason = why.isEmpty ? nil : "waiting: " + why
+                }
             case "task_started":
                 guard let name = event["task"]?.string else { continue }
                 let index = position(of: name)

@@ -139,5 +139,98 @@ extension RunEndToEndParallel {
             #expect(second.stdout.contains("waiting  web: port \(port) still held by "), "\(second.stdout)")
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
+        /// The TIME_WAIT entries whose local port is `port` (state 06 in /proc/net/tcp and tcp6).
+        static func closedConnections(on port: Int) -> Int {
+            var count = 0
+            for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                // Read to the end: a busy machine's table is larger than one read of a /proc file gives.
+                guard let data = FileHandle(forReadingAtPath: file)?.readDataToEndOfFile() else { continue }
+                let text = String(decoding: data, as: UTF8.self)
+                for line in text.split(separator: "\n").dropFirst() {
+                    let fields = line.split(separator: " ")
+                    guard fields.count > 3, fields[3] == "06", let local = fields[1].split(separator: ":").last else { continue }
+                    if Int(local, radix: 16) == port { count += 1 }
+                }
+            }
+            return count
+        }
+
+        /// A service that exits before it is ready for a reason of its own (a
+        /// config error it prints) while its port has closed connections in
+        /// TIME_WAIT fails at once, with its own words. Before, it was taken
+        /// for a server that could not bind: ~60 s of "port N still held by
+        /// closed connections", its real error shown only after.
+        @Test func aServiceThatSaysAnotherReasonIsNotKeptWaitingForItsPortsClosedConnections() throws {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
+            let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
+            #expect(first.exitStatus == 0, "\(first)")
+            #expect(Self.closedConnections(on: port) > 0, "the first run left no closed connection on \(port): nothing tested")
+            let start = ContinuousClock.now
+            let second = try sandbox.run("""
+                tasks:
+                  web:
+                    service: true
+                    run: python3 -c 'raise SystemExit("config error - DATABASE_URL is not set")'
+                    ready: { tcp: "127.0.0.1:\(port)", timeout: 20s }
+                  client: { needs: [web], run: echo client }
+                """, timeout: .seconds(120))
+            let took = ContinuousClock.now - start
+            #expect(second.exitStatus == 1, "\(second)")
+            #expect(took < .seconds(20), "took \(took): it waited out the port's closed connections")
+            #expect(!second.stdout.contains("TIME_WAIT"), "\(second.stdout)")
+            #expect(second.stdout.contains("FAILED   web") && second.stdout.contains("config error - DATABASE_URL is not set"), "\(second.stdout)")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+
+        /// While a service waits out its port's closed connections nothing of
+        /// it runs: `flowrun show` says `waiting` and why, not `running`.
+        @Test func showSaysAServiceWaitingOutItsPortsClosedConnectionsIsWaiting() throws {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
+            let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
+            #expect(first.exitStatus == 0, "\(first)")
+            let live = try sandbox.start(Self.workflow(port: port), hardTimeout: .seconds(150))
+            var shown = ""
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline {
+                shown = (try? FlowrunBinary.run(["show", "--log-dir", sandbox.logDirectory], in: sandbox.path, environment: sandbox.environment).stdout) ?? ""
+                if shown.contains("still held by") { break }
+                usleep(100_000)
+            }
+            live.signalGroup(SIGINT)
+            let ended = live.finish()
+            #expect(ended.stdout.contains("waiting  web: port \(port) still held by "), "\(ended.stdout)")
+            let row = shown.split(separator: "\n").first { $0.contains(" web ") }.map(String.init) ?? ""
+            #expect(row.contains("waiting") && row.contains("port \(port) still held by") && !row.contains("running"), "\(shown)")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
+        /// The wait is part of the same attempt: the task's own `timeout`
+        /// (per attempt) bounds it. Before, a service with `timeout: 3s`
+        /// waited its port's closed connections out for a minute.
+        @Test func aServicesOwnTimeoutBoundsTheWaitForItsPortsClosedConnections() throws {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
+            let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
+            #expect(first.exitStatus == 0, "\(first)")
+            #expect(Self.closedConnections(on: port) > 0, "the first run left no closed connection on \(port): nothing tested")
+            let start = ContinuousClock.now
+            let second = try sandbox.run(Self.workflow(port: port).replacingOccurrences(of: "    service: true\n", with: "    service: true\n    timeout: 3s\n"), timeout: .seconds(120))
+            let took = ContinuousClock.now - start
+            #expect(second.exitStatus == 1, "\(second)")
+            #expect(took < .seconds(20), "took \(took): the wait outlived the service's 3 s timeout")
+            #expect(second.stdout.contains("waiting  web: port \(port) still held by "), "\(second.stdout)")
+            let record = try #require(RunEndToEnd.WatchTests.runs(sandbox).last)
+            #expect(record.statuses["web"] == "timed_out", "\(record.statuses)")
+            let reason = record.finished("web")?["reason"] as? String ?? ""
+            #expect(reason.contains("closed connections (TIME_WAIT) when its timeout (3s) passed"), "\(reason)")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
     }
 }

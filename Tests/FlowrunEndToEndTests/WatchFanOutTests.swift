@@ -203,7 +203,10 @@ extension RunEndToEnd {
             try Watch.write(sandbox, "src/y", "y2\n")
             #expect(Watch.waitForRuns(sandbox, 2))
             let second = try Self.run(sandbox, 1)
-            #expect(Watch.started(second) == ["check-y", "after"], "\(second.names("task_started"))")
+            // `never`, not needed in the first run, has no result to keep: it runs again with the join
+            // (as in a fresh run; its start may not be written before the quorum cancels it).
+            #expect(Watch.started(second).subtracting(["never"]) == ["check-y", "after"], "\(second.names("task_started"))")
+            #expect(second.statuses["never"] == "cancelled" && second.finished("never")?["reason"] as? String == "join_settled", "\(second.statuses)")
             #expect(Self.upToDate(second) == ["check-x"])
             let join = second.events("join_completed").first
             #expect(join?["join"] as? String == "quorum" && join?["status"] as? String == "succeeded", "\(second.events("join_completed"))")
@@ -211,7 +214,7 @@ extension RunEndToEnd {
             try Watch.write(sandbox, "src/a", "a2\n")
             #expect(Watch.waitForRuns(sandbox, 3))
             let third = try Self.run(sandbox, 2)
-            #expect(Watch.started(third) == ["a", "after"], "\(third.names("task_started"))")
+            #expect(Watch.started(third).subtracting(["never"]) == ["a", "after"], "\(third.names("task_started"))")
             #expect(third.events("join_completed").count == 1)
             live.signalGroup(SIGINT)
             let ended = live.finish()

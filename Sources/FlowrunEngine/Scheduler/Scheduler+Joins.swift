@@ -59,6 +59,13 @@ extension Scheduler {
     /// The join whose quorum (or deadline) cancelled a member: one it, or its group, counts for that has completed.
     func cancellingJoin(of index: Int) -> Int? {
         let joins = nodes[index].joins + (nodes[index].group.map { nodes[$0].joins } ?? [])
-        return joins.first { nodes[$0].status.isFinal }
+        var join = joins.first { nodes[$0].status.isFinal }
+        // A join cancelled as not needed itself: the outer join whose quorum was met.
+        var seen: Set<Int> = []
+        while let current = join, nodes[current].status == .cancelled, nodes[current].cancelReason == .joinSettled,
+              seen.insert(current).inserted, let outer = nodes[current].joins.first(where: { nodes[$0].status.isFinal }) {
+            join = outer
+        }
+        return join
     }
 }

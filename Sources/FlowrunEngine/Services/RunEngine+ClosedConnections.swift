@@ -23,6 +23,21 @@ struct ClosedConnectionsWait {
     /// TIME_WAIT is 60 s on Linux; past this something else holds the port.
     static let giveUpAfter: Double = 75
     static let longestInterval: Duration = .milliseconds(500)
+
+    /// Whether a service's last lines may be a failed bind: they say its address
+    /// was in use (`Address already in use` from perror, Python, Go, Java, nginx,
+    /// Redis, PostgreSQL; Node's `EADDRINUSE`; `Port 8080 was already in use`;
+    /// errno 98 by number), or it said nothing at all. The last 60 lines: a
+    /// Java stack trace puts its `BindException` line well above its end.
+    static func mayBeABindFailure(_ lines: [String]) -> Bool {
+        let said = lines.filter { !$0.allSatisfy(\.isWhitespace) }
+        guard !said.isEmpty else { return true }
+        return said.contains { line in
+            let lower = line.lowercased()
+            return lower.contains("already in use") || lower.contains("eaddrinuse") || lower.contains("address in use")
+                || lower.contains("errno 98") || lower.contains("os error 98")
+        }
+    }
 }
 
 extension RunEngine {
@@ -38,6 +53,9 @@ extension RunEngine {
         if closedConnectionWaits[index]?.attempt == number { return false }
         let held = closedConnectionsOnPort(port)
         guard held > 0 else { return false }
+        // Its own words first: one that said why it exited, and not that its address was in use
+        // (a config error, a syntax error), failed for that reason; waiting out the port would hide it a minute.
+        if result.wroteLog, !ClosedConnectionsWait.mayBeABindFailure(logTail(of: index, lines: 60)) { return false }
         closedConnectionWaits[index] = ClosedConnectionsWait(attempt: number, port: port, since: elapsed, result: result)
         scheduler.backOff(index)
         let why = "port \(port) still held by \(held) closed connection\(held == 1 ? "" : "s") (TIME_WAIT); starting again when \(held == 1 ? "it is" : "they are") gone"
@@ -64,13 +82,21 @@ extension RunEngine {
             enqueue(index)
             return
         }
-        if elapsed - wait.since < closedConnectionsGiveUpAfter {
+        // The task's own `timeout` (per attempt, and this is the same attempt) bounds the wait too.
+        let taskTimeout = nodes[index].timeout
+        let limit = min(closedConnectionsGiveUpAfter, taskTimeout?.seconds ?? .infinity)
+        if elapsed - wait.since < limit {
             lookAgainForClosedConnections(index)
             return
         }
         closedConnectionWaits[index] = nil
         var result = wait.result
-        result.reason = (result.reason ?? "") + "; port \(wait.port) was still held by \(held) closed connections (TIME_WAIT) after \(Int(closedConnectionsGiveUpAfter.rounded())) s"
+        if let taskTimeout, taskTimeout.seconds < closedConnectionsGiveUpAfter {
+            result.status = .timedOut
+            result.reason = (result.reason ?? "") + "; port \(wait.port) was still held by \(held) closed connections (TIME_WAIT) when its timeout (\(taskTimeout.text)) passed"
+        } else {
+            result.reason = (result.reason ?? "") + "; port \(wait.port) was still held by \(held) closed connections (TIME_WAIT) after \(Int(closedConnectionsGiveUpAfter.rounded())) s"
+        }
         nodes[index].status = .running
         attemptEnded(index, attempt: wait.attempt, result)
         admitWaiters()

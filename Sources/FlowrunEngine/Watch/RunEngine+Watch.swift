@@ -292,7 +292,21 @@ extension RunEngine {
         watch.runs += 1
         // What the run before found must be looked at again (`ContentHashCache`).
         reuse.store?.hashes.runStarting()
-        let pending = watch.pending
+        var pending = watch.pending
+        // Members a join run again cancelled as not needed in an earlier run have no result of their
+        // own to keep: they run with it, as in a fresh run (cancelled again at once, below, when the
+        // kept successes meet its quorum). Kept cancelled, a join short of its quorum failed where a
+        // fresh run would have run them and succeeded.
+        // A join among them (nested) brings its own such members; a static group, its members.
+        var touched: Set<Int> = []
+        var joinsToLook = pending.filter { nodes.contains($0) && nodes[$0].kind == .join }
+        while let join = joinsToLook.popFirst() {
+            for member in nodes[join].members where nodes.contains(member) && wasNotNeeded(member) && touched.insert(member).inserted {
+                if nodes[member].kind == .join { joinsToLook.insert(member) }
+                if nodes[member].kind == .group && fanOuts[member] == nil { touched.formUnion(nodes[member].members) }
+            }
+        }
+        if !touched.isEmpty { pending.formUnion(closure(of: touched)) }
         let trigger = watch.trigger
         watch.pending = []
         watch.trigger = nil
@@ -362,6 +376,17 @@ extension RunEngine {
         for join in joins { completeJoinByKeptResults(join) }
         for index in again where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 { needsSettled(index) }
         finishIfDone()
+    }
+
+    /// Whether a join's quorum (or deadline) cancelled `index` in an earlier run as not needed: it
+    /// has no result of its own to keep. A group so cancelled ends `succeeded` by its members' rules
+    /// (none of them failed) with none succeeded: it is one too, not a kept success.
+    func wasNotNeeded(_ index: Int) -> Bool {
+        if nodes[index].status == .cancelled && nodes[index].cancelReason == .joinSettled { return true }
+        guard nodes[index].kind == .group, nodes[index].status == .succeeded else { return false }
+        if let progress = fanOutProgress[index] { return progress.drainReason == .joinSettled && progress.succeeded == 0 }
+        let members = nodes[index].members
+        return !members.isEmpty && members.allSatisfy { nodes.contains($0) && nodes[$0].status == .cancelled && nodes[$0].cancelReason == .joinSettled }
     }
 
     /// Stopped between runs (Ctrl-C, a problem with the watch): once its services are gone, the watch ends.

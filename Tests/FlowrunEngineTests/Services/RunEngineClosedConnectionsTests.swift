@@ -76,4 +76,24 @@ import Testing
         #expect(run.log.waiting("web").isEmpty)
         #expect(run.attempts.starts == ["web#1"])
     }
+    /// Which last lines may be a failed bind (then the wait), and which give another reason (no wait).
+    @Test func aBindFailureIsToldFromAnotherReasonByTheServicesLastLines() {
+        let bind = [
+            ["bind: Address already in use"],
+            ["OSError: [Errno 98] Address already in use"],
+            ["listen tcp 127.0.0.1:8080: bind: address already in use"],
+            ["  code: 'EADDRINUSE',", "  errno: -98,", "}"],
+            ["Web server failed to start. Port 8080 was already in use."],
+            ["Error: Address in use (os error 98)"],
+            ["java.net.BindException: Address already in use"] + Array(repeating: "\tat sun.nio.ch.Net.bind(Net.java:555)", count: 40),
+            [], ["", "   "],
+        ]
+        for lines in bind { #expect(ClosedConnectionsWait.mayBeABindFailure(lines), "\(lines)") }
+        let other = [
+            ["config error - DATABASE_URL is not set"],
+            ["  File \"server.py\", line 3", "    def handle(self)", "                    ^", "SyntaxError: expected ':'"],
+            ["panic: runtime error: invalid memory address or nil pointer dereference"],
+        ]
+        for lines in other { #expect(!ClosedConnectionsWait.mayBeABindFailure(lines), "\(lines)") }
+    }
 }
