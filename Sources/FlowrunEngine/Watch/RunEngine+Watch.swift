@@ -367,11 +367,17 @@ extension RunEngine {
             runID: record.runID, workflow: plan.workflow.name, path: record.directory,
             maxParallel: pool.capacity(of: Self.runSlots),
             members: again.count(where: { nodes[$0].kind == .task && !nodes[$0].isFinally })
-                + groups.reduce(0) { $0 + (fanOuts[$1].flatMap { $0.items?.count ?? $0.source.staticCount } ?? 0) })
+                + groups.reduce(0) { $0 + (fanOuts[$1].flatMap { $0.items?.count ?? $0.source.staticCount } ?? 0) },
+            timeoutSeconds: plan.runTimeout?.seconds)
         started.trigger = trigger ?? "(a change)"
         let sizedAtRunTime = groups.filter { fanOuts[$0].map { $0.source.staticCount == nil } ?? false }.map { nodes[$0].name }
         if !sizedAtRunTime.isEmpty { started.sizedAtRunTime = sizedAtRunTime }
         emit(event(.runStarted(started)))
+        // The workflow's `timeout:` bounds each run of the watch, as it bounds the first (its
+        // timer ended with the run before); firing, it stops that run, not the watch.
+        if let timeout = plan.runTimeout {
+            startTimer(.run, after: timeout) { $0.stop(because: .runTimeout) }
+        }
         // Kept results that meet a join's quorum complete it now: what would run again for it is not needed.
         for join in joins { completeJoinByKeptResults(join) }
         for index in again where !nodes[index].isFinally && nodes[index].unsettledNeeds == 0 { needsSettled(index) }
