@@ -141,6 +141,31 @@ extension SlurmTests {
         _ = flowrun.finish()
     }
 
+    /// A task that ends on TERM but leaves a child in its group that ignores
+    /// it: the job script's `timeout` saw its own child end and exited, the
+    /// child was adopted by init, and linuxproc's KILL missed it — it lived
+    /// on after the run (a local task's leftovers get TERM, then KILL after
+    /// the grace). The job script now does the same to what the task left
+    /// in its group, and writes the exit file once it is gone.
+    @Test func aChildThatIgnoresTermGoesWithItsTaskAfterTheGrace() throws {
+        let sandbox = try RunSandbox()
+        let run = try sandbox.run("""
+            executor: slurm
+            kill_grace: \(Int(Self.grace))s
+            tasks:
+              parent:
+                timeout: 4s
+                run: |
+                  sh -c 'trap "" TERM; echo $$ > "$SANDBOX/child.pid"; while :; do sleep 1; done' &
+                  sleep 300
+            """, timeout: .seconds(120))
+        #expect(run.exitStatus == 1, "\(run)")
+        let pid = try #require(sandbox.lines("child.pid").first.flatMap { Int32($0) }, "\(run)")
+        try Self.expectTaskAndJobsGone(pid, since: .now, "a child that ignores TERM")
+        let finished = try #require(try sandbox.record().finished("parent"))
+        #expect(finished["status"] as? String == "timed_out" && finished["exit_code"] as? Int == 143, "\(finished)")
+    }
+
     /// A task that ends on TERM ends at once, with 128+15, however long the grace.
     @Test func aTaskThatEndsOnTermIsNotGivenTheGrace() throws {
         let sandbox = try RunSandbox()

@@ -94,8 +94,20 @@ enum SlurmJobScript {
         lines.append(#"flowrun_pid=$!; [ -z "$flowrun_stop" ] || stop "$flowrun_stop""#)
         // `wait` returns early when a trap runs: wait again (a task gone already gives its status again).
         lines.append(#"while flowrun_stop=; wait "$flowrun_pid"; flowrun_status=$?; [ -n "$flowrun_stop" ]; do :; done"#)
+        // What the task left in its group (a child that ignores TERM while the task ended on it, a
+        // background job still running at its end): TERM, then SIGKILL after kill_grace, as a local
+        // task's leftovers; at once on QUIT. Left alone, init adopts them and linuxproc's KILL misses them.
+        lines.append(#"flowrun_left=\#(graceTenths(spec.killGrace)); while kill -s 0 -- -"$flowrun_pid" 2>/dev/null; do if [ "$flowrun_left" -le 0 ] || [ "$flowrun_stop" = QUIT ]; then kill -s KILL -- -"$flowrun_pid" 2>/dev/null; break; fi; [ "$flowrun_left" -lt \#(graceTenths(spec.killGrace)) ] || kill -s TERM -- -"$flowrun_pid" 2>/dev/null; sleep 0.1; flowrun_left=$((flowrun_left - 1)); done"#)
         lines.append("finish \"$flowrun_status\"")
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `kill_grace` in tenths of a second, rounded up, at least 1: how many
+    /// 0.1 s polls the job script gives the task's leftovers after TERM.
+    static func graceTenths(_ grace: Duration) -> Int {
+        let tenths = (grace.seconds * 10).rounded(.up)
+        guard tenths.isFinite, tenths < 1e15 else { return 1_000_000_000_000_000 }
+        return max(1, Int(tenths))
     }
 
     /// `kill_grace` as `timeout` takes it: seconds, to the millisecond; never
