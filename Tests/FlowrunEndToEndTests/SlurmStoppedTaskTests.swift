@@ -141,6 +141,72 @@ extension SlurmTests {
         _ = flowrun.finish()
     }
 
+    /// A task that ends on TERM but leaves a child in its group that ignores
+    /// it: the job script's `timeout` saw its own child end and exited, the
+    /// child was adopted by init, and linuxproc's KILL missed it — it lived
+    /// on after the run (a local task's leftovers get TERM, then KILL after
+    /// the grace). The job script now does the same to what the task left
+    /// in its group, and writes the exit file once it is gone.
+    @Test func aChildThatIgnoresTermGoesWithItsTaskAfterTheGrace() throws {
+        let sandbox = try RunSandbox()
+        let run = try sandbox.run("""
+            executor: slurm
+            kill_grace: \(Int(Self.grace))s
+            tasks:
+              parent:
+                timeout: 4s
+                run: |
+                  sh -c 'trap "" TERM; echo $$ > "$SANDBOX/child.pid"; while :; do sleep 1; done' &
+                  sleep 300
+            """, timeout: .seconds(120))
+        #expect(run.exitStatus == 1, "\(run)")
+        let pid = try #require(sandbox.lines("child.pid").first.flatMap { Int32($0) }, "\(run)")
+        try Self.expectTaskAndJobsGone(pid, since: .now, "a child that ignores TERM")
+        let finished = try #require(try sandbox.record().finished("parent"))
+        #expect(finished["status"] as? String == "timed_out" && finished["exit_code"] as? Int == 143, "\(finished)")
+    }
+
+    /// A task's `env:` applies to the task, not to the job script around
+    /// it: a `PATH` without /bin left the script's own `mv` unfound (no exit
+    /// file: the job was "lost"), and variables named `out`, `err` or
+    /// `status_file` sent the task's output and exit status to the user's
+    /// paths. And a job whose PATH has no `timeout` says so.
+    @Test func aTasksEnvDoesNotReachTheJobScriptAndAMissingTimeoutIsNamed() throws {
+        let sandbox = try RunSandbox()
+        let run = try sandbox.run("""
+            executor: slurm
+            tasks:
+              own:
+                env:
+                  PATH: /nonexistent
+                  out: \(sandbox.path)/hijacked.out
+                  status_file: \(sandbox.path)/hijacked.exit
+                run: echo "path $PATH out $out"; exit 3
+            """, timeout: .seconds(90))
+        #expect(run.exitStatus == 1, "\(run)")
+        let own = try #require(try sandbox.record().finished("own"), "\(run)")
+        #expect(own["exit_code"] as? Int == 3, "\(own)")
+        #expect(try sandbox.record().task("own")?["stdout"] as? String == "path /nonexistent out \(sandbox.path)/hijacked.out", "\(run)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path + "/hijacked.exit"))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.path + "/hijacked.out"))
+
+        // Slurm's tools alone on flowrun's PATH (which the job inherits): no timeout there.
+        let bin = sandbox.path + "/slurm-only"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        for tool in ["sbatch", "squeue", "scancel", "sacct", "hostname"] {
+            try FileManager.default.createSymbolicLink(atPath: "\(bin)/\(tool)", withDestinationPath: try RunSandbox.tool(tool))
+        }
+        let bare = try RunSandbox()
+        let missing = try bare.run("""
+            executor: slurm
+            tasks:
+              plain: { run: echo never }
+            """, timeout: .seconds(90), environment: ["PATH": bin])
+        #expect(missing.exitStatus == 1, "\(missing)")
+        #expect(missing.stdout.contains("coreutils' timeout on the job's PATH"), "\(missing)")
+        #expect(try SlurmTestCluster.jobs().isEmpty)
+    }
+
     /// A task that ends on TERM ends at once, with 128+15, however long the grace.
     @Test func aTaskThatEndsOnTermIsNotGivenTheGrace() throws {
         let sandbox = try RunSandbox()

@@ -79,9 +79,9 @@ enum SlurmJobScript {
             "finish() { trap '' TERM INT HUP QUIT; umask 077; printf '%s\\n' \"$1\" >\"$status_file.tmp\" && mv -f \"$status_file.tmp\" \"$status_file\"; exit \"$1\"; }",
             "cd \(ShellQuoting.word(spec.workingDirectory)) 2>>\"$err\" || { echo \"flowrun: cannot enter \(String(spec.workingDirectory.filter { $0 != "\"" && $0 != "$" && $0 != "`" && $0 != "\\" })) on $(hostname)\" >>\"$err\"; finish 1; }",
         ]
-        for entry in spec.environment {
-            lines.append("export \(entry.key)=\(ShellQuoting.word(entry.value))")
-        }
+        // `timeout` found on the job's PATH, before the task's `env:` (a PATH of its own) applies;
+        // none there is said, not left to a task's "timeout: not found" and exit 127.
+        lines.append(#"flowrun_timeout=$(command -v timeout) || { echo "flowrun: the job script needs coreutils' timeout on the job's PATH; there is none on $(hostname) (PATH=$PATH)" >>"$err"; finish 127; }"#)
         let command = spec.command.map(ShellQuoting.word).joined(separator: " ")
         // A stop: passed on to `timeout` (its pid leads the task's group); `flowrun_stop` tells the loop
         // below, and keeps one that came before the pid was known. (flowrun_*: not a name of the task's env.)
@@ -89,13 +89,33 @@ enum SlurmJobScript {
         lines.append("trap 'stop TERM' TERM; trap 'stop INT' INT; trap 'stop HUP' HUP; trap 'stop QUIT' QUIT")
         // flowrun's files above are private (umask 077); the task itself gets the umask the job
         // was submitted with (flowrun's, which Slurm gives the job), as a local task does.
+        // The task's `env:` is exported in the subshell that becomes `timeout`, never in this shell:
+        // an env `PATH` without /bin left `mv` unfound (no exit file), and one named `out`,
+        // `err` or `status_file` sent the task's output and exit status elsewhere.
+        lines.append("(")
+        for entry in spec.environment {
+            lines.append("export \(entry.key)=\(ShellQuoting.word(entry.value))")
+        }
         lines.append("umask \"${1:-077}\"")
-        lines.append("timeout --kill-after=\(graceText(spec.killGrace)) 0 \(command) </dev/null >>\"$out\" 2>>\"$err\" &")
+        lines.append("exec \"$flowrun_timeout\" --kill-after=\(graceText(spec.killGrace)) 0 \(command)")
+        lines.append(") </dev/null >>\"$out\" 2>>\"$err\" &")
         lines.append(#"flowrun_pid=$!; [ -z "$flowrun_stop" ] || stop "$flowrun_stop""#)
         // `wait` returns early when a trap runs: wait again (a task gone already gives its status again).
         lines.append(#"while flowrun_stop=; wait "$flowrun_pid"; flowrun_status=$?; [ -n "$flowrun_stop" ]; do :; done"#)
+        // What the task left in its group (a child that ignores TERM while the task ended on it, a
+        // background job still running at its end): TERM, then SIGKILL after kill_grace, as a local
+        // task's leftovers; at once on QUIT. Left alone, init adopts them and linuxproc's KILL misses them.
+        lines.append(#"flowrun_left=\#(graceTenths(spec.killGrace)); while kill -s 0 -- -"$flowrun_pid" 2>/dev/null; do if [ "$flowrun_left" -le 0 ] || [ "$flowrun_stop" = QUIT ]; then kill -s KILL -- -"$flowrun_pid" 2>/dev/null; break; fi; [ "$flowrun_left" -lt \#(graceTenths(spec.killGrace)) ] || kill -s TERM -- -"$flowrun_pid" 2>/dev/null; sleep 0.1; flowrun_left=$((flowrun_left - 1)); done"#)
         lines.append("finish \"$flowrun_status\"")
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `kill_grace` in tenths of a second, rounded up, at least 1: how many
+    /// 0.1 s polls the job script gives the task's leftovers after TERM.
+    static func graceTenths(_ grace: Duration) -> Int {
+        let tenths = (grace.seconds * 10).rounded(.up)
+        guard tenths.isFinite, tenths < 1e15 else { return 1_000_000_000_000_000 }
+        return max(1, Int(tenths))
     }
 
     /// `kill_grace` as `timeout` takes it: seconds, to the millisecond; never

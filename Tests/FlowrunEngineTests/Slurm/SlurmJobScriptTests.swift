@@ -17,7 +17,7 @@ import Glibc
             files: SlurmFiles(stem: folder + "/t.1"), killGrace: grace)
     }
 
-    @Test func theElementScriptQuotesEveryValueAndWritesTheExitFileWhole() {
+    @Test func theElementScriptQuotesEveryValueAndWritesTheExitFileWhole() throws {
         let spec = SlurmTaskSpec(
             command: ["/bin/sh", "-c", "echo 'it''s' $HOME"], scriptFile: nil,
             environment: [("GREETING", "a b; rm -rf /"), ("FLOWRUN_TASK", "t")], workingDirectory: "/work dir",
@@ -29,7 +29,12 @@ import Glibc
         // Slurm's cancel after flowrun's kill is a TERM to the script's group: it must not kill `mv`.
         #expect(script.contains("finish() { trap '' TERM INT HUP QUIT; umask 077;"), "\(script)")
         // The task in a group of its own under timeout, with the grace; this shell waits for it.
-        #expect(script.contains(#"timeout --kill-after=2.5s 0 /bin/sh -c 'echo '\''it'\'''\''s'\'' $HOME' </dev/null >>"$out" 2>>"$err" &"#), "\(script)")
+        #expect(script.contains(#"exec "$flowrun_timeout" --kill-after=2.5s 0 /bin/sh -c 'echo '\''it'\'''\''s'\'' $HOME'"#), "\(script)")
+        #expect(script.contains("\n) </dev/null >>\"$out\" 2>>\"$err\" &\n"), "\(script)")
+        // The task's env is exported in the subshell that becomes timeout, after this shell found timeout.
+        let found = try #require(script.range(of: "flowrun_timeout=$(command -v timeout)"))
+        let opened = try #require(script.range(of: "\n(\nexport GREETING="))
+        #expect(found.upperBound < opened.lowerBound, "\(script)")
         #expect(script.contains("trap 'stop TERM' TERM; trap 'stop INT' INT; trap 'stop HUP' HUP; trap 'stop QUIT' QUIT"), "\(script)")
         #expect(script.contains(#"while flowrun_stop=; wait "$flowrun_pid"; flowrun_status=$?; [ -n "$flowrun_stop" ]; do :; done"#), "\(script)")
         // A stop that came before the task's pid was known is applied once it is.
