@@ -324,9 +324,23 @@ extension RunEngine {
         if fanOutMember { retireMember(index) }
     }
 
-    /// The last lines of a failed task's log, for the reporter.
+    /// The last lines of a failed task's log, for the reporter and the
+    /// `task_finished` event: each at most `tailLineLimit` characters, since
+    /// one long line (minified output, binary noise) would repeat up to the
+    /// tail's 64 KiB, escaped four times over, in the console. The log keeps it whole.
     func logTail(of index: Int, lines: Int = 10) -> [String] {
-        record.logTail(index: index, name: nodes[index].name, lines: lines)
+        record.logTail(index: index, name: nodes[index].name, lines: lines).map(Self.shortenedTailLine)
+    }
+
+    static let tailLineLimit = 500
+
+    static func shortenedTailLine(_ line: String) -> String {
+        guard line.utf8.count > tailLineLimit else { return line }
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: line.unicodeScalars.prefix(tailLineLimit))
+        let shown = String(kept)
+        let rest = line.utf8.count - shown.utf8.count
+        return rest == 0 ? line : shown + " … (\(rest) more bytes; the whole line is in the log)"
     }
 }
 

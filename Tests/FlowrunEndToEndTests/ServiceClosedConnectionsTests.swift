@@ -126,12 +126,7 @@ extension RunEndToEndParallel {
         /// Not only under watch: a second run right after the first finds the
         /// port held by the first run's closed connections, and waits them out.
         @Test func aSecondRunRightAfterTheFirstWaitsOutTheClosedConnections() async throws {
-            _ = try RunSandbox.tool("python3")
-            let sandbox = try RunSandbox()
-            let port = try freePort()
-            try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
-            let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
-            #expect(first.exitStatus == 0, "\(first)")
+            let (sandbox, port) = try Self.afterAFirstRunLeavingClosedConnections()
             let live = try sandbox.start(Self.workflow(port: port), hardTimeout: .seconds(150))
             #expect(try await Self.runsFinished(sandbox, 2, within: .seconds(150)))
             let second = live.finish()
@@ -139,6 +134,21 @@ extension RunEndToEndParallel {
             #expect(second.stdout.contains("waiting  web: port \(port) still held by "), "\(second.stdout)")
             #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
         }
+
+        /// A sandbox whose first run of a server without SO_REUSEADDR (its
+        /// handler closing first) left closed connections in TIME_WAIT on
+        /// `port`: what the tests below start a service again into.
+        static func afterAFirstRunLeavingClosedConnections() throws -> (sandbox: RunSandbox, port: Int) {
+            _ = try RunSandbox.tool("python3")
+            let sandbox = try RunSandbox()
+            let port = try freePort()
+            try RunEndToEnd.WatchTests.write(sandbox, "server.py", server(version: 1, reuseAddress: false))
+            let first = try sandbox.run(workflow(port: port), timeout: .seconds(60))
+            #expect(first.exitStatus == 0, "\(first)")
+            #expect(closedConnections(on: port) > 0, "the first run left no closed connection on \(port): nothing tested")
+            return (sandbox, port)
+        }
+
         /// The TIME_WAIT entries whose local port is `port` (state 06 in /proc/net/tcp and tcp6).
         static func closedConnections(on port: Int) -> Int {
             var count = 0
@@ -161,13 +171,7 @@ extension RunEndToEndParallel {
         /// for a server that could not bind: ~60 s of "port N still held by
         /// closed connections", its real error shown only after.
         @Test func aServiceThatSaysAnotherReasonIsNotKeptWaitingForItsPortsClosedConnections() throws {
-            _ = try RunSandbox.tool("python3")
-            let sandbox = try RunSandbox()
-            let port = try freePort()
-            try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
-            let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
-            #expect(first.exitStatus == 0, "\(first)")
-            #expect(Self.closedConnections(on: port) > 0, "the first run left no closed connection on \(port): nothing tested")
+            let (sandbox, port) = try Self.afterAFirstRunLeavingClosedConnections()
             let start = ContinuousClock.now
             let second = try sandbox.run("""
                 tasks:
@@ -188,12 +192,7 @@ extension RunEndToEndParallel {
         /// While a service waits out its port's closed connections nothing of
         /// it runs: `flowrun show` says `waiting` and why, not `running`.
         @Test func showSaysAServiceWaitingOutItsPortsClosedConnectionsIsWaiting() throws {
-            _ = try RunSandbox.tool("python3")
-            let sandbox = try RunSandbox()
-            let port = try freePort()
-            try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
-            let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
-            #expect(first.exitStatus == 0, "\(first)")
+            let (sandbox, port) = try Self.afterAFirstRunLeavingClosedConnections()
             let live = try sandbox.start(Self.workflow(port: port), hardTimeout: .seconds(150))
             var shown = ""
             let deadline = ContinuousClock.now + .seconds(20)
@@ -213,13 +212,7 @@ extension RunEndToEndParallel {
         /// (per attempt) bounds it. Before, a service with `timeout: 3s`
         /// waited its port's closed connections out for a minute.
         @Test func aServicesOwnTimeoutBoundsTheWaitForItsPortsClosedConnections() throws {
-            _ = try RunSandbox.tool("python3")
-            let sandbox = try RunSandbox()
-            let port = try freePort()
-            try RunEndToEnd.WatchTests.write(sandbox, "server.py", Self.server(version: 1, reuseAddress: false))
-            let first = try sandbox.run(Self.workflow(port: port), timeout: .seconds(60))
-            #expect(first.exitStatus == 0, "\(first)")
-            #expect(Self.closedConnections(on: port) > 0, "the first run left no closed connection on \(port): nothing tested")
+            let (sandbox, port) = try Self.afterAFirstRunLeavingClosedConnections()
             let start = ContinuousClock.now
             let second = try sandbox.run(Self.workflow(port: port).replacingOccurrences(of: "    service: true\n", with: "    service: true\n    timeout: 3s\n"), timeout: .seconds(120))
             let took = ContinuousClock.now - start
