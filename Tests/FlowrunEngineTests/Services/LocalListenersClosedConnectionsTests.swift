@@ -6,12 +6,10 @@ import Testing
 /// own side, read from /proc/net/tcp — what keeps a server without
 /// SO_REUSEADDR from binding (RunEngine+ClosedConnections.swift).
 @Suite struct LocalListenersClosedConnectionsTests {
-    /// A loopback server on an ephemeral port, a client, the server closing
-    /// first: its side of the connection is in TIME_WAIT. Returns the port.
-    private func serverClosesFirst() throws -> Int {
+    /// A socket listening on 127.0.0.1 at an ephemeral port, and its address.
+    private func listeningSocket() throws -> (socket: Int32, address: sockaddr_in) {
         let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         try #require(server >= 0)
-        defer { close(server) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -19,7 +17,20 @@ import Testing
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) == 0 && getsockname(server, $0, &length) == 0 }
         }
-        try #require(bound && listen(server, 1) == 0)
+        guard bound && listen(server, 1) == 0 else {
+            close(server)
+            try #require(Bool(false), "no listening socket on 127.0.0.1")
+            throw CancellationError()
+        }
+        return (server, address)
+    }
+
+    /// A loopback server on an ephemeral port, a client, the server closing
+    /// first: its side of the connection is in TIME_WAIT. Returns the port.
+    private func serverClosesFirst() throws -> Int {
+        let (server, listening) = try listeningSocket()
+        var address = listening
+        defer { close(server) }
         let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         try #require(client >= 0)
         let connected = withUnsafePointer(to: &address) { pointer in
@@ -48,17 +59,8 @@ import Testing
     }
 
     @Test func aListeningPortWithNoConnectionHasNone() throws {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(server >= 0)
+        let (server, address) = try listeningSocket()
         defer { close(server) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) == 0 && getsockname(server, $0, &length) == 0 }
-        }
-        try #require(bound && listen(server, 1) == 0)
         let port = Int(UInt16(bigEndian: address.sin_port))
         #expect(LocalListeners.listening(port: port).count == 1)
         #expect(LocalListeners.closedConnections(port: port) == 0)
