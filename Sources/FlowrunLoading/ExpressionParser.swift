@@ -17,8 +17,45 @@ package struct ExpressionParser {
         case string(String)
         case number(Double)
         case word(String)
-        case symbol(String)
+        case symbol(Symbol)
         case end
+    }
+
+    private enum Symbol: String {
+        case or = "||", and = "&&", equal = "==", notEqual = "!=", lessOrEqual = "<=", greaterOrEqual = ">="
+        case less = "<", greater = ">", not = "!", open = "(", close = ")", comma = ",", openBracket = "[", closeBracket = "]"
+
+        /// The symbol at `byte` (two bytes with `next` where they make one).
+        init?(_ byte: UInt8, next: UInt8?) {
+            let equals = next == UInt8(ascii: "=")
+            switch byte {
+            case UInt8(ascii: "="): if equals { self = .equal } else { return nil }
+            case UInt8(ascii: "!"): self = equals ? .notEqual : .not
+            case UInt8(ascii: "<"): self = equals ? .lessOrEqual : .less
+            case UInt8(ascii: ">"): self = equals ? .greaterOrEqual : .greater
+            case UInt8(ascii: "&"): if next == byte { self = .and } else { return nil }
+            case UInt8(ascii: "|"): if next == byte { self = .or } else { return nil }
+            case UInt8(ascii: "("): self = .open
+            case UInt8(ascii: ")"): self = .close
+            case UInt8(ascii: ","): self = .comma
+            case UInt8(ascii: "["): self = .openBracket
+            case UInt8(ascii: "]"): self = .closeBracket
+            default: return nil
+            }
+        }
+
+        /// The comparison this symbol is (`&&` and `||` are not).
+        var comparison: BinaryOperator? {
+            switch self {
+            case .equal: .equal
+            case .notEqual: .notEqual
+            case .less: .less
+            case .lessOrEqual: .lessOrEqual
+            case .greater: .greater
+            case .greaterOrEqual: .greaterOrEqual
+            case .or, .and, .not, .open, .close, .comma, .openBracket, .closeBracket: nil
+            }
+        }
     }
 
     private let names: NameTable
@@ -41,7 +78,7 @@ package struct ExpressionParser {
     }
 
     package mutating func parse(_ text: String) throws(ExpressionError) -> Expression {
-        tokens = try Self.tokenize(Array(text))
+        tokens = try Self.tokenize(text)
         position = 0
         if tokens.first?.token == .end { throw ExpressionError(message: "empty expression", offset: 0) }
         let expression = try parseOr()
@@ -55,7 +92,7 @@ package struct ExpressionParser {
 
     private mutating func parseOr() throws(ExpressionError) -> Expression {
         var left = try parseAnd()
-        while current.token == .symbol("||") {
+        while current.token == .symbol(.or) {
             try countOperator()
             position += 1
             left = .binary(.or, left, try parseAnd())
@@ -65,7 +102,7 @@ package struct ExpressionParser {
 
     private mutating func parseAnd() throws(ExpressionError) -> Expression {
         var left = try parseComparison()
-        while current.token == .symbol("&&") {
+        while current.token == .symbol(.and) {
             try countOperator()
             position += 1
             left = .binary(.and, left, try parseComparison())
@@ -75,12 +112,12 @@ package struct ExpressionParser {
 
     private mutating func parseComparison() throws(ExpressionError) -> Expression {
         let left = try parseUnary()
-        guard case .symbol(let symbol) = current.token, let op = BinaryOperator(rawValue: symbol), op != .and, op != .or else {
+        guard case .symbol(let symbol) = current.token, let op = symbol.comparison else {
             return left
         }
         position += 1
         let right = try parseUnary()
-        if case .symbol(let next) = current.token, let nextOp = BinaryOperator(rawValue: next), nextOp != .and, nextOp != .or {
+        if case .symbol(let next) = current.token, next.comparison != nil {
             throw ExpressionError(message: "comparisons do not chain; use parentheses or '&&'", offset: current.offset)
         }
         return .binary(op, left, right)
@@ -99,7 +136,7 @@ package struct ExpressionParser {
         guard depth <= Self.maxDepth else {
             throw ExpressionError(message: "the expression nests deeper than \(Self.maxDepth) levels", offset: current.offset)
         }
-        if current.token == .symbol("!") {
+        if current.token == .symbol(.not) {
             position += 1
             return .not(try parseUnary())
         }
@@ -114,13 +151,13 @@ package struct ExpressionParser {
         case .number(let value): return .number(value)
         case .word("true"): return .boolean(true)
         case .word("false"): return .boolean(false)
-        case .word(let name) where current.token == .symbol("("): return try call(name, at: offset)
+        case .word(let name) where current.token == .symbol(.open): return try call(name, at: offset)
         case .word(let path) where path.hasPrefix("params."): return try parameter(path, at: offset)
-        case .word("args") where current.token == .symbol("["): return try argument(at: offset)
+        case .word("args") where current.token == .symbol(.openBracket): return try argument(at: offset)
         case .word(let path): return .operand(try operand(path, at: offset))
-        case .symbol("("):
+        case .symbol(.open):
             let inner = try parseOr()
-            guard current.token == .symbol(")") else {
+            guard current.token == .symbol(.close) else {
                 throw ExpressionError(message: "expected ')' to close the '(' at offset \(offset)", offset: current.offset)
             }
             position += 1
@@ -134,7 +171,7 @@ package struct ExpressionParser {
     private mutating func argument(at offset: Int) throws(ExpressionError) -> Expression {
         position += 1
         guard case .number(let value) = current.token, value >= 0, value.rounded() == value, value < 1_000_000,
-              tokens[position + 1].token == .symbol("]") else {
+              tokens[position + 1].token == .symbol(.closeBracket) else {
             throw ExpressionError(message: "expected args[N] with N a whole number from 0 to 999999 (args[0] is the first word after --)", offset: current.offset)
         }
         position += 2
@@ -147,15 +184,15 @@ package struct ExpressionParser {
         let function = try Self.function(named: name, at: offset)
         position += 1
         var arguments: [Expression] = []
-        if current.token != .symbol(")") {
+        if current.token != .symbol(.close) {
             while true {
                 arguments.append(try parseOr())
-                guard current.token == .symbol(",") else { break }
+                guard current.token == .symbol(.comma) else { break }
                 try countOperator()
                 position += 1
             }
         }
-        guard current.token == .symbol(")") else {
+        guard current.token == .symbol(.close) else {
             throw ExpressionError(message: "expected ',' or ')' after an argument of \(function.rawValue)(), found \(Self.describe(current.token))", offset: current.offset)
         }
         position += 1
@@ -254,32 +291,92 @@ package struct ExpressionParser {
 
     // MARK: - Tokens
 
-    private static func tokenize(_ characters: [Character]) throws(ExpressionError) -> [(token: Token, offset: Int)] {
+    /// Scans UTF-8 bytes: walking `Character`s (grapheme breaking) cost a
+    /// quarter of a dry run. The tokens are those of `Character`s still: an
+    /// ASCII byte is read as one unless a non-ASCII scalar follows (an
+    /// accent may join it); a non-ASCII `Character` (a letter, digit or
+    /// space, or in a string) is read whole, and offsets are turned back
+    /// into `Character`s at the end.
+    private static func tokenize(_ text: String) throws(ExpressionError) -> [(token: Token, offset: Int)] {
+        let bytes = Array(text.utf8)
+        let characterOffsets = CharacterOffsets(text, bytes)
         var tokens: [(token: Token, offset: Int)] = []
+        /// The `Character` starting at byte `index`, and its length in bytes
+        /// (sliced there: the grapheme is read from that scalar on).
+        func character(at index: Int) -> (Character, length: Int) {
+            let character = text[text.utf8.index(text.startIndex, offsetBy: index)...].first!
+            return (character, character.utf8.count)
+        }
+        /// The byte at `index` when it is a `Character` of its own.
+        func ascii(at index: Int) -> UInt8? {
+            guard index < bytes.count, bytes[index] < 0x80 else { return nil }
+            if index + 1 < bytes.count, bytes[index + 1] >= 0x80, character(at: index).length > 1 { return nil }
+            return bytes[index]
+        }
+        /// The length of the digit at `index` (`isNumber` beyond ASCII), or nil.
+        func digit(at index: Int) -> Int? {
+            if let byte = ascii(at: index) { return isASCIIDigit(byte) ? 1 : nil }
+            guard index < bytes.count else { return nil }
+            let (character, length) = character(at: index)
+            return character.isNumber ? length : nil
+        }
+        func fail(_ message: String, at offset: Int) -> ExpressionError {
+            ExpressionError(message: message, offset: characterOffsets[offset])
+        }
+        /// A number from `start` (a digit, or `-` before one) `length` bytes long so far.
+        func number(from start: Int, length: Int) throws(ExpressionError) -> Int {
+            var index = start + length
+            while index < bytes.count {
+                if ascii(at: index) == UInt8(ascii: ".") {
+                    index += 1
+                } else if let length = digit(at: index) {
+                    index += length
+                } else {
+                    break
+                }
+            }
+            let text = String(decoding: bytes[start..<index], as: UTF8.self)
+            guard let value = Double(text) else { throw fail("'\(text)' is not a number", at: start) }
+            tokens.append((.number(value), start))
+            return index
+        }
         var index = 0
-        while index < characters.count {
-            let character = characters[index]
+        while index < bytes.count {
             let start = index
-            if isWhitespace(character) {
+            guard let byte = ascii(at: index) else {
+                let (character, length) = character(at: index)
+                if character.isWhitespace {
+                    index += length
+                } else if character.isNumber {
+                    index = try number(from: start, length: length)
+                } else if character.isLetter {
+                    // Names are ASCII: a non-ASCII letter is a word of its own.
+                    index += length
+                    tokens.append((.word(String(character)), start))
+                } else {
+                    throw fail("unexpected character '\(character)'", at: start)
+                }
+                continue
+            }
+            if byte == 0x20 || (0x09...0x0D).contains(byte) {
                 index += 1
-            } else if character == "'" || character == "\"" {
+            } else if byte == UInt8(ascii: "'") || byte == UInt8(ascii: "\"") {
                 var value = ""
                 index += 1
                 var closed = false
-                // Plain runs are appended whole: Character by Character cost a
-                // quarter of validating a file whose expressions hold literals.
+                // Plain runs are appended whole.
                 var run = index
-                while index < characters.count {
-                    let next = characters[index]
-                    guard next == character || (next == "\\" && character == "\"") else {
-                        index += 1
+                while index < bytes.count {
+                    let next = ascii(at: index)
+                    guard next == byte || (next == UInt8(ascii: "\\") && byte == UInt8(ascii: "\"")) else {
+                        index += bytes[index] < 0x80 ? 1 : character(at: index).length
                         continue
                     }
-                    value += text(of: characters[run..<index])
-                    if next == character {
+                    value += String(decoding: bytes[run..<index], as: UTF8.self)
+                    if next == byte {
                         // 'it''s' — a doubled quote is a quote.
-                        if index + 1 < characters.count, characters[index + 1] == character {
-                            value.append(character)
+                        if ascii(at: index + 1) == byte {
+                            value.unicodeScalars.append(Unicode.Scalar(byte))
                             index += 2
                             run = index
                             continue
@@ -288,87 +385,74 @@ package struct ExpressionParser {
                         index += 1
                         break
                     }
-                    if index + 1 < characters.count {
-                        let escaped = characters[index + 1]
-                        value.append(escaped == "n" ? "\n" : escaped == "t" ? "\t" : escaped)
+                    if let escaped = ascii(at: index + 1) {
+                        value.unicodeScalars.append(escaped == UInt8(ascii: "n") ? "\n" : escaped == UInt8(ascii: "t") ? "\t" : Unicode.Scalar(escaped))
                         index += 2
+                    } else if index + 1 < bytes.count {
+                        let (escaped, length) = character(at: index + 1)
+                        value.append(escaped)
+                        index += 1 + length
                     } else {
-                        value.append(next)
+                        value.append("\\")
                         index += 1
                     }
                     run = index
                 }
-                guard closed else { throw ExpressionError(message: "unterminated string (missing \(character))", offset: start) }
+                guard closed else { throw fail("unterminated string (missing \(Character(Unicode.Scalar(byte))))", at: start) }
                 tokens.append((.string(value), start))
-            } else if isDigit(character) || (character == "-" && index + 1 < characters.count && isDigit(characters[index + 1])) {
+            } else if isASCIIDigit(byte) {
+                index = try number(from: start, length: 1)
+            } else if byte == UInt8(ascii: "-"), digit(at: index + 1) != nil {
+                index = try number(from: start, length: 1)
+            } else if isASCIILetter(byte) || byte == UInt8(ascii: "_") {
                 index += 1
-                while index < characters.count, isDigit(characters[index]) || characters[index] == "." { index += 1 }
-                let text = String(characters[start..<index])
-                guard let value = Double(text) else { throw ExpressionError(message: "'\(text)' is not a number", offset: start) }
-                tokens.append((.number(value), start))
-            } else if isLetter(character) || character == "_" {
-                index += 1
-                while index < characters.count, isPathCharacter(characters[index]) { index += 1 }
-                tokens.append((.word(text(of: characters[start..<index])), start))
-            } else if character == "(" || character == ")" || character == "," {
-                // Before the two-character operators: a call's punctuation
-                // need not build and compare a pair each time.
-                tokens.append((.symbol(String(character)), start))
-                index += 1
+                while let next = ascii(at: index), isPathByte(next) { index += 1 }
+                tokens.append((.word(String(decoding: bytes[start..<index], as: UTF8.self)), start))
+            } else if let symbol = Symbol(byte, next: ascii(at: index + 1)) {
+                tokens.append((.symbol(symbol), start))
+                index += symbol.rawValue.utf8.count
+            } else if byte == UInt8(ascii: "=") || byte == UInt8(ascii: "&") || byte == UInt8(ascii: "|") {
+                let character = Character(Unicode.Scalar(byte))
+                throw fail("'\(character)' is not an operator; did you mean '\(character)\(character)'?", at: start)
             } else {
-                let pair = index + 1 < characters.count ? String(characters[index...index + 1]) : ""
-                if ["==", "!=", "<=", ">=", "&&", "||"].contains(pair) {
-                    tokens.append((.symbol(pair), start))
-                    index += 2
-                } else if "<>!(),[]".contains(character) {
-                    tokens.append((.symbol(String(character)), start))
-                    index += 1
-                } else if character == "=" || character == "&" || character == "|" {
-                    throw ExpressionError(message: "'\(character)' is not an operator; did you mean '\(character)\(character)'?", offset: start)
-                } else {
-                    throw ExpressionError(message: "unexpected character '\(character)'", offset: start)
-                }
+                throw fail("unexpected character '\(Character(Unicode.Scalar(byte)))'", at: start)
             }
         }
-        tokens.append((.end, characters.count))
+        tokens.append((.end, bytes.count))
+        if !characterOffsets.areBytes {
+            for token in tokens.indices { tokens[token].offset = characterOffsets[tokens[token].offset] }
+        }
         return tokens
     }
 
-    /// The characters as a String; all-ASCII (every name but an odd first
-    /// letter) without appending Character by Character.
-    private static func text(of characters: ArraySlice<Character>) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(characters.count)
-        for character in characters {
-            guard let byte = character.asciiValue, character.utf8.count == 1 else { return String(characters) }
-            bytes.append(byte)
+    /// Byte offsets in an expression as `Character` offsets, the unit of
+    /// its columns: the same numbers unless the text holds a non-ASCII
+    /// byte or a `\r\n` (one `Character`).
+    private struct CharacterOffsets {
+        /// For each byte offset (and the end), the `Character` it is in; empty when they are the same.
+        private var table: [Int] = []
+        var areBytes: Bool { table.isEmpty }
+
+        init(_ text: String, _ bytes: [UInt8]) {
+            guard bytes.contains(where: { $0 >= 0x80 || $0 == 0x0D }) else { return }
+            table.reserveCapacity(bytes.count + 1)
+            var count = 0
+            for character in text {
+                table += repeatElement(count, count: character.utf8.count)
+                count += 1
+            }
+            table.append(count)
         }
-        return String(decoding: bytes, as: UTF8.self)
+
+        subscript(byteOffset: Int) -> Int { table.isEmpty ? byteOffset : table[byteOffset] }
     }
 
-    /// Names may hold letters, digits, `_`, `.` and `-` (SPEC §1).
-    private static func isPathCharacter(_ character: Character) -> Bool {
-        guard let byte = character.asciiValue else { return false }
-        return isASCIILetter(byte) || (0x30...0x39).contains(byte) || byte == 0x5F || byte == 0x2E || byte == 0x2D
+    /// Names may hold letters, digits, `_`, `.` and `-` (SPEC §1), all ASCII.
+    private static func isPathByte(_ byte: UInt8) -> Bool {
+        isASCIILetter(byte) || isASCIIDigit(byte) || byte == 0x5F || byte == 0x2E || byte == 0x2D
     }
 
-    // ASCII first: Character's Unicode properties cost a table lookup each,
-    // a tenth of validating 100,000 expressions. Same answers as `isLetter`,
-    // `isNumber` and `isWhitespace` (for ASCII, those are exactly these).
-    private static func isLetter(_ character: Character) -> Bool {
-        guard let byte = character.asciiValue else { return character.isLetter }
-        return isASCIILetter(byte)
-    }
-
-    private static func isDigit(_ character: Character) -> Bool {
-        guard let byte = character.asciiValue else { return character.isNumber }
-        return (0x30...0x39).contains(byte)
-    }
-
-    private static func isWhitespace(_ character: Character) -> Bool {
-        guard let byte = character.asciiValue else { return character.isWhitespace }
-        return byte == 0x20 || (0x09...0x0D).contains(byte)
-    }
+    private static func isASCIIDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
 
     private static func isASCIILetter(_ byte: UInt8) -> Bool { (0x61...0x7A).contains(byte | 0x20) }
 
@@ -377,7 +461,7 @@ package struct ExpressionParser {
         case .string(let value): return "string '\(value)'"
         case .number(let value): return "number \(value)"
         case .word(let word): return "'\(word)'"
-        case .symbol(let symbol): return "'\(symbol)'"
+        case .symbol(let symbol): return "'\(symbol.rawValue)'"
         case .end: return "the end of the expression"
         }
     }

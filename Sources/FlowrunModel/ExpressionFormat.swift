@@ -15,39 +15,53 @@ public struct ExpressionFormat: Sendable, Equatable {
         public var offset: Int
     }
 
+    /// Reads UTF-8 bytes (braces and digits are ASCII), appending the plain
+    /// runs between braces whole: scalar by scalar cost as much as the rest
+    /// of a `format()` call, checked while the file is read and again when
+    /// the dry run shows its value.
     public init(_ text: String) throws(Problem) {
         var parts: [Part] = []
         var literal = ""
-        let characters = Array(text.unicodeScalars)
+        let bytes = Array(text.utf8)
         var index = 0
-        while index < characters.count {
-            let character = characters[index]
-            let next = index + 1 < characters.count ? characters[index + 1] : nil
-            if (character == "{" && next == "{") || (character == "}" && next == "}") {
-                literal.unicodeScalars.append(character)
+        /// Where the plain text not yet in `literal` starts.
+        var run = 0
+        func problem(_ message: String, at index: Int) -> Problem {
+            // The offset counts scalars: every byte that does not continue one.
+            Problem(message: message, offset: bytes[..<index].count { $0 & 0xC0 != 0x80 })
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            guard byte == UInt8(ascii: "{") || byte == UInt8(ascii: "}") else {
+                index += 1
+                continue
+            }
+            literal += String(decoding: bytes[run..<index], as: UTF8.self)
+            if index + 1 < bytes.count, bytes[index + 1] == byte {
+                // `{{` or `}}`: a literal brace.
+                literal.unicodeScalars.append(Unicode.Scalar(byte))
                 index += 2
-            } else if character == "{" {
+            } else if byte == UInt8(ascii: "{") {
                 var end = index + 1
                 var number = 0
-                while end < characters.count, let digit = Self.digit(characters[end]) {
+                while end < bytes.count, (0x30...0x39).contains(bytes[end]) {
                     // Capped: a huge index is as out of range as a big one, without overflow.
-                    number = min(number * 10 + digit, 1_000_000)
+                    number = min(number * 10 + Int(bytes[end] - 0x30), 1_000_000)
                     end += 1
                 }
-                guard end > index + 1, end < characters.count, characters[end] == "}" else {
-                    throw Problem(message: "'{' starts a placeholder like {0}; write '{{' for a literal brace", offset: index)
+                guard end > index + 1, end < bytes.count, bytes[end] == UInt8(ascii: "}") else {
+                    throw problem("'{' starts a placeholder like {0}; write '{{' for a literal brace", at: index)
                 }
                 if !literal.isEmpty { parts.append(.text(literal)) }
                 literal = ""
                 parts.append(.argument(number))
                 index = end + 1
-            } else if character == "}" {
-                throw Problem(message: "'}' without a '{' before it; write '}}' for a literal brace", offset: index)
             } else {
-                literal.unicodeScalars.append(character)
-                index += 1
+                throw problem("'}' without a '{' before it; write '}}' for a literal brace", at: index)
             }
+            run = index
         }
+        literal += String(decoding: bytes[run...], as: UTF8.self)
         if !literal.isEmpty { parts.append(.text(literal)) }
         self.parts = parts
     }
@@ -55,9 +69,5 @@ public struct ExpressionFormat: Sendable, Equatable {
     /// The highest `{N}` used, if any.
     public var highestArgument: Int? {
         parts.compactMap { if case .argument(let n) = $0 { n } else { nil } }.max()
-    }
-
-    private static func digit(_ scalar: Unicode.Scalar) -> Int? {
-        (0x30...0x39).contains(scalar.value) ? Int(scalar.value - 0x30) : nil
     }
 }

@@ -25,7 +25,7 @@ extension Planner {
         func needs(of task: TaskDefinition) -> [Reference] {
             var read: [String] = []
             func note(_ expression: Expression) {
-                for operand in expression.operands {
+                expression.forEachOperand { operand in
                     if case .variable(let name) = operand.path, names.contains(name), !read.contains(name) { read.append(name) }
                 }
             }
