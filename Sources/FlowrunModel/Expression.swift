@@ -32,21 +32,6 @@ public indirect enum Expression: Sendable {
         }
     }
 
-    /// Calls `body` with every operand, left to right, making no array:
-    /// for what is read once per task of a large file.
-    public func forEachOperand(_ body: (Operand) -> Void) {
-        switch self {
-        case .string, .number, .boolean: return
-        case .operand(let operand): body(operand)
-        case .not(let inner): inner.forEachOperand(body)
-        case .binary(_, let left, let right):
-            left.forEachOperand(body)
-            right.forEachOperand(body)
-        case .call(_, let arguments):
-            for argument in arguments { argument.forEachOperand(body) }
-        }
-    }
-
     /// True when the expression calls a function anywhere.
     public var callsFunction: Bool {
         switch self {

@@ -20,9 +20,11 @@ public struct ExpressionFormat: Sendable, Equatable {
     /// of a `format()` call, checked while the file is read and again when
     /// the dry run shows its value.
     public init(_ text: String) throws(Problem) {
-        var parts: [Part] = []
-        var literal = ""
         let bytes = Array(text.utf8)
+        var parts: [Part] = []
+        // At most a text before and a placeholder for each brace, and a text after.
+        parts.reserveCapacity(2 * bytes.count { $0 == UInt8(ascii: "{") } + 1)
+        var literal = ""
         var index = 0
         /// Where the plain text not yet in `literal` starts.
         var run = 0
@@ -68,6 +70,8 @@ public struct ExpressionFormat: Sendable, Equatable {
 
     /// The highest `{N}` used, if any.
     public var highestArgument: Int? {
-        parts.compactMap { if case .argument(let n) = $0 { n } else { nil } }.max()
+        var highest: Int?
+        for case .argument(let n) in parts { highest = max(highest ?? n, n) }
+        return highest
     }
 }

@@ -99,8 +99,16 @@ package struct PlanTimeValues {
         return true
     }
 
+    /// Walks the tree rather than making an array of its operands: asked
+    /// for each expression of each task shown.
     private func isKnown(_ expression: Expression) -> Bool {
-        expression.operands.allSatisfy { isKnown($0, readsEnvironment: false) }
+        switch expression {
+        case .string, .number, .boolean: return true
+        case .operand(let operand): return isKnown(operand, readsEnvironment: false)
+        case .not(let inner): return isKnown(inner)
+        case .binary(_, let left, let right): return isKnown(left) && isKnown(right)
+        case .call(_, let arguments): return arguments.allSatisfy { isKnown($0) }
+        }
     }
 
     /// The one rule of what a plan knows (see the type's comment).
