@@ -184,6 +184,8 @@ package struct ExpressionParser {
         let function = try Self.function(named: name, at: offset)
         position += 1
         var arguments: [Expression] = []
+        // One allocation: every function but format() takes at most three.
+        arguments.reserveCapacity(3)
         if current.token != .symbol(.close) {
             while true {
                 arguments.append(try parseOr())
@@ -301,6 +303,9 @@ package struct ExpressionParser {
         let bytes = Array(text.utf8)
         let characterOffsets = CharacterOffsets(text, bytes)
         var tokens: [(token: Token, offset: Int)] = []
+        // Room for a token every four bytes, about what expressions hold: grown
+        // by doubling from one, the array was reallocated four times each.
+        tokens.reserveCapacity(bytes.count / 4 + 2)
         /// The `Character` starting at byte `index`, and its length in bytes
         /// (sliced there: the grapheme is read from that scalar on).
         func character(at index: Int) -> (Character, length: Int) {

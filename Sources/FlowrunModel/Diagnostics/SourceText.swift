@@ -64,8 +64,12 @@ public struct SourceText: Sendable {
         let lineIndex = location.line - 1
         guard lines.indices.contains(lineIndex) else { return nil }
         let line = lines[lineIndex]
-        let offset = min(max(0, location.column - 1), line.count)
-        return Cursor(line: lineIndex, index: line.index(line.startIndex, offsetBy: offset), column: offset + 1)
+        let offset = max(0, location.column - 1)
+        if let index = Self.asciiIndex(in: line, from: line.startIndex, offsetBy: offset) {
+            return Cursor(line: lineIndex, index: index, column: offset + 1)
+        }
+        let clamped = min(offset, line.count)
+        return Cursor(line: lineIndex, index: line.index(line.startIndex, offsetBy: clamped), column: clamped + 1)
     }
 
     /// The next place at or after `cursor` where `snippet` occurs verbatim,
@@ -79,7 +83,18 @@ public struct SourceText: Sendable {
         let lastLine = min(lines.count, cursor.line + lineLimit)
         while cursor.line < lastLine {
             let line = lines[cursor.line]
-            if let range = line[cursor.index...].range(of: snippet) {
+            let rest = line[cursor.index...]
+            // Searched and counted in bytes where the text passed over is
+            // ASCII (each byte a Character): by Character, this search was
+            // a sixth of a dry run. A snippet of ASCII not in the bytes is
+            // not in the Characters either.
+            let found = Self.byteRange(of: snippet, in: rest)
+            if let found, Self.isASCII(line, from: cursor.index, to: found.upperBound) {
+                cursor.column += rest.utf8.distance(from: cursor.index, to: found.lowerBound)
+                cursor.index = found.lowerBound
+                return cursor
+            }
+            if found != nil || !snippet.utf8.allSatisfy({ $0 < 0x80 }), let range = rest.range(of: snippet) {
                 cursor.column += line.distance(from: cursor.index, to: range.lowerBound)
                 cursor.index = range.lowerBound
                 return cursor
@@ -96,10 +111,40 @@ public struct SourceText: Sendable {
     public func advanced(_ cursor: Cursor, by characters: Int) -> Cursor {
         var next = cursor
         let line = lines[cursor.line]
-        let end = line.index(cursor.index, offsetBy: characters, limitedBy: line.endIndex) ?? line.endIndex
+        let end = Self.asciiIndex(in: line, from: cursor.index, offsetBy: characters)
+            ?? line.index(cursor.index, offsetBy: characters, limitedBy: line.endIndex) ?? line.endIndex
         next.column += line.distance(from: cursor.index, to: end)
         next.index = end
         return next
+    }
+
+    /// `offset` Characters on from `index`, when those are ASCII bytes
+    /// (nil otherwise, or past the end).
+    private static func asciiIndex(in line: Substring, from index: Substring.Index, offsetBy offset: Int) -> Substring.Index? {
+        guard let end = line.utf8.index(index, offsetBy: offset, limitedBy: line.utf8.endIndex), isASCII(line, from: index, to: end) else { return nil }
+        return end
+    }
+
+    /// Whether the bytes from `start` to `end`, and the one after, are
+    /// ASCII: each is then a Character of its own (a line holds no CR or
+    /// LF), and the last one is not joined by an accent after it.
+    private static func isASCII(_ line: Substring, from start: Substring.Index, to end: Substring.Index) -> Bool {
+        let utf8 = line.utf8
+        let through = end < utf8.endIndex ? utf8.index(after: end) : end
+        return utf8[start..<through].allSatisfy { $0 < 0x80 }
+    }
+
+    /// Where `snippet`'s bytes first occur in `text`.
+    private static func byteRange(of snippet: String, in text: Substring) -> Range<Substring.Index>? {
+        let utf8 = text.utf8
+        let needle = snippet.utf8
+        guard let first = needle.first else { return nil }
+        var from = utf8.startIndex
+        while let candidate = utf8[from...].firstIndex(of: first) {
+            if utf8[candidate...].starts(with: needle) { return candidate..<utf8.index(candidate, offsetBy: needle.count) }
+            from = utf8.index(after: candidate)
+        }
+        return nil
     }
 }
 
