@@ -99,6 +99,30 @@ extension RunEndToEndParallel {
             ], "\(run)")
         }
 
+        /// Expressions are read in UTF-8 bytes, but positions stay those of
+        /// Characters: a two-byte letter before a `${{` counts one column,
+        /// and an accent written as a second scalar after a quote joins it
+        /// (the string is not closed there), as when both walked Characters.
+        @Test func validatePlacesErrorsByCharacterAfterNonASCIIText() throws {
+            let directory = try TemporaryDirectory()
+            let file = try directory.write("""
+                vars: { v: "1" }
+                tasks:
+                  a:
+                    run: echo é ${{ 'ü' == vars.v @ }} ${{ format('é}', vars.v) }}
+                  b:
+                    run: echo ü ${{ vars.v }} é ${{ vars.nope }} ${{ 'x'\u{301} == vars.v }}
+                """, to: "accents.yaml")
+            let run = try FlowrunBinary.run(["validate", file])
+            #expect(run.exitStatus == 2, "\(run)")
+            #expect(run.diagnostics == [
+                "\(file):4:35: error: unexpected character '@'",
+                "\(file):4:44: error: format(): '}' without a '{' before it; write '}}' for a literal brace (at character 2 of its text)",
+                "\(file):6:37: error: unknown variable 'vars.nope'; declare it under 'vars:'",
+                "\(file):6:54: error: unterminated string (missing ')",
+            ], "\(run)")
+        }
+
         /// `fromJSON()` of an output that is not JSON fails that task, naming
         /// the expression; in `if:` too. Nothing else is affected.
         @Test func aValueOnlyTheRunKnowsIsWrongFailsTheTask() throws {
