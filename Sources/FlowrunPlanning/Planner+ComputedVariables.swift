@@ -18,7 +18,9 @@ extension Planner {
                 throw PlanningError(message: "\(variable.location.line):\(variable.location.column): vars.\(variable.name) is computed by a task named '\(name)', which the workflow already has; rename that task")
             }
         }
-        let names = Set(computed.map(\.name))
+        // Compared in turn, not hashed: a file computes a few vars, and each
+        // operand of each task is checked (hashing was a fifth of this).
+        let names = computed.map(\.name)
         /// The computing tasks a definition's templates or `if:` read. Read
         /// for every task of the file, walking each parsed expression without
         /// making an array of its operands (a tenth of the extra planning a
