@@ -487,7 +487,7 @@ package final class RunEngine: @unchecked Sendable {
             finishedEvent.exitCode = 1
         }
         let told = shown(RunEvent(elapsed: finished.elapsed, timestamp: finished.timestamp, .runFinished(finishedEvent)))
-        for reporter in reporters where (reporter as AnyObject) !== record { reporter.report(told) }
+        for reporter in reporters where reporter !== record { reporter.report(told) }
         record.writeSummary { writeSummary(into: &$0) }
         if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
         for reporter in reporters { reporter.finish() }
