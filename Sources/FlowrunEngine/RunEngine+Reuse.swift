@@ -64,7 +64,11 @@ extension RunEngine {
     /// The task's identity from the plan (a member's with its item).
     func identity(of index: Int) -> TaskIdentity? {
         guard let definition = nodes[index].definition, let identity = identities[definition.value.name] else { return nil }
-        return nodes[index].group != nil && nodes[index].item != nil ? identity.member(item: nodes[index].item?.text) : identity
+        guard nodes[index].group != nil && nodes[index].item != nil else { return identity }
+        let template = definition.value.name
+        let fanOut = fanOutIdentities[template] ?? FanOutIdentity(template: identity)
+        fanOutIdentities[template] = fanOut
+        return fanOut.member(item: nodes[index].item?.text)
     }
 
     /// Fills in what the task will run and its globs, and hashes its sources.
