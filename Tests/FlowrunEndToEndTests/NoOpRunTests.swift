@@ -88,6 +88,9 @@ extension RunEndToEnd {
             #expect(runs.contains(newest), "\(runs)")
             let folder = sandbox.logDirectory + "/" + newest
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder)) == ["events.jsonl", "summary.json"])
+            // Pruning reads a record's start time from this prefix without a JSON parse (`RunHistory.startTime`).
+            let events = (try? String(contentsOfFile: folder + "/events.jsonl", encoding: .utf8)) ?? ""
+            #expect(events.hasPrefix(#"{"event":"run_started","time":""#), "\(events.prefix(80))")
             var info = stat()
             #expect(stat(folder, &info) == 0 && info.st_mode & 0o7777 == 0o700 && info.st_uid == geteuid(), "the run folder is private")
             let record = try RunRecordFiles(directory: folder)
