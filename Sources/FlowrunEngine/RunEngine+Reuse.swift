@@ -87,14 +87,30 @@ extension RunEngine {
         recorded: [IncrementalRecord.PathHash] = [], hashes: ContentHashCache
     ) -> [IncrementalRecord.PathHash]? {
         var result: [IncrementalRecord.PathHash] = []
-        var known: [String: IncrementalRecord.PathHash] = [:]
-        for item in recorded where item.stamp != nil { known[item.path] = item }
+        result.reserveCapacity(recorded.count)
+        // The recorded entry for each path: the state lists them in the order the
+        // patterns matched them last time, so the two lists are walked in step, and
+        // a table by path is made only if they part (a file added, removed, renamed).
+        var next = 0
+        var known: [String: IncrementalRecord.PathHash]?
+        func recordedEntry(_ path: String) -> IncrementalRecord.PathHash? {
+            if known == nil, next < recorded.count, recorded[next].path == path {
+                next += 1
+                return recorded[next - 1]
+            }
+            if known == nil {
+                var table: [String: IncrementalRecord.PathHash] = [:]
+                for item in recorded where item.stamp != nil { table[item.path] = item }
+                known = table
+            }
+            return known?[path]
+        }
         for pattern in patterns {
             let paths = hashes.paths(matching: pattern, base: base)
             if paths.isEmpty && requireMatches { return nil }
             for path in paths {
                 let full = path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
-                guard let (hash, stamp) = hashes.hash(full, recorded: known[path]) else { return nil }
+                guard let (hash, stamp) = hashes.hash(full, recorded: recordedEntry(path)) else { return nil }
                 result.append(IncrementalRecord.PathHash(path: path, hash: hash, stamp: stamp))
             }
         }

@@ -126,4 +126,33 @@ import Glibc
         let old = #"{"version":1,"task":"t","identity":"i","sources":[["a.c","h1"]],"generates":[],"stdout":"","exit_code":0,"outputs":[]}"#
         #expect(IncrementalRecord(json: old, task: "t")?.sources == [.init(path: "a.c", hash: "h1")])
     }
+
+    /// The state's entries are found by walking them in step with the glob's
+    /// matches (their usual order) and by path once the two part: in any
+    /// order, with a file added or one gone, every recorded stamp still
+    /// spares its read, and only the new file is read.
+    @Test(arguments: ["same order", "reversed", "one gone", "one added"])
+    func recordedStampsAreFoundWhateverTheirOrder(change: String) throws {
+        let folder = NSTemporaryDirectory() + "/content-hash-order-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let names = ["a.h", "b.h", "c.h", "d.h"]
+        for name in names { try name.write(toFile: folder + "/" + name, atomically: false, encoding: .utf8) }
+        var recorded = try names.map { IncrementalRecord.PathHash(path: $0, hash: "recorded " + $0, stamp: try #require(FileStamp.of(folder + "/" + $0))) }
+        let latest = recorded.compactMap(\.stamp).map { max($0.modified, $0.changed) }.max() ?? 0
+        let cache = ContentHashCache(now: { latest + 3 * Self.second })
+        var expected = recorded.map(\.hash)
+        switch change {
+        case "reversed": recorded.reverse()
+        case "one gone": recorded.insert(.init(path: "0.h", hash: "gone", stamp: recorded[0].stamp), at: 1)
+        case "one added":
+            recorded.remove(at: 1)
+            expected[1] = try #require(ContentHash.of(folder + "/b.h"))
+        default: break
+        }
+        let hashes = RunEngine.hashes(of: [try GlobPattern.parse("*.h")], base: folder, recorded: recorded, hashes: cache)
+        #expect(hashes?.map(\.path) == names)
+        #expect(hashes?.map(\.hash) == expected)
+        #expect(cache.contentReads == (change == "one added" ? 1 : 0))
+    }
 }

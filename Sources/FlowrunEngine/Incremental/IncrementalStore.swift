@@ -128,7 +128,7 @@ package final class IncrementalStore: Sendable {
                 guard bytes.count <= 64 << 20 else { return nil }
             }
         }
-        return IncrementalRecord(json: String(decoding: bytes, as: UTF8.self), task: task)
+        return IncrementalRecord(bytes: bytes, task: task)
     }
 
     /// Writes the record under a fresh name, then renames it into place.
@@ -225,8 +225,25 @@ package struct IncrementalRecord: Sendable, Equatable {
         return text
     }
 
+    /// A state file's content: the writer's shape read straight from the
+    /// bytes (`StateFileScanner`), anything else by the general JSON reader.
+    init?(bytes: [UInt8], task: String) {
+        if let record = bytes.withUnsafeBufferPointer({ bytes in
+            var scanner = StateFileScanner(bytes)
+            return scanner.record(task: task)
+        }) {
+            self = record
+            return
+        }
+        self.init(parsed: JSONValue.parse(bytes: bytes), task: task)
+    }
+
     init?(json: String, task: String) {
-        guard case .object(let members)? = JSONValue.parse(json) else { return nil }
+        self.init(parsed: JSONValue.parse(json), task: task)
+    }
+
+    private init?(parsed: JSONValue?, task: String) {
+        guard case .object(let members)? = parsed else { return nil }
         var fields: [String: JSONValue] = [:]
         for member in members { fields[member.key] = member.value }
         guard fields["version"] == .number("1"), fields["task"] == .string(task),
