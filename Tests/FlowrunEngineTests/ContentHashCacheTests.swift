@@ -138,7 +138,11 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let names = ["a.h", "b.h", "c.h", "d.h"]
         for name in names { try name.write(toFile: folder + "/" + name, atomically: false, encoding: .utf8) }
-        var recorded = try names.map { IncrementalRecord.PathHash(path: $0, hash: "recorded " + $0, stamp: try #require(FileStamp.of(folder + "/" + $0))) }
+        var recorded: [IncrementalRecord.PathHash] = []
+        for name in names {
+            let stamp = try #require(FileStamp.of(folder + "/" + name))
+            recorded.append(.init(path: name, hash: "recorded " + name, stamp: stamp))
+        }
         let latest = recorded.compactMap(\.stamp).map { max($0.modified, $0.changed) }.max() ?? 0
         let cache = ContentHashCache(now: { latest + 3 * Self.second })
         var expected = recorded.map(\.hash)
