@@ -140,4 +140,40 @@ import Glibc
         #expect(same(fast, record))
         #expect(same(fast, IncrementalRecord(json: text, task: "t")))
     }
+
+    /// Entries read before are found by their very bytes (`StateEntryPool`):
+    /// one shared by many files reads each as a fresh read would, and a near
+    /// variant (another stamp, another hash, an escaped quote that `memchr`
+    /// would cut at) is never taken for the entry it resembles.
+    @Test func entriesReadBeforeAreFoundOnlyByTheirVeryBytes() throws {
+        var pool = StateEntryPool()
+        let first = #"{"version":1,"task":"t","identity":"i","sources":[["a","h","1:2:3:4:5:6"],["b\"c","h"],["a\",\"h","x"]],"generates":[["a","h"]],"stdout":"","exit_code":0,"outputs":[]}"#
+        let variants = [
+            first,
+            #"{"version":1,"task":"t","identity":"i","sources":[["a","h","1:2:3:4:5:7"],["a","h"],["a","h","1:2:3:4:5:6"]],"generates":[],"stdout":"","exit_code":0,"outputs":[]}"#,
+            #"{"version":1,"task":"t","identity":"i","sources":[["a","H","1:2:3:4:5:6"],["a\"","h"]],"generates":[],"stdout":"","exit_code":0,"outputs":[]}"#,
+            #"{"version":1,"task":"t","identity":"i","sources":[["a\",\"h"],["a","h","1:2:3:4:5:6"]],"generates":[],"stdout":"","exit_code":0,"outputs":[]}"#,
+            #"{"version":1,"task":"t","identity":"i","sources":[["a","h","1:2:3:4:5:6"]],"generates":[["a","h"]],"stdout":"","exit_code":0,"outputs":[]}"#,
+            Self.record.json(task: "t"),
+        ]
+        for text in variants {
+            let pooled = IncrementalRecord(bytes: Array(text.utf8), task: "t", pool: &pool)
+            #expect(same(pooled, IncrementalRecord(json: text, task: "t")), "\(text)")
+        }
+        // The writer's own entries were kept and are found again.
+        let again = try #require(IncrementalRecord(bytes: Array(Self.record.json(task: "t").utf8), task: "t", pool: &pool))
+        #expect(same(again, Self.record))
+    }
+
+    /// Entries that collide in the pool's hash, or more than it holds,
+    /// are read as without it: the pool is a shortcut, never a limit.
+    @Test func aFullPoolReadsAsWithoutIt() throws {
+        var pool = StateEntryPool()
+        var record = Self.record
+        record.sources = (0..<(StateEntryPool.capacityLimit + 100)).map { .init(path: "p\($0)", hash: "h\($0 % 7)", stamp: Self.stamp) }
+        let text = record.json(task: "t")
+        for _ in 0..<2 {
+            #expect(same(IncrementalRecord(bytes: Array(text.utf8), task: "t", pool: &pool), record))
+        }
+    }
 }

@@ -98,6 +98,9 @@ package final class IncrementalStore: Sendable {
         decided.withLock { $0.removeValue(forKey: task) }
     }
 
+    /// Entries of the state files read so far, each kept once (`StateEntryPool`).
+    private let entries = Mutex(StateEntryPool())
+
     /// The task's last successful run, if any and readable.
     package func read(task: String) -> IncrementalRecord? {
         let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -128,7 +131,7 @@ package final class IncrementalStore: Sendable {
                 guard bytes.count <= 64 << 20 else { return nil }
             }
         }
-        return IncrementalRecord(bytes: bytes, task: task)
+        return entries.withLock { IncrementalRecord(bytes: bytes, task: task, pool: &$0) }
     }
 
     /// Writes the record under a fresh name, then renames it into place.
@@ -228,9 +231,15 @@ package struct IncrementalRecord: Sendable, Equatable {
     /// A state file's content: the writer's shape read straight from the
     /// bytes (`StateFileScanner`), anything else by the general JSON reader.
     init?(bytes: [UInt8], task: String) {
+        var pool = StateEntryPool()
+        self.init(bytes: bytes, task: task, pool: &pool)
+    }
+
+    /// The same, entries read before found in `pool` (`StateEntryPool`).
+    init?(bytes: [UInt8], task: String, pool: inout StateEntryPool) {
         if let record = bytes.withUnsafeBufferPointer({ bytes in
             var scanner = StateFileScanner(bytes)
-            return scanner.record(task: task)
+            return scanner.record(task: task, pool: &pool)
         }) {
             self = record
             return

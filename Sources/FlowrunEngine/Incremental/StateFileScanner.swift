@@ -24,10 +24,17 @@ struct StateFileScanner {
 
     /// The record, or nil when the bytes are not exactly the writer's shape for `task`.
     mutating func record(task: String) -> IncrementalRecord? {
+        var pool = StateEntryPool()
+        return record(task: task, pool: &pool)
+    }
+
+    /// The same, each source and generated file's entry found in `pool`
+    /// when this store read its very bytes before (and kept there if new).
+    mutating func record(task: String, pool: inout StateEntryPool) -> IncrementalRecord? {
         guard skip("{\"version\":1,\"task\":"), let name = stringRange(), matches(name, task),
               skip(",\"identity\":"), let identity = string(),
-              skip(",\"sources\":"), let sources = pathHashes(),
-              skip(",\"generates\":"), let generates = pathHashes(),
+              skip(",\"sources\":"), let sources = pathHashes(pool: &pool),
+              skip(",\"generates\":"), let generates = pathHashes(pool: &pool),
               skip(",\"stdout\":"), let stdout = string(),
               skip(",\"exit_code\":"), let exitCode = exitCode(),
               skip(",\"outputs\":"), let outputs = pairs(),
@@ -87,11 +94,18 @@ struct StateFileScanner {
     }
 
     /// `[[path, hash], [path, hash, stamp], …]`; a stamp that does not read is none.
-    private mutating func pathHashes() -> [IncrementalRecord.PathHash]? {
+    private mutating func pathHashes(pool: inout StateEntryPool) -> [IncrementalRecord.PathHash]? {
         guard skip(UInt8(ascii: "[")) else { return nil }
         var result: [IncrementalRecord.PathHash] = []
         if skip(UInt8(ascii: "]")) { return result }
         repeat {
+            let start = index
+            // Bytes read before as an entry are that entry (they were checked then).
+            if let end = entryEnd(), let known = pool.entry(UnsafeBufferPointer(rebasing: bytes[start..<end])) {
+                index = end
+                result.append(known)
+                continue
+            }
             guard skip(UInt8(ascii: "[")), let path = string(), skip(UInt8(ascii: ",")), let hash = string() else { return nil }
             var stamp: FileStamp?
             if skip(UInt8(ascii: ",")) {
@@ -100,9 +114,32 @@ struct StateFileScanner {
                 stamp = FileStamp(utf8: UnsafeBufferPointer(rebasing: bytes[range]))
             }
             guard skip(UInt8(ascii: "]")) else { return nil }
-            result.append(IncrementalRecord.PathHash(path: path, hash: hash, stamp: stamp))
+            let entry = IncrementalRecord.PathHash(path: path, hash: hash, stamp: stamp)
+            pool.keep(entry, readFrom: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            result.append(entry)
         } while skip(UInt8(ascii: ","))
         return skip(UInt8(ascii: "]")) ? result : nil
+    }
+
+    /// Where the entry at `index` would end if it is `["…","…"]` or
+    /// `["…","…","…"]`, found by its quotes alone (`memchr`): only a key to
+    /// look the bytes up by. An escaped quote would cut it short, but then
+    /// the bytes are no entry read before (none of those has a backslash).
+    private func entryEnd() -> Int? {
+        var at = index
+        guard at < bytes.count, bytes[at] == UInt8(ascii: "[") else { return nil }
+        at += 1
+        for field in 0..<3 {
+            guard at + 1 < bytes.count, bytes[at] == UInt8(ascii: "\""),
+                  let close = memchr(bytes.baseAddress! + at + 1, Int32(UInt8(ascii: "\"")), bytes.count - at - 1)
+            else { return nil }
+            at = UnsafePointer<UInt8>(close.assumingMemoryBound(to: UInt8.self)) - bytes.baseAddress! + 1
+            guard at < bytes.count else { return nil }
+            if bytes[at] == UInt8(ascii: "]") { return field >= 1 ? at + 1 : nil }
+            guard bytes[at] == UInt8(ascii: ",") else { return nil }
+            at += 1
+        }
+        return nil
     }
 
     /// `[[key, value], …]`.
