@@ -106,13 +106,22 @@ extension RunEngine {
             return known?[path]
         }
         for pattern in patterns {
+            // A glob another task listed: its hashes whole, as `hash` would give each again.
+            if let walked = hashes.hashes(matching: pattern, base: base) {
+                if walked.isEmpty && requireMatches { return nil }
+                result.append(contentsOf: walked)
+                next += walked.count  // in step again if the state lists them too
+                continue
+            }
             let paths = hashes.paths(matching: pattern, base: base)
             if paths.isEmpty && requireMatches { return nil }
+            let first = result.count
             for path in paths {
                 let full = path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
                 guard let (hash, stamp) = hashes.hash(full, recorded: recordedEntry(path)) else { return nil }
                 result.append(IncrementalRecord.PathHash(path: path, hash: hash, stamp: stamp))
             }
+            hashes.keep(Array(result[first...]), matching: pattern, base: base)
         }
         return result
     }

@@ -159,4 +159,39 @@ import Glibc
         #expect(hashes?.map(\.hash) == expected)
         #expect(cache.contentReads == (change == "one added" ? 1 : 0))
     }
+
+    /// A walked glob's hashes are kept whole for the next task that lists
+    /// it, until a task starts or the next run of a watch; only when every
+    /// stamp was settled (else each look reads the unsettled file again), and
+    /// never for a pattern without wildcards (one file, looked up by path).
+    @Test func aGlobsHashesAreKeptWholeUntilATaskStarts() throws {
+        let folder = NSTemporaryDirectory() + "/content-hash-glob-hashes-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for name in ["a.h", "b.h"] { try name.write(toFile: folder + "/" + name, atomically: false, encoding: .utf8) }
+        let changed = try #require(FileStamp.of(folder + "/b.h")).changed
+        let glob = try GlobPattern.parse("*.h")
+        let literal = try GlobPattern.parse("a.h")
+
+        let settled = ContentHashCache(now: { changed + 3 * Self.second })
+        let first = try #require(RunEngine.hashes(of: [glob, literal], base: folder, hashes: settled))
+        #expect(settled.hashes(matching: glob, base: folder)?.map(\.path) == ["a.h", "b.h"])
+        #expect(settled.hashes(matching: literal, base: folder) == nil)
+        #expect(RunEngine.hashes(of: [glob], base: folder, hashes: settled) == Array(first[0..<2]))
+        #expect(settled.contentReads == 2)
+        settled.taskStarting()
+        #expect(settled.hashes(matching: glob, base: folder) == nil)
+
+        let watch = ContentHashCache(now: { changed + 3 * Self.second })
+        _ = RunEngine.hashes(of: [glob], base: folder, hashes: watch)
+        watch.runStarting()
+        #expect(watch.hashes(matching: glob, base: folder) == nil)
+
+        // Read in the tick they were written: not kept, read again by each look.
+        let racy = ContentHashCache(now: { changed })
+        _ = RunEngine.hashes(of: [glob], base: folder, hashes: racy)
+        #expect(racy.hashes(matching: glob, base: folder) == nil)
+        _ = RunEngine.hashes(of: [glob], base: folder, hashes: racy)
+        #expect(racy.contentReads == 4)
+    }
 }

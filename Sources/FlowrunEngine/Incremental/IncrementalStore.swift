@@ -206,8 +206,9 @@ package struct IncrementalRecord: Sendable, Equatable {
     /// This record with the stamps of `sources` and `generates` (the same
     /// paths and hashes, hashed again), or nil when it holds them already.
     func withStamps(sources: [PathHash], generates: [PathHash]) -> IncrementalRecord? {
-        func stamps(_ list: [PathHash]) -> [FileStamp?] { list.map(\.stamp) }
-        guard stamps(sources) != stamps(self.sources) || stamps(generates) != stamps(self.generates) else { return nil }
+        // Compared in place: four arrays of stamps a task were made to compare them.
+        func sameStamps(_ first: [PathHash], _ second: [PathHash]) -> Bool { first.elementsEqual(second) { $0.stamp == $1.stamp } }
+        guard !sameStamps(sources, self.sources) || !sameStamps(generates, self.generates) else { return nil }
         var record = self
         record.sources = sources
         record.generates = generates
