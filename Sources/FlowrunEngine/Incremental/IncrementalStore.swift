@@ -206,8 +206,12 @@ package struct IncrementalRecord: Sendable, Equatable {
     /// This record with the stamps of `sources` and `generates` (the same
     /// paths and hashes, hashed again), or nil when it holds them already.
     func withStamps(sources: [PathHash], generates: [PathHash]) -> IncrementalRecord? {
-        // Compared in place: four arrays of stamps a task were made to compare them.
-        func sameStamps(_ first: [PathHash], _ second: [PathHash]) -> Bool { first.elementsEqual(second) { $0.stamp == $1.stamp } }
+        // Compared in place, by index: four arrays of stamps a task were made to compare them.
+        func sameStamps(_ first: [PathHash], _ second: [PathHash]) -> Bool {
+            guard first.count == second.count else { return false }
+            for index in first.indices where first[index].stamp != second[index].stamp { return false }
+            return true
+        }
         guard !sameStamps(sources, self.sources) || !sameStamps(generates, self.generates) else { return nil }
         var record = self
         record.sources = sources

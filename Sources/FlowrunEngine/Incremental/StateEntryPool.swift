@@ -84,13 +84,15 @@ struct StateEntryPool {
         }
     }
 
-    /// Eight bytes at a time, mixed as wyhash/FxHash do: an entry is ~140
-    /// bytes. Not a defence against chosen collisions, which cost only a
-    /// bounded probe (`probesAtMost`) and are then read without the pool.
+    /// The length and the last 32 bytes, eight at a time: an entry ends
+    /// with its stamp (inode, ctime) or its content hash, which tell files
+    /// apart; its path is compared, not hashed. Not a defence against chosen
+    /// collisions, which cost only a bounded probe (`probesAtMost`) and are
+    /// then read without the pool.
     static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash = UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15
         let raw = UnsafeRawBufferPointer(bytes)
-        var offset = 0
+        var offset = max(0, raw.count - 32)
         while offset + 8 <= raw.count {
             let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             hash = (hash ^ word) &* 0xBF58_476D_1CE4_E5B9
