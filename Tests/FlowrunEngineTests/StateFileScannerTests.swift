@@ -175,5 +175,12 @@ import Glibc
         for _ in 0..<2 {
             #expect(same(IncrementalRecord(bytes: Array(text.utf8), task: "t", pool: &pool), record))
         }
+        // Entries of a megabyte each: past the pool's bytes, read as without it.
+        var large = Self.record
+        large.sources = (0..<20).map { .init(path: String(repeating: "p", count: 1 << 20) + "\($0)", hash: "h", stamp: Self.stamp) }
+        var fresh = StateEntryPool()
+        for _ in 0..<2 {
+            #expect(same(IncrementalRecord(bytes: Array(large.json(task: "t").utf8), task: "t", pool: &fresh), large))
+        }
     }
 }

@@ -11,11 +11,13 @@ import Glibc
 /// strings that share their storage.
 ///
 /// Owned by `IncrementalStore`, behind its `Mutex`. Holds at most
-/// `capacityLimit` entries (a `flowrun watch` keeps its store for many
-/// runs, each with new hashes): past that, and past `probesAtMost` slots
-/// looked at, an entry is read as it would be without the pool.
+/// `capacityLimit` entries and `bytesLimit` bytes of them (a `flowrun
+/// watch` keeps its store for many runs, each with new hashes, and a state
+/// file may hold anything): past that, and past `probesAtMost` slots looked
+/// at, an entry is read as it would be without the pool.
 struct StateEntryPool {
     static let capacityLimit = 1 << 16
+    static let bytesLimit = 16 << 20
     static let probesAtMost = 16
 
     private struct Slot {
@@ -26,6 +28,7 @@ struct StateEntryPool {
 
     private var slots: [Slot?] = []
     private var count = 0
+    private var bytesKept = 0
 
     init() {}
 
@@ -48,7 +51,7 @@ struct StateEntryPool {
 
     /// Keeps `entry`, read from those bytes, if there is room.
     mutating func keep(_ entry: IncrementalRecord.PathHash, readFrom bytes: UnsafeBufferPointer<UInt8>) {
-        guard count < Self.capacityLimit, !bytes.isEmpty else { return }
+        guard count < Self.capacityLimit, bytesKept + bytes.count <= Self.bytesLimit, !bytes.isEmpty else { return }
         if slots.isEmpty { slots = Array(repeating: nil, count: 256) }
         let hash = Self.hash(bytes)
         let mask = slots.count - 1
@@ -57,6 +60,7 @@ struct StateEntryPool {
             guard slots[index] != nil else {
                 slots[index] = Slot(hash: hash, bytes: Array(bytes), entry: entry)
                 count += 1
+                bytesKept += bytes.count
                 // At most half full: a probe ends soon at an empty slot.
                 if count * 2 > slots.count { grow() }
                 return
