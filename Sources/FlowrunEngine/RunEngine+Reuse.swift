@@ -106,8 +106,10 @@ extension RunEngine {
             return known?[path]
         }
         for pattern in patterns {
-            // A glob another task listed: its hashes whole, as `hash` would give each again.
-            if let walked = hashes.hashes(matching: pattern, base: base) {
+            // A file named outright is looked up by its path; a glob another task listed
+            // gives its hashes whole, as `hash` would give each again.
+            let isWalked = pattern.segments.contains { if case .literal = $0 { false } else { true } }
+            if isWalked, let walked = hashes.hashes(matching: pattern, base: base) {
                 if walked.isEmpty && requireMatches { return nil }
                 result.append(contentsOf: walked)
                 next += walked.count  // in step again if the state lists them too
@@ -121,7 +123,7 @@ extension RunEngine {
                 guard let (hash, stamp) = hashes.hash(full, recorded: recordedEntry(path)) else { return nil }
                 result.append(IncrementalRecord.PathHash(path: path, hash: hash, stamp: stamp))
             }
-            hashes.keep(Array(result[first...]), matching: pattern, base: base)
+            if isWalked { hashes.keep(Array(result[first...]), matching: pattern, base: base) }
         }
         return result
     }
