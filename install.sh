@@ -58,7 +58,10 @@ if [ -f "$archive" ]; then
 fi
 
 echo "install.sh: building a static release binary (commit ${commit:-unknown})"
-swift build -c release --static-swift-stdlib --product flowrun -Xcc "-DFLOWRUN_COMMIT=\"$commit\"" "${static_cxx_flags[@]}"
+# --disable-local-rpath: no RUNPATH $ORIGIN — the binary needs no library of
+# its own, and the loader searched 11 folders beside it for libyaml and libm
+# (22 failed system calls) at every start, `--version` and completion included.
+swift build -c release --static-swift-stdlib --disable-local-rpath --product flowrun -Xcc "-DFLOWRUN_COMMIT=\"$commit\"" "${static_cxx_flags[@]}"
 binary="$(swift build -c release --static-swift-stdlib --show-bin-path)/flowrun"
 
 # What ldd lists must be the system's C libraries only.

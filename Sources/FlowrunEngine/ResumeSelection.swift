@@ -58,6 +58,8 @@ package struct ResumeSelection: Sendable {
     private struct Selector {
         let plan: Plan
         let identities: [String: TaskIdentity]
+        /// Fan-out templates' identities with their hashes worked out once, as members need them.
+        var fanOutIdentities: [String: FanOutIdentity] = [:]
         var stepByName: [String: Int] = [:]
         var oldTasks: [String: ResumeSource.Task] = [:]
         var oldMembers: [String: [ResumeSource.Task]] = [:]
@@ -213,7 +215,10 @@ package struct ResumeSelection: Sendable {
         }
 
         private mutating func restore(member task: ResumeSource.Task, template: String) -> Bool {
-            guard let identity = identities[template]?.member(item: task.item) else { return false }
+            guard let templateIdentity = identities[template] else { return false }
+            let fanOut = fanOutIdentities[template] ?? FanOutIdentity(template: templateIdentity)
+            fanOutIdentities[template] = fanOut
+            let identity = fanOut.member(item: task.item)
             if task.leftOut {
                 // No row: its identity is the group's template identity with its item.
                 guard let templateIdentity = identities[template], let old = task.group.flatMap({ self.old.memberIdentity[$0] }) else {

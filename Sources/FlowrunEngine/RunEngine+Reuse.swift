@@ -64,7 +64,11 @@ extension RunEngine {
     /// The task's identity from the plan (a member's with its item).
     func identity(of index: Int) -> TaskIdentity? {
         guard let definition = nodes[index].definition, let identity = identities[definition.value.name] else { return nil }
-        return nodes[index].group != nil && nodes[index].item != nil ? identity.member(item: nodes[index].item?.text) : identity
+        guard nodes[index].group != nil && nodes[index].item != nil else { return identity }
+        let template = definition.value.name
+        let fanOut = fanOutIdentities[template] ?? FanOutIdentity(template: identity)
+        fanOutIdentities[template] = fanOut
+        return fanOut.member(item: nodes[index].item?.text)
     }
 
     /// Fills in what the task will run and its globs, and hashes its sources.
@@ -87,16 +91,43 @@ extension RunEngine {
         recorded: [IncrementalRecord.PathHash] = [], hashes: ContentHashCache
     ) -> [IncrementalRecord.PathHash]? {
         var result: [IncrementalRecord.PathHash] = []
-        var known: [String: IncrementalRecord.PathHash] = [:]
-        for item in recorded where item.stamp != nil { known[item.path] = item }
+        result.reserveCapacity(recorded.count)
+        // The recorded entry for each path: the state lists them in the order the
+        // patterns matched them last time, so the two lists are walked in step, and
+        // a table by path is made only if they part (a file added, removed, renamed).
+        var next = 0
+        var known: [String: IncrementalRecord.PathHash]?
+        func recordedEntry(_ path: String) -> IncrementalRecord.PathHash? {
+            if known == nil, next < recorded.count, recorded[next].path == path {
+                next += 1
+                return recorded[next - 1]
+            }
+            if known == nil {
+                var table: [String: IncrementalRecord.PathHash] = [:]
+                for item in recorded where item.stamp != nil { table[item.path] = item }
+                known = table
+            }
+            return known?[path]
+        }
         for pattern in patterns {
+            // A file named outright is looked up by its path; a glob another task listed
+            // gives its hashes whole, as `hash` would give each again.
+            let isWalked = pattern.segments.contains { if case .literal = $0 { false } else { true } }
+            if isWalked, let walked = hashes.hashes(matching: pattern, base: base) {
+                if walked.isEmpty && requireMatches { return nil }
+                result.append(contentsOf: walked)
+                next += walked.count  // in step again if the state lists them too
+                continue
+            }
             let paths = hashes.paths(matching: pattern, base: base)
             if paths.isEmpty && requireMatches { return nil }
+            let first = result.count
             for path in paths {
                 let full = path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
-                guard let (hash, stamp) = hashes.hash(full, recorded: known[path]) else { return nil }
+                guard let (hash, stamp) = hashes.hash(full, recorded: recordedEntry(path)) else { return nil }
                 result.append(IncrementalRecord.PathHash(path: path, hash: hash, stamp: stamp))
             }
+            if isWalked { hashes.keep(Array(result[first...]), matching: pattern, base: base) }
         }
         return result
     }

@@ -244,6 +244,8 @@ package final class RunEngine: @unchecked Sendable {
     /// Each step's identity (`TaskIdentity`), worked out when first needed
     /// (an incremental task, the summary); `resume` hands in the ones it has.
     package lazy var identities: [String: TaskIdentity] = TaskIdentities.compute(for: plan)
+    /// The fan-out templates' identities with their hashes worked out, by template name, made as members need them.
+    var fanOutIdentities: [String: FanOutIdentity] = [:]
 
     /// `--stream`: task output goes to the reporters line by line as it arrives.
     let streamsOutput: Bool
@@ -261,14 +263,21 @@ package final class RunEngine: @unchecked Sendable {
     /// a unit test's process (and its other tests' children) stays its own.
     var ownsProcess: Bool { attemptFactory == nil }
 
-    package convenience init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false) {
-        self.init(plan: plan, record: record, reporters: reporters, streamsOutput: streamsOutput, attemptFactory: nil)
+    /// `identities`: the steps' identities when the caller has them already
+    /// (the launcher's up-to-date check, `resume`); else worked out here.
+    package convenience init(
+        plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false, identities: [String: TaskIdentity]? = nil
+    ) {
+        self.init(plan: plan, record: record, reporters: reporters, streamsOutput: streamsOutput, attemptFactory: nil, identities: identities)
     }
 
     /// An engine whose attempts `attemptFactory` makes (a fake that starts no
     /// process): for unit tests of scheduling. It reaps no children, handles
     /// no signals and kills nothing at the end.
-    init(plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false, attemptFactory: AttemptFactory?) {
+    init(
+        plan: Plan, record: RunRecord, reporters: [any RunReporter], streamsOutput: Bool = false, attemptFactory: AttemptFactory?,
+        identities: [String: TaskIdentity]? = nil
+    ) {
         self.attemptFactory = attemptFactory
         self.plan = plan
         self.streamsOutput = streamsOutput
@@ -319,9 +328,9 @@ package final class RunEngine: @unchecked Sendable {
         // Each task's identity (recorded for `resume`, compared for
         // `up_to_date`) is made from the steps, so before they go; and
         // before the nodes, so its scratch tables are gone when they are built.
-        _ = identities
+        if let identities { self.identities = identities } else { _ = self.identities }
         // While the steps are here: their order is the plan identity's (see `factsForResume`).
-        planIdentity = TaskIdentities.planIdentity(identities, steps: (self.plan.steps + self.plan.finallySteps).map(\.name))
+        planIdentity = TaskIdentities.planIdentity(self.identities, steps: (self.plan.steps + self.plan.finallySteps).map(\.name))
         buildNodes()
         // Fan-outs' member counts for run_started, read from the steps while they are here.
         for step in self.plan.steps where step.kind == .fanOut {
@@ -487,7 +496,7 @@ package final class RunEngine: @unchecked Sendable {
             finishedEvent.exitCode = 1
         }
         let told = shown(RunEvent(elapsed: finished.elapsed, timestamp: finished.timestamp, .runFinished(finishedEvent)))
-        for reporter in reporters where (reporter as AnyObject) !== record { reporter.report(told) }
+        for reporter in reporters where reporter !== record { reporter.report(told) }
         record.writeSummary { writeSummary(into: &$0) }
         if finalExitCode == 0 && record.failure != nil { finalExitCode = 1 }
         for reporter in reporters { reporter.finish() }

@@ -54,10 +54,14 @@ package final class ConsoleWriter: Sendable {
         var threadIdle = false
         /// The last time bytes reached the descriptor (or the thread started).
         var lastProgress = ContinuousClock.now
+        /// Someone waits in `waitUntilWritten`: the thread signals `written` after its next write.
+        var drainWaiting = false
     }
 
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
+    /// Signalled by the writing thread after a write while `drainWaiting`.
+    private let written = DispatchSemaphore(value: 0)
 
     /// stdout's or stderr's writer for 1 and 2, else a writer of its own.
     package static func shared(for descriptor: Int32) -> ConsoleWriter {
@@ -139,17 +143,25 @@ package final class ConsoleWriter: Sendable {
     }
 
     /// Waits as `drain` does, but gives nothing up: true when all was written.
+    /// Sleeps on `written` until the writing thread has written something
+    /// (never polls: the last line of a run is often written a few
+    /// microseconds after the run asks, and a poll's period would be added
+    /// to every run's exit).
     @discardableResult
     package func waitUntilWritten(stall: Duration = .seconds(2), limit: Duration) -> Bool {
         let start = ContinuousClock.now
         while true {
             let (done, failed, lastProgress) = state.withLock { state in
-                (state.failure != nil || (state.pending.isEmpty && state.inFlight == 0), state.failure != nil, state.lastProgress)
+                let done = state.failure != nil || (state.pending.isEmpty && state.inFlight == 0)
+                state.drainWaiting = !done
+                return (done, state.failure != nil, state.lastProgress)
             }
             if done { return !failed }
             let now = ContinuousClock.now
-            if now - max(lastProgress, start) >= stall || now - start >= limit { return false }
-            usleep(2_000)
+            let deadline = min(max(lastProgress, start) + stall, start + limit)
+            if now >= deadline { return false }
+            // A signal left over from an earlier wait only makes this loop look once more.
+            _ = written.wait(timeout: .now() + .nanoseconds(Int((deadline - now) / .nanoseconds(1))))
         }
     }
 
@@ -204,7 +216,8 @@ package final class ConsoleWriter: Sendable {
                 continue
             }
             let failure = chunk.withUnsafeBytes { writeAll($0) }
-            state.withLock { state in
+            let waiting = state.withLock { state -> Bool in
+                defer { state.drainWaiting = false }
                 state.inFlight = 0
                 if state.failure != nil {
                     // `drain` gave up on this writer and counted these lines already.
@@ -216,7 +229,9 @@ package final class ConsoleWriter: Sendable {
                     state.lastProgress = ContinuousClock.now
                 }
                 state.inFlightLines = 0
+                return state.drainWaiting
             }
+            if waiting { written.signal() }
             if failure != nil { return }
         }
     }

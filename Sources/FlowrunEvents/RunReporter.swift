@@ -1,5 +1,5 @@
 /// Where events go. Called on the engine's serial queue, one event at a time.
-package protocol RunReporter: Sendable {
+package protocol RunReporter: AnyObject, Sendable {
     func report(_ event: RunEvent)
     /// Called once after `run_finished`, to flush.
     func finish()

@@ -12,6 +12,9 @@
 /// It follows nesting (`$( )`, backticks, `${ }`, `$(( ))`, quotes in
 /// substitutions) and heredocs (`<<`, `<<-`, quoted or not). It is not a
 /// full parser: constructs it does not follow leave the context it is in.
+///
+/// A script is scanned once per process (`ScannedScripts`): a fan-out's
+/// members render the one template, and its scan cost ~40 K instructions.
 public struct ShellContextScanner {
     /// Stands for an expression in the scanned text; a script cannot hold
     /// NUL (a process cannot receive it), so it is never the script's own.
@@ -26,6 +29,13 @@ public struct ShellContextScanner {
             case .expression: bytes.append(marker)
             }
         }
+        if let known = ScannedScripts.shared.points(for: bytes) { return known }
+        let points = scan(bytes)
+        ScannedScripts.shared.keep(points, for: bytes)
+        return points
+    }
+
+    private static func scan(_ bytes: [UInt8]) -> [ShellInsertionPoint] {
         // Pass one collects the names whose assigned text bash evaluates
         // (`declare -i n`, `${!x}`, a name in arithmetic), wherever in the
         // script they appear; pass two refuses values assigned to them.

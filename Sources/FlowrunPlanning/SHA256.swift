@@ -100,14 +100,19 @@ package struct SHA256: Sendable {
     /// The 32-byte digest as 64 lowercase hex digits.
     package mutating func finalize() -> String {
         pad()
-        let words = [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7]
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(64)
-        for word in words {
-            for shift in stride(from: 28, through: 0, by: -4) { hex.append(digits[Int((word >> UInt32(shift)) & 0xf)]) }
+        let words = state
+        return String(unsafeUninitializedCapacity: 64) { hex in
+            withUnsafeBytes(of: words) { raw in
+                for index in 0..<8 {
+                    let word = raw.load(fromByteOffset: 4 * index, as: UInt32.self)
+                    for position in 0..<8 {
+                        let nibble = UInt8(truncatingIfNeeded: word >> UInt32(28 - 4 * position)) & 0xf
+                        hex[8 * index + position] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+                    }
+                }
+            }
+            return 64
         }
-        return String(decoding: hex, as: UTF8.self)
     }
 
     /// The hex digest of a string.

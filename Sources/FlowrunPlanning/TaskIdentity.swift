@@ -156,12 +156,10 @@ package struct TaskIdentity: Sendable, Equatable {
         a.hash == b.hash && a.parts == b.parts
     }
 
-    /// A fan-out member's: its template's identity and its item.
+    /// A fan-out member's: its template's identity and its item. For many
+    /// members of one fan-out, `FanOutIdentity` works the template's out once.
     package func member(item: String?) -> TaskIdentity {
-        var sha = SHA256()
-        sha.field(hash)
-        sha.field(item ?? "")
-        return TaskIdentity(hash: sha.finalize(), parts: parts + [Part(name: "item", hash: String(SHA256.hex(item ?? "").prefix(8)))])
+        FanOutIdentity(template: self).member(item: item)
     }
 
     /// What differs from `old`, in words: `run`, `env`, `needs`, …
@@ -171,6 +169,29 @@ package struct TaskIdentity: Sendable, Equatable {
         let known = Set(parts.map(\.name))
         changed += oldParts.filter { !known.contains($0.name) }.map(\.name)
         return changed
+    }
+}
+
+/// A fan-out template's identity with its hash and parts worked out once
+/// (the compact form makes them anew when asked): each member's identity
+/// is made from them and its item.
+package struct FanOutIdentity: Sendable {
+    private let templateHash: String
+    private let templateParts: [TaskIdentity.Part]
+
+    package init(template: TaskIdentity) {
+        templateHash = template.hash
+        templateParts = template.parts
+    }
+
+    package func member(item: String?) -> TaskIdentity {
+        var sha = SHA256()
+        sha.field(templateHash)
+        sha.field(item ?? "")
+        var itemHash = SHA256()
+        itemHash.update(item ?? "")
+        let part = TaskIdentity.Part(name: "item", hash: TaskIdentity.hex8(itemHash.finalizePrefix()))
+        return TaskIdentity(hash: sha.finalize(), parts: templateParts + [part])
     }
 }
 

@@ -53,10 +53,10 @@ enum RunLauncher {
         }
         let (reporter, hearsLines) = consoleReporter(output: output, stream: stream)
         // Handed over (`consume`): the engine keeps the only copy, without the workflow's own definitions.
-        let engine = RunEngine(plan: (consume plan).forRunning(), record: record, reporters: [reporter], streamsOutput: hearsLines)
+        let engine = RunEngine(
+            plan: (consume plan).forRunning(), record: record, reporters: [reporter], streamsOutput: hearsLines, identities: identities)
         engine.reuse = reuse
         engine.slurmTools = slurmTools
-        if let identities { engine.identities = identities }
         if watch {
             // Each later run of the watch: a record and a console of its own, made the same way.
             engine.watches {

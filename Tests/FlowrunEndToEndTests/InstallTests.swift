@@ -44,6 +44,9 @@ import Testing
         // Linked in by install.sh: loading them was a sixth of `--version`'s CPU.
         let cxxLibraries = ldd.stdout.split(separator: "\n").filter { $0.contains("libstdc++") || $0.contains("libgcc_s") }
         #expect(cxxLibraries.isEmpty, "the installed binary loads libstdc++/libgcc_s: \(cxxLibraries)")
+        // No RUNPATH: the loader would search folders beside the binary for each library at every start.
+        let dynamic = try Self.shell(try RunSandbox.tool("readelf"), ["-d", binary])
+        #expect(dynamic.status == 0 && !dynamic.stdout.contains("RUNPATH") && !dynamic.stdout.contains("RPATH"), "\(dynamic.stdout)")
 
         // Runs with nothing of the toolchain reachable: an empty environment,
         // LD_LIBRARY_PATH empty, PATH without /opt/swift.

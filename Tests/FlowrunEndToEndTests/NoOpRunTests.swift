@@ -39,12 +39,12 @@ extension RunEndToEnd {
         /// exit status and the system calls that made or removed a folder,
         /// or wrote into the record (`-y` names each descriptor's file).
         func tracedRun(_ sandbox: RunSandbox, _ workflow: String, sourceLocation: SourceLocation = #_sourceLocation) throws
-            -> (exitStatus: Int32?, folderCalls: [String], recordWrites: [String], processes: [String]) {
+            -> (exitStatus: Int32?, folderCalls: [String], recordWrites: [String], processes: [String], sleeps: [String]) {
             let strace = try RunSandbox.tool("strace")
             let trace = sandbox.file("trace-\(UUID().uuidString)")
             let outcome = try ChildProcess.run(
                 executable: strace,
-                arguments: ["-f", "-qq", "-y", "-e", "trace=mkdir,mkdirat,rmdir,unlinkat,write,writev,pwrite64,clone,clone3,fork,vfork", "-o", trace, try FlowrunBinary.path()]
+                arguments: ["-f", "-qq", "-y", "-e", "trace=mkdir,mkdirat,rmdir,unlinkat,write,writev,pwrite64,clone,clone3,fork,vfork,nanosleep,clock_nanosleep", "-o", trace, try FlowrunBinary.path()]
                     + sandbox.arguments(workflow, ["--keep", "2"]),
                 environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"], directory: sandbox.path,
                 stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(60), launcher: nil)
@@ -57,7 +57,8 @@ extension RunEndToEnd {
             let recordWrites = lines.filter { $0.contains("write") && $0.contains(sandbox.logDirectory) }
             // A process made (a thread is a clone with CLONE_THREAD).
             let processes = lines.filter { ($0.contains("clone") || $0.contains("fork(")) && !$0.contains("CLONE_THREAD") && !$0.contains("resumed") }
-            return (outcome.exitStatus, folderCalls, recordWrites, processes)
+            let sleeps = lines.filter { $0.contains("nanosleep(") }
+            return (outcome.exitStatus, folderCalls, recordWrites, processes, sleeps)
         }
 
         @Test func aNoOpRunMakesNoFolderAndRemovesNoneYetIsARunWithEveryTaskUpToDate() throws {
@@ -76,6 +77,8 @@ extension RunEndToEnd {
             #expect(traced.recordWrites.count <= 2, "writes into the record:\n\(traced.recordWrites.joined(separator: "\n"))")
             // No supervisor's fork of the engine, no sentinel, no task: one process.
             #expect(traced.processes.isEmpty, "processes made:\n\(traced.processes.joined(separator: "\n"))")
+            // Nothing sleeps: the console's last lines are waited for, not polled (a 2 ms poll was a third of a no-op).
+            #expect(traced.sleeps.isEmpty, "sleeps:\n\(traced.sleeps.joined(separator: "\n"))")
 
             // Still a run: two kept, the newest is `latest`, listed, every task up to date.
             let runs = runFolders(in: sandbox.logDirectory)
@@ -85,6 +88,9 @@ extension RunEndToEnd {
             #expect(runs.contains(newest), "\(runs)")
             let folder = sandbox.logDirectory + "/" + newest
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder)) == ["events.jsonl", "summary.json"])
+            // Pruning reads a record's start time from this prefix without a JSON parse (`RunHistory.startTime`).
+            let events = (try? String(contentsOfFile: folder + "/events.jsonl", encoding: .utf8)) ?? ""
+            #expect(events.hasPrefix(#"{"event":"run_started","time":""#), "\(events.prefix(80))")
             var info = stat()
             #expect(stat(folder, &info) == 0 && info.st_mode & 0o7777 == 0o700 && info.st_uid == geteuid(), "the run folder is private")
             let record = try RunRecordFiles(directory: folder)

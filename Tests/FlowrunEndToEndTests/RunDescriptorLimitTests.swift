@@ -29,9 +29,11 @@ extension RunEndToEnd {
         /// limit and `ulimit -n` named, no record), or every one of the 3,000
         /// members run. Which, depends on how many descriptors flowrun found
         /// open (the test runner may leak some): under 24 always refused,
-        /// from 64 always run.
-        @Test func everyLimitFrom8To64EndsWithoutAHangOrACrash() throws {
-            for limit in [8, 12, 16, 20, 24, 28, 32, 40, 48, 64] {
+        /// from 64 always run. Two limits at a time (`onLanes`): each run is
+        /// its own flowrun under its own limit, and nothing here is timed
+        /// but the 60 s hang guard.
+        @Test func everyLimitFrom8To64EndsWithoutAHangOrACrash() async throws {
+            try await onLanes(2, [8, 12, 16, 20, 24, 28, 32, 40, 48, 64]) { limit in
                 let sandbox = try RunSandbox()
                 let outcome = try sandbox.run(wrapped: try Self.prlimit(limit), Self.fanOut, timeout: .seconds(60))
                 let stderr = sandbox.read("stderr") ?? ""
@@ -59,10 +61,11 @@ extension RunEndToEnd {
         /// "Couldn't connect to server" (libcurl's word for no socket),
         /// others for their log, the record for its pack and index. Now every
         /// task succeeds, or the run stops naming the limit; never a task
-        /// failed for want of a descriptor, and the record is whole.
-        @Test func shortDescriptorsMakeTasksWaitNeverFailThem() throws {
+        /// failed for want of a descriptor, and the record is whole. Two
+        /// limits at a time, as above; the server answers both runs.
+        @Test func shortDescriptorsMakeTasksWaitNeverFailThem() async throws {
             let server = try ManyRequestHTTPServer()
-            for limit in [32, 36, 40, 48, 56, 64] {
+            try await onLanes(2, [32, 36, 40, 48, 56, 64]) { limit in
                 let sandbox = try RunSandbox()
                 let outcome = try sandbox.run(wrapped: try Self.prlimit(limit), """
                     max_parallel: 50
@@ -83,7 +86,7 @@ extension RunEndToEnd {
                 #expect(!outcome.timedOut && outcome.signal == nil, "\(context)")
                 #expect(!stderr.contains("Too many open files") && !stderr.contains("Couldn't connect"), "\(context)")
                 #expect(!stderr.contains("the run record is incomplete"), "\(context)")
-                if stderr.hasPrefix("flowrun: the file descriptor limit is \(limit)") { continue }  // refused at once: fine
+                if stderr.hasPrefix("flowrun: the file descriptor limit is \(limit)") { return }  // refused at once: fine
                 let record = try sandbox.record()
                 if outcome.exitStatus == 0 {
                     #expect(integer((record.summary["counts"] as? [String: Any])?["succeeded"]) == 80, "\(context)\n\(record.summary)")

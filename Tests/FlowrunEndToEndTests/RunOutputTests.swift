@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// SPEC §2 "Outputs: the stash", §7 run record: output streams to the
     /// task's log as it arrives (no pipe deadlock, flat memory), the stash
     /// keeps the last 1 MiB, progress lines are events, not output.

@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// The run record's layout at scale (issue 20): a task that printed
     /// nothing has no log file, and `logs/` is sharded
     /// (`logs/000/000042-NAME.log`) so no folder of the record holds more

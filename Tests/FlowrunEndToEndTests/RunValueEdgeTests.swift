@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Issue 16 items 1, 2, 7, 10 with the built binary: no value is ever cut
     /// (SPEC §2), member names stay unique, and a tolerated failure counts
     /// toward a join's `need` (SPEC §5).

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// `sequential: true` groups (SPEC §10, issue 23 item 4): members run one
     /// at a time in written order, a failure skips the rest and fails the group.
     @Suite struct SequentialGroupTests {

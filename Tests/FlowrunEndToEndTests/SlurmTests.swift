@@ -6,8 +6,10 @@ import Glibc
 
 /// `executor: slurm` against a real one-node cluster (SPEC §12): each test
 /// runs the built binary on a workflow, the cluster is started once for
-/// the suite and stopped after it.
-@Suite(.serialized, .slurmCluster) struct SlurmTests {
+/// the suite and stopped after it. Ahead of the parallel tests, as
+/// `RunEndToEnd`: queued behind them, its first test started when they were
+/// done (~130 s in CI) and it ended the whole run ~20 s after `RunEndToEnd`.
+@Suite(.serialized, .aheadOfTheParallelTests, .slurmCluster) struct SlurmTests {
     /// `sbatch` and `squeue` first on PATH: each call is logged, then the real one runs.
     static func countingTools(in sandbox: RunSandbox) throws -> [String: String] {
         let bin = sandbox.path + "/bin"

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-extension RunEndToEnd {
+extension RunEndToEndParallel {
     /// Order on the command line (SPEC §15, issue 35): `flowrun FILE clean
     /// build` runs the targets one after another, each with what it needs,
     /// as `task`, `just` and `make` without `-j` do; `--parallel` runs them

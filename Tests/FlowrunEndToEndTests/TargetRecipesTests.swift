@@ -50,7 +50,7 @@ extension RunEndToEndParallel {
                 "tag v2.4.0", "build 2.4.0", "upload 2.4.0", "announce 2.4.0",
                 "rollout eu-west", "rollout us-east", "rollout ap-south", "smoke test",
             ], "\(run)")
-            RunEndToEnd.SequentialGroupTests.expectOneAtATime(RunEndToEnd.SequentialGroupTests.spans(try sandbox.record()).filter { !["check", "smoke-test", "vars.version"].contains($0.name) })
+            RunEndToEndParallel.SequentialGroupTests.expectOneAtATime(RunEndToEndParallel.SequentialGroupTests.spans(try sandbox.record()).filter { !["check", "smoke-test", "vars.version"].contains($0.name) })
         }
 
         @Test func orderedReleaseStopsAtTheFailedUpload() throws {

@@ -126,4 +126,72 @@ import Glibc
         let old = #"{"version":1,"task":"t","identity":"i","sources":[["a.c","h1"]],"generates":[],"stdout":"","exit_code":0,"outputs":[]}"#
         #expect(IncrementalRecord(json: old, task: "t")?.sources == [.init(path: "a.c", hash: "h1")])
     }
+
+    /// The state's entries are found by walking them in step with the glob's
+    /// matches (their usual order) and by path once the two part: in any
+    /// order, with a file added or one gone, every recorded stamp still
+    /// spares its read, and only the new file is read.
+    @Test(arguments: ["same order", "reversed", "one gone", "one added"])
+    func recordedStampsAreFoundWhateverTheirOrder(change: String) throws {
+        let folder = NSTemporaryDirectory() + "/content-hash-order-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let names = ["a.h", "b.h", "c.h", "d.h"]
+        for name in names { try name.write(toFile: folder + "/" + name, atomically: false, encoding: .utf8) }
+        var recorded: [IncrementalRecord.PathHash] = []
+        for name in names {
+            let stamp = try #require(FileStamp.of(folder + "/" + name))
+            recorded.append(.init(path: name, hash: "recorded " + name, stamp: stamp))
+        }
+        let latest = recorded.compactMap(\.stamp).map { max($0.modified, $0.changed) }.max() ?? 0
+        let cache = ContentHashCache(now: { latest + 3 * Self.second })
+        var expected = recorded.map(\.hash)
+        switch change {
+        case "reversed": recorded.reverse()
+        case "one gone": recorded.insert(.init(path: "0.h", hash: "gone", stamp: recorded[0].stamp), at: 1)
+        case "one added":
+            recorded.remove(at: 1)
+            expected[1] = try #require(ContentHash.of(folder + "/b.h"))
+        default: break
+        }
+        let hashes = RunEngine.hashes(of: [try GlobPattern.parse("*.h")], base: folder, recorded: recorded, hashes: cache)
+        #expect(hashes?.map(\.path) == names)
+        #expect(hashes?.map(\.hash) == expected)
+        #expect(cache.contentReads == (change == "one added" ? 1 : 0))
+    }
+
+    /// A walked glob's hashes are kept whole for the next task that lists
+    /// it, until a task starts or the next run of a watch; only when every
+    /// stamp was settled (else each look reads the unsettled file again), and
+    /// never for a pattern without wildcards (one file, looked up by path).
+    @Test func aGlobsHashesAreKeptWholeUntilATaskStarts() throws {
+        let folder = NSTemporaryDirectory() + "/content-hash-glob-hashes-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for name in ["a.h", "b.h"] { try name.write(toFile: folder + "/" + name, atomically: false, encoding: .utf8) }
+        let changed = try #require(FileStamp.of(folder + "/b.h")).changed
+        let glob = try GlobPattern.parse("*.h")
+        let literal = try GlobPattern.parse("a.h")
+
+        let settled = ContentHashCache(now: { changed + 3 * Self.second })
+        let first = try #require(RunEngine.hashes(of: [glob, literal], base: folder, hashes: settled))
+        #expect(settled.hashes(matching: glob, base: folder)?.map(\.path) == ["a.h", "b.h"])
+        #expect(settled.hashes(matching: literal, base: folder) == nil)
+        #expect(RunEngine.hashes(of: [glob], base: folder, hashes: settled) == Array(first[0..<2]))
+        #expect(settled.contentReads == 2)
+        settled.taskStarting()
+        #expect(settled.hashes(matching: glob, base: folder) == nil)
+
+        let watch = ContentHashCache(now: { changed + 3 * Self.second })
+        _ = RunEngine.hashes(of: [glob], base: folder, hashes: watch)
+        watch.runStarting()
+        #expect(watch.hashes(matching: glob, base: folder) == nil)
+
+        // Read in the tick they were written: not kept, read again by each look.
+        let racy = ContentHashCache(now: { changed })
+        _ = RunEngine.hashes(of: [glob], base: folder, hashes: racy)
+        #expect(racy.hashes(matching: glob, base: folder) == nil)
+        _ = RunEngine.hashes(of: [glob], base: folder, hashes: racy)
+        #expect(racy.contentReads == 4)
+    }
 }

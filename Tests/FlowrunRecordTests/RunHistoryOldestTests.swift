@@ -53,4 +53,20 @@ import Glibc
         let listed = RunHistory.runIDs(in: folder.descriptor, ownedBy: geteuid())
         for count in 0...ids.count { #expect(Set(RunHistory.oldest(count, of: ids, in: folder.descriptor)) == Set(listed.prefix(count))) }
     }
+
+    /// The start time is read from the line as flowrun writes it without a
+    /// JSON parse; a first line written otherwise (keys in another order,
+    /// spaces) is still read, by the parse.
+    @Test func aFirstLineInAnotherShapeIsStillRead() throws {
+        let folder = try Folder()
+        let other = "20261125-100000-0000000000000004"
+        try #require(mkdir(folder.path + "/" + other, 0o700) == 0)
+        try "{ \"time\": \"2026-11-25T10:00:00.050Z\", \"event\": \"run_started\" }\n".write(
+            toFile: folder.path + "/" + other + "/events.jsonl", atomically: false, encoding: .utf8)
+        #expect(RunHistory.startTime(of: other, in: folder.descriptor) == RecordedRun.epochSeconds("2026-11-25T10:00:00.050Z"))
+        #expect(RunHistory.startTime(of: Self.sameSecond[0], in: folder.descriptor) == RecordedRun.epochSeconds("2026-11-25T10:00:00.900Z"))
+        let ids = RunHistory.unorderedRunIDs(in: folder.descriptor, ownedBy: geteuid())
+        // …04 started first in 10:00:00 (50 ms), then …03 (100 ms).
+        #expect(Set(RunHistory.oldest(3, of: ids, in: folder.descriptor)) == [Self.early, other, Self.sameSecond[2]])
+    }
 }

@@ -23,7 +23,15 @@ package final class ContentHashCache: Sendable {
     private let tasksStarted = Atomic(false)
     /// What each glob (its text, its base folder) matched, taken while no
     /// task had started: 70 tasks listing `include/**/*.h` walk it once.
-    private let expansions = Mutex<[String: [String]]>([:])
+    private let expansions = Mutex<[String: Expansion]>([:])
+
+    private struct Expansion {
+        var paths: [String]
+        /// Each path's hash and stamp, once every one was settled: the next
+        /// task listing the glob takes the list whole (90 headers looked up
+        /// one by one, 70 times, were a twentieth of a no-op run).
+        var hashes: [IncrementalRecord.PathHash]?
+    }
     /// A path a pattern without wildcards named, as `stat` found it while
     /// no task had started, and the clock before that `stat`: its hash
     /// takes the stamp from here instead of a second `stat` (a compile
@@ -79,10 +87,29 @@ package final class ContentHashCache: Sendable {
             return [literal.shown]
         }
         let key = base + "\u{0}" + pattern.text
-        if let known = expansions.withLock({ $0[key] }) { return known }
+        if let known = expansions.withLock({ $0[key]?.paths }) { return known }
         let paths = GlobExpansion.expand(pattern, base: base)
-        expansions.withLock { $0[key] = paths }
+        expansions.withLock { $0[key] = Expansion(paths: paths) }
         return paths
+    }
+
+    /// The hashes of what a walked glob matched (`keep(_:matching:base:)`),
+    /// while no task has started: what `hash` would give for each path again.
+    package func hashes(matching pattern: GlobPattern, base: String) -> [IncrementalRecord.PathHash]? {
+        guard !tasksStarted.load(ordering: .acquiring) else { return nil }
+        return expansions.withLock { $0[base + "\u{0}" + pattern.text]?.hashes }
+    }
+
+    /// Keeps the hashes of a walked glob's matches, in its order, if each
+    /// stamp was settled (an unsettled file is read again by the next look).
+    package func keep(_ hashes: [IncrementalRecord.PathHash], matching pattern: GlobPattern, base: String) {
+        guard !tasksStarted.load(ordering: .acquiring), hashes.allSatisfy({ $0.stamp != nil }) else { return }
+        expansions.withLock { expansions in
+            let key = base + "\u{0}" + pattern.text
+            // Only a walked glob has an expansion; and only one of the paths it matched.
+            guard expansions[key]?.paths.elementsEqual(hashes.lazy.map(\.path)) == true else { return }
+            expansions[key]?.hashes = hashes
+        }
     }
 
     /// How many times a file's content was read (and hashed) through this cache.

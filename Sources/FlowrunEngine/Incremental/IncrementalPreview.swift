@@ -93,6 +93,7 @@ package enum IncrementalPreview {
                 continue
             }
             let group = step.group ?? step.name
+            let fanOut = FanOutIdentity(template: identity)
             for index in 0..<min(count, membersCheckedAtMost) {
                 let item = item(index)
                 guard let name = memberName(task: task, group: group, item: item, index: index, plan: plan) else {
@@ -100,7 +101,7 @@ package enum IncrementalPreview {
                     lines.append("\(group)[\(index)]: decided when it runs (its name reads a value known only then)")
                     continue
                 }
-                lines.append(line(name, task: task, identity: identity.member(item: item).hash, item: item, index: index, plan: plan, store: store, decisions: &decisions))
+                lines.append(line(name, task: task, identity: fanOut.member(item: item).hash, item: item, index: index, plan: plan, store: store, decisions: &decisions))
             }
             if count > membersCheckedAtMost {
                 lines.append("\(group): \(count - membersCheckedAtMost) more members, not checked (a dry run checks the first \(membersCheckedAtMost))")

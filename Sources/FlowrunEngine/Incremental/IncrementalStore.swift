@@ -98,6 +98,9 @@ package final class IncrementalStore: Sendable {
         decided.withLock { $0.removeValue(forKey: task) }
     }
 
+    /// Entries of the state files read so far, each kept once (`StateEntryPool`).
+    private let entries = Mutex(StateEntryPool())
+
     /// The task's last successful run, if any and readable.
     package func read(task: String) -> IncrementalRecord? {
         let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -128,7 +131,7 @@ package final class IncrementalStore: Sendable {
                 guard bytes.count <= 64 << 20 else { return nil }
             }
         }
-        return IncrementalRecord(json: String(decoding: bytes, as: UTF8.self), task: task)
+        return entries.withLock { IncrementalRecord(bytes: bytes, task: task, pool: &$0) }
     }
 
     /// Writes the record under a fresh name, then renames it into place.
@@ -203,8 +206,13 @@ package struct IncrementalRecord: Sendable, Equatable {
     /// This record with the stamps of `sources` and `generates` (the same
     /// paths and hashes, hashed again), or nil when it holds them already.
     func withStamps(sources: [PathHash], generates: [PathHash]) -> IncrementalRecord? {
-        func stamps(_ list: [PathHash]) -> [FileStamp?] { list.map(\.stamp) }
-        guard stamps(sources) != stamps(self.sources) || stamps(generates) != stamps(self.generates) else { return nil }
+        // Compared in place, by index: four arrays of stamps a task were made to compare them.
+        func sameStamps(_ first: [PathHash], _ second: [PathHash]) -> Bool {
+            guard first.count == second.count else { return false }
+            for index in first.indices where first[index].stamp != second[index].stamp { return false }
+            return true
+        }
+        guard !sameStamps(sources, self.sources) || !sameStamps(generates, self.generates) else { return nil }
         var record = self
         record.sources = sources
         record.generates = generates
@@ -225,8 +233,31 @@ package struct IncrementalRecord: Sendable, Equatable {
         return text
     }
 
+    /// A state file's content: the writer's shape read straight from the
+    /// bytes (`StateFileScanner`), anything else by the general JSON reader.
+    init?(bytes: [UInt8], task: String) {
+        var pool = StateEntryPool()
+        self.init(bytes: bytes, task: task, pool: &pool)
+    }
+
+    /// The same, entries read before found in `pool` (`StateEntryPool`).
+    init?(bytes: [UInt8], task: String, pool: inout StateEntryPool) {
+        if let record = bytes.withUnsafeBufferPointer({ bytes in
+            var scanner = StateFileScanner(bytes)
+            return scanner.record(task: task, pool: &pool)
+        }) {
+            self = record
+            return
+        }
+        self.init(parsed: JSONValue.parse(bytes: bytes), task: task)
+    }
+
     init?(json: String, task: String) {
-        guard case .object(let members)? = JSONValue.parse(json) else { return nil }
+        self.init(parsed: JSONValue.parse(json), task: task)
+    }
+
+    private init?(parsed: JSONValue?, task: String) {
+        guard case .object(let members)? = parsed else { return nil }
         var fields: [String: JSONValue] = [:]
         for member in members { fields[member.key] = member.value }
         guard fields["version"] == .number("1"), fields["task"] == .string(task),
