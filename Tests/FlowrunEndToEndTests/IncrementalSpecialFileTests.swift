@@ -29,5 +29,35 @@ extension RunEndToEndParallel {
             #expect(!second.timedOut, "\(second)")
             #expect(second.exitStatus == 0, "\(second)")
         }
+
+        /// A named pipe at a task's `.flowrun/state` file name (the state folder is
+        /// private, but its owner or root may leave one there): opened to be read, it
+        /// blocked until a writer came, so every later run and dry run hung for good,
+        /// printing nothing. Now it is no state: the task runs and its state is written again.
+        @Test func aNamedPipeAtAStateFileIsNoStateAndTheRunEnds() throws {
+            let sandbox = try RunSandbox()
+            _ = try sandbox.directory.write("a\n", to: "a.c")
+            let text = """
+                tasks:
+                  build:
+                    sources: ["a.c"]
+                    run: echo built >> "$SANDBOX/count"
+                """
+            let first = try sandbox.run(text, timeout: .seconds(20))
+            #expect(first.exitStatus == 0, "\(first)")
+            let state = sandbox.file(".flowrun/state")
+            let names = try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.hasSuffix(".json") }
+            #expect(names.count == 1, "\(names)")
+            for name in names {
+                #expect(unlink(state + "/" + name) == 0)
+                #expect(mkfifo(state + "/" + name, 0o600) == 0)
+            }
+            let dry = try sandbox.run(text, ["--dry-run"], timeout: .seconds(20))
+            #expect(!dry.timedOut, "the dry run hung on the named pipe: \(dry)")
+            let second = try sandbox.run(text, timeout: .seconds(20))
+            #expect(!second.timedOut, "the run hung on the named pipe: \(second)")
+            #expect(second.exitStatus == 0, "\(second)")
+            #expect(sandbox.lines("count").count == 2, "\(sandbox.lines("count"))")
+        }
     }
 }

@@ -103,7 +103,9 @@ package final class IncrementalStore: Sendable {
 
     /// The task's last successful run, if any and readable.
     package func read(task: String) -> IncrementalRecord? {
-        let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        // O_NONBLOCK: a named pipe at the name (mkfifo) is opened without waiting for a
+        // writer, then refused as no plain file; opening it blocked the run for good.
+        let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { close(file) }
         // Sized by fstat and read into it unfilled: a 64 KiB chunk zeroed
