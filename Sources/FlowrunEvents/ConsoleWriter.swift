@@ -30,8 +30,9 @@ package final class ConsoleWriter: Sendable {
 
     /// Bytes waiting to be written at most; more and new text is dropped.
     package static let defaultCapacity = 1 << 20
-    /// Bytes handed to one `write` at most (a pipe's default size).
-    static let writeLimit = 64 << 10
+    /// Bytes handed to one `write` at most: what a 115,200-baud serial console
+    /// takes in 1.4 s, so even that reader is seen making progress within the stall.
+    static let writeLimit = 16 << 10
 
     /// Lines dropped so far on stdout and stderr together.
     package static var droppedLines: Int {
