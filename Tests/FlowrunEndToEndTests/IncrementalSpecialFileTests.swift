@@ -59,5 +59,31 @@ extension RunEndToEndParallel {
             #expect(second.exitStatus == 0, "\(second)")
             #expect(sandbox.lines("count").count == 2, "\(sandbox.lines("count"))")
         }
+
+        /// A source that matches and cannot be read (a dangling link in the folder a glob
+        /// walks, a file with a name that is not UTF-8, one without read permission): the
+        /// sources were hashed as one "unreadable" mark, the state recorded that mark, and
+        /// the next check made the same mark and found it equal: the task stayed up to date
+        /// for good, whatever was edited in its other sources. Now it runs, and keeps no state.
+        @Test func aSourceThatCannotBeReadMakesTheTaskRunEveryTime() throws {
+            let sandbox = try RunSandbox()
+            try FileManager.default.createDirectory(atPath: sandbox.file("inc"), withIntermediateDirectories: true)
+            _ = try sandbox.directory.write("one\n", to: "inc/a.h")
+            #expect(symlink("nowhere", sandbox.file("inc/b.h")) == 0)
+            let text = """
+                tasks:
+                  build:
+                    sources: ["inc/*.h"]
+                    run: cat inc/a.h >> "$SANDBOX/seen"
+                """
+            let first = try sandbox.run(text, timeout: .seconds(20))
+            #expect(first.exitStatus == 0, "\(first)")
+            let dry = try sandbox.run(text, ["--dry-run"], timeout: .seconds(20))
+            #expect(dry.stdout.contains("build: would run (a source cannot be read)"), "\(dry)")
+            _ = try sandbox.directory.write("two\n", to: "inc/a.h")
+            let second = try sandbox.run(text, timeout: .seconds(20))
+            #expect(second.exitStatus == 0, "\(second)")
+            #expect(sandbox.lines("seen") == ["one", "two"], "the edit to inc/a.h went unseen: \(sandbox.lines("seen"))\n\(second)")
+        }
     }
 }

@@ -186,6 +186,9 @@ package struct IncrementalRecord: Sendable, Equatable {
             self.stamp = stamp
         }
 
+        /// Stands for the sources of a task one of which matched and could not be read.
+        package static let unreadable = PathHash(path: "", hash: "unreadable")
+
         package static func == (first: PathHash, second: PathHash) -> Bool {
             first.path == second.path && first.hash == second.hash
         }
