@@ -85,5 +85,29 @@ extension RunEndToEndParallel {
             #expect(second.exitStatus == 0, "\(second)")
             #expect(sandbox.lines("seen") == ["one", "two"], "the edit to inc/a.h went unseen: \(sandbox.lines("seen"))\n\(second)")
         }
+
+        /// A source renamed from `café.h` in NFC (U+00E9) to `café.h` in NFD (e, U+0301),
+        /// content unchanged: two names, two files on Linux, and the task lists another
+        /// file than before. Paths were compared with Swift's `==` (canonical equivalence),
+        /// which finds the two equal: the task stayed up to date. Now compared by bytes.
+        @Test func aSourceRenamedToAnotherUnicodeNormalFormIsAChange() throws {
+            let sandbox = try RunSandbox()
+            try FileManager.default.createDirectory(atPath: sandbox.file("inc"), withIntermediateDirectories: true)
+            let composed = "inc/caf\u{E9}.h", decomposed = "inc/cafe\u{301}.h"
+            #expect(Array(composed.utf8) != Array(decomposed.utf8))
+            _ = try sandbox.directory.write("same\n", to: composed)
+            let text = """
+                tasks:
+                  build:
+                    sources: ["inc/*.h"]
+                    run: echo ran >> "$SANDBOX/count"
+                """
+            let first = try sandbox.run(text, timeout: .seconds(20))
+            #expect(first.exitStatus == 0, "\(first)")
+            #expect(rename(sandbox.file(composed), sandbox.file(decomposed)) == 0)
+            let second = try sandbox.run(text, timeout: .seconds(20))
+            #expect(second.exitStatus == 0, "\(second)")
+            #expect(sandbox.lines("count").count == 2, "the rename went unseen\n\(second)")
+        }
     }
 }
