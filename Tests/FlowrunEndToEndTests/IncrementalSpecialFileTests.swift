@@ -109,5 +109,30 @@ extension RunEndToEndParallel {
             #expect(second.exitStatus == 0, "\(second)")
             #expect(sandbox.lines("count").count == 2, "the rename went unseen\n\(second)")
         }
+
+        /// Two sources whose names differ only in their Unicode normal form (`café.h`
+        /// NFC and NFD): two files. The glob's matches were a `Set<String>`, which keeps
+        /// one of them, and this run's hashes were found by `String` key, which gives
+        /// one file's hash for the other: an edit to the file left out went unseen.
+        @Test func twoSourcesWhoseNamesDifferOnlyInNormalFormAreBothChecked() throws {
+            let sandbox = try RunSandbox()
+            try FileManager.default.createDirectory(atPath: sandbox.file("inc"), withIntermediateDirectories: true)
+            let composed = "inc/caf\u{E9}.h", decomposed = "inc/cafe\u{301}.h"
+            _ = try sandbox.directory.write("A\n", to: composed)
+            _ = try sandbox.directory.write("B\n", to: decomposed)
+            let text = """
+                tasks:
+                  build:
+                    sources: ["inc/*.h"]
+                    run: echo ran >> "$SANDBOX/count"
+                """
+            #expect(try sandbox.run(text, timeout: .seconds(20)).exitStatus == 0)
+            for (number, file) in [composed, decomposed, composed].enumerated() {
+                _ = try sandbox.directory.write("edit \(number)\n", to: file)
+                let run = try sandbox.run(text, timeout: .seconds(20))
+                #expect(run.exitStatus == 0, "\(run)")
+                #expect(sandbox.lines("count").count == number + 2, "the edit to \(file) went unseen\n\(run)")
+            }
+        }
     }
 }
