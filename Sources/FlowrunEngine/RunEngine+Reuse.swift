@@ -137,6 +137,8 @@ extension RunEngine {
     func recordIncrementalSuccess(_ index: Int) {
         guard let store = reuse.store, let check = nodes[index].incremental?.value else { return }
         nodes[index].incremental = nil
+        // A source it could not read: no state, so it runs every time until it can be read.
+        guard !check.sourcesUnreadable else { return }
         // The state keeps a stash whole or not at all: a stdout past 1 MiB
         // (kept whole only in this run's record) makes the task run every time.
         guard nodes[index].stash.oversizedStdout == nil else { return }
@@ -209,9 +211,12 @@ extension IncrementalCheck {
         }
         // Every source that matches, hashed; one that cannot be read makes the task run.
         let sourceHashes = RunEngine.hashes(of: sources, base: base, requireMatches: false, recorded: recorded?.sources ?? [], hashes: hashes)
-            ?? [IncrementalRecord.PathHash(path: "", hash: "unreadable")]
+            ?? [IncrementalRecord.PathHash.unreadable]
         return IncrementalCheck(identity: sha.finalize(), base: base, sources: sourceHashes, generates: generates)
     }
+
+    /// Whether a source matched and could not be read (hashed as `PathHash.unreadable`).
+    var sourcesUnreadable: Bool { sources.contains(.unreadable) }
 
     /// Whether `record` (the last successful run) still holds: same identity,
     /// same sources, and the generated files as it left them.
@@ -221,7 +226,10 @@ extension IncrementalCheck {
 
     /// The generated files' hashes when `record` still holds, else nil.
     func generatedFiles(upToDateWith record: IncrementalRecord, hashes: ContentHashCache) -> [IncrementalRecord.PathHash]? {
-        guard record.identity == identity, record.sources == sources,
+        // A source that cannot be read says nothing of what the others hold: the task runs
+        // (the mark matched the one its last run recorded, so edits to every other source went unseen).
+        guard !sourcesUnreadable, !record.sources.contains(.unreadable),
+              record.identity == identity, record.sources == sources,
               let generated = RunEngine.hashes(of: generates, base: base, recorded: record.generates, hashes: hashes),
               generated == record.generates else { return nil }
         return generated

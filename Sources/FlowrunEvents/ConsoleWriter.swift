@@ -30,6 +30,9 @@ package final class ConsoleWriter: Sendable {
 
     /// Bytes waiting to be written at most; more and new text is dropped.
     package static let defaultCapacity = 1 << 20
+    /// Bytes handed to one `write` at most: what a 115,200-baud serial console
+    /// takes in 1.4 s, so even that reader is seen making progress within the stall.
+    static let writeLimit = 16 << 10
 
     /// Lines dropped so far on stdout and stderr together.
     package static var droppedLines: Int {
@@ -237,13 +240,26 @@ package final class ConsoleWriter: Sendable {
     }
 
     /// Writes every byte; on a failure, its errno and the lines not fully written.
+    /// At most `writeLimit` bytes a call: a blocking write to a pipe returns only when
+    /// all it was given is in the pipe, so a 1 MiB chunk to a reader taking 100 KB/s
+    /// showed no progress for 10 s and `drain` gave up on a reader that was reading.
     private func writeAll(_ bytes: UnsafeRawBufferPointer) -> (errno: Int32, unwrittenLines: Int)? {
         var offset = 0
         while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, min(bytes.count - offset, Self.writeLimit))
             if written > 0 {
+                // Lines now whole on the other side are no longer the ones lost if this stops here.
+                let done = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + written])
+                var ended = 0
+                for byte in done where byte == UInt8(ascii: "\n") { ended += 1 }
                 offset += written
-                state.withLock { $0.lastProgress = ContinuousClock.now }
+                let givenUp = state.withLock { state -> Bool in
+                    state.lastProgress = ContinuousClock.now
+                    state.inFlightLines = max(0, state.inFlightLines - ended)
+                    return state.failure != nil
+                }
+                // `drain` gave up on this writer (and counted the rest as dropped): nothing more.
+                if givenUp { return nil }
                 continue
             }
             let error = written < 0 ? errno : EIO

@@ -13,7 +13,7 @@ package import FlowrunModel
 /// Shared by the engine's checks and the generated files' hashes after a
 /// task; the table is behind a `Mutex`, the reads outside it.
 package final class ContentHashCache: Sendable {
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Mutex<[ExactPath: Entry]>([:])
     /// The clock a read's start is taken from (the kernel's coarse wall clock; a test's own).
     private let now: @Sendable () -> Int64
     private let reads = Atomic(0)
@@ -23,7 +23,7 @@ package final class ContentHashCache: Sendable {
     private let tasksStarted = Atomic(false)
     /// What each glob (its text, its base folder) matched, taken while no
     /// task had started: 70 tasks listing `include/**/*.h` walk it once.
-    private let expansions = Mutex<[String: Expansion]>([:])
+    private let expansions = Mutex<[ExactPath: Expansion]>([:])
 
     private struct Expansion {
         var paths: [String]
@@ -36,7 +36,7 @@ package final class ContentHashCache: Sendable {
     /// no task had started, and the clock before that `stat`: its hash
     /// takes the stamp from here instead of a second `stat` (a compile
     /// task's source and object were six `stat`s, now two).
-    private let statted = Mutex<[String: (stamp: FileStamp, readStart: Int64)]>([:])
+    private let statted = Mutex<[ExactPath: (stamp: FileStamp, readStart: Int64)]>([:])
 
     /// The run of this process the cache serves (`flowrun watch` runs many):
     /// a hash stands without a `stat` only in the run that took it.
@@ -78,15 +78,15 @@ package final class ContentHashCache: Sendable {
         if let literal = GlobExpansion.literalPath(pattern, base: base) {
             // Matched (and hashed) already this run: it stands, as a walked glob does.
             let current = run.load(ordering: .acquiring)
-            if entries.withLock({ $0[literal.full]?.run == current }) || statted.withLock({ $0[literal.full] != nil }) { return [literal.shown] }
+            if entries.withLock({ $0[ExactPath(text: literal.full)]?.run == current }) || statted.withLock({ $0[ExactPath(text: literal.full)] != nil }) { return [literal.shown] }
             let readStart = now()
             var info = stat()
             guard stat(literal.full, &info) == 0 else { return [] }
             // Under the name `hash` is given (`RunEngine.hashes`: base + "/" + path).
-            statted.withLock { $0[literal.full] = (FileStamp(info), readStart) }
+            statted.withLock { $0[ExactPath(text: literal.full)] = (FileStamp(info), readStart) }
             return [literal.shown]
         }
-        let key = base + "\u{0}" + pattern.text
+        let key = ExactPath(text: base + "\u{0}" + pattern.text)
         if let known = expansions.withLock({ $0[key]?.paths }) { return known }
         let paths = GlobExpansion.expand(pattern, base: base)
         expansions.withLock { $0[key] = Expansion(paths: paths) }
@@ -97,7 +97,7 @@ package final class ContentHashCache: Sendable {
     /// while no task has started: what `hash` would give for each path again.
     package func hashes(matching pattern: GlobPattern, base: String) -> [IncrementalRecord.PathHash]? {
         guard !tasksStarted.load(ordering: .acquiring) else { return nil }
-        return expansions.withLock { $0[base + "\u{0}" + pattern.text]?.hashes }
+        return expansions.withLock { $0[ExactPath(text: base + "\u{0}" + pattern.text)]?.hashes }
     }
 
     /// Keeps the hashes of a walked glob's matches, in its order, if each
@@ -105,7 +105,7 @@ package final class ContentHashCache: Sendable {
     package func keep(_ hashes: [IncrementalRecord.PathHash], matching pattern: GlobPattern, base: String) {
         guard !tasksStarted.load(ordering: .acquiring), hashes.allSatisfy({ $0.stamp != nil }) else { return }
         expansions.withLock { expansions in
-            let key = base + "\u{0}" + pattern.text
+            let key = ExactPath(text: base + "\u{0}" + pattern.text)
             // Only a walked glob has an expansion; and only one of the paths it matched.
             guard expansions[key]?.paths.elementsEqual(hashes.lazy.map(\.path)) == true else { return }
             expansions[key]?.hashes = hashes
@@ -121,24 +121,24 @@ package final class ContentHashCache: Sendable {
     package func hash(_ path: String, recorded: IncrementalRecord.PathHash? = nil) -> (hash: String, stamp: FileStamp?)? {
         // Before the stat: a write after this moment gets a later ctime.
         let current = run.load(ordering: .acquiring)
-        if !tasksStarted.load(ordering: .acquiring), let known = entries.withLock({ $0[path] }), known.run == current { return (known.hash, known.stamp) }
+        if !tasksStarted.load(ordering: .acquiring), let known = entries.withLock({ $0[ExactPath(text: path)] }), known.run == current { return (known.hash, known.stamp) }
         // The stat the pattern's match took, if no task has started since.
-        let seen = tasksStarted.load(ordering: .acquiring) ? nil : statted.withLock { $0.removeValue(forKey: path) }
+        let seen = tasksStarted.load(ordering: .acquiring) ? nil : statted.withLock { $0.removeValue(forKey: ExactPath(text: path)) }
         let readStart = seen?.readStart ?? now()
         guard let stamp = seen?.stamp ?? FileStamp.of(path) else { return nil }
         // A recorded stamp was settled when it was recorded (only those are kept).
         if let recorded, recorded.stamp == stamp {
-            entries.withLock { $0[path] = Entry(stamp: stamp, hash: recorded.hash, run: current) }
+            entries.withLock { $0[ExactPath(text: path)] = Entry(stamp: stamp, hash: recorded.hash, run: current) }
             return (recorded.hash, stamp)
         }
-        if let known = entries.withLock({ $0[path] }), known.stamp == stamp {
-            entries.withLock { $0[path]?.run = current }
+        if let known = entries.withLock({ $0[ExactPath(text: path)] }), known.stamp == stamp {
+            entries.withLock { $0[ExactPath(text: path)]?.run = current }
             return (known.hash, stamp)
         }
         reads.add(1, ordering: .relaxed)
         guard let hash = ContentHash.of(path) else { return nil }
         guard stamp.isSettled(readStart: readStart) else { return (hash, nil) }
-        entries.withLock { $0[path] = Entry(stamp: stamp, hash: hash, run: current) }
+        entries.withLock { $0[ExactPath(text: path)] = Entry(stamp: stamp, hash: hash, run: current) }
         return (hash, stamp)
     }
 }

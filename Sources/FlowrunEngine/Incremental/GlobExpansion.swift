@@ -13,10 +13,12 @@ package enum GlobExpansion {
             var info = stat()
             return stat(literal.full, &info) == 0 ? [literal.shown] : []
         }
-        var found = Set<String>()
+        var found = Set<ExactPath>()
         let root = pattern.isAbsolute ? "/" : (base.isEmpty ? "." : base)
         walk(pattern.segments[...], directory: root, shown: pattern.isAbsolute ? "/" : "", into: &found)
-        return found.sorted()
+        // By bytes: `String`'s order and `Set<String>` take `café` (U+00E9) and `café` (e, U+0301)
+        // for one name, and kept one of the two files (an edit to the other went unseen).
+        return found.map(\.text).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// A pattern without wildcards (`src/main.c`): the path it names as
@@ -38,9 +40,9 @@ package enum GlobExpansion {
         shown.isEmpty ? name : (shown.hasSuffix("/") ? shown + name : shown + "/" + name)
     }
 
-    private static func walk(_ segments: ArraySlice<GlobPattern.Segment>, directory: String, shown: String, into found: inout Set<String>) {
+    private static func walk(_ segments: ArraySlice<GlobPattern.Segment>, directory: String, shown: String, into found: inout Set<ExactPath>) {
         guard let segment = segments.first else {
-            if !shown.isEmpty { found.insert(shown) }
+            if !shown.isEmpty { found.insert(ExactPath(text: shown)) }
             return
         }
         let rest = segments.dropFirst()
@@ -51,7 +53,7 @@ package enum GlobExpansion {
             var info = stat()
             guard stat(path, &info) == 0 else { return }
             if rest.isEmpty {
-                found.insert(join(shown, name))
+                found.insert(ExactPath(text: join(shown, name)))
             } else if info.st_mode & S_IFMT == S_IFDIR {
                 walk(rest, directory: path, shown: join(shown, name), into: &found)
             }
@@ -61,7 +63,7 @@ package enum GlobExpansion {
                     ?? Array(entry.name.utf8).withUnsafeBufferPointer { GlobPattern.matches(tokens, $0) }
                 guard matches else { continue }
                 if rest.isEmpty {
-                    found.insert(join(shown, entry.name))
+                    found.insert(ExactPath(text: join(shown, entry.name)))
                 } else if entry.isDirectory(in: directory) {
                     walk(rest, directory: directory + "/" + entry.name, shown: join(shown, entry.name), into: &found)
                 }

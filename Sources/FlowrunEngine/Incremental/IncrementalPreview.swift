@@ -155,6 +155,7 @@ package enum IncrementalPreview {
         } catch {
             return "\(name): would fail: \(error.message)"
         }
+        if check.sourcesUnreadable { return "\(name): would run (a source cannot be read)" }
         guard let record else { return "\(name): would run (no successful run recorded)" }
         if let generated = check.generatedFiles(upToDateWith: record, hashes: store.hashes) {
             decisions[name] = UpToDate(record: record, check: check, generated: generated)

@@ -103,7 +103,9 @@ package final class IncrementalStore: Sendable {
 
     /// The task's last successful run, if any and readable.
     package func read(task: String) -> IncrementalRecord? {
-        let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        // O_NONBLOCK: a named pipe at the name (mkfifo) is opened without waiting for a
+        // writer, then refused as no plain file; opening it blocked the run for good.
+        let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { close(file) }
         // Sized by fstat and read into it unfilled: a 64 KiB chunk zeroed
@@ -184,8 +186,13 @@ package struct IncrementalRecord: Sendable, Equatable {
             self.stamp = stamp
         }
 
+        /// Stands for the sources of a task one of which matched and could not be read.
+        package static let unreadable = PathHash(path: "", hash: "unreadable")
+
+        /// Paths by their bytes: Swift's `==` finds `café` (U+00E9) and `café` (e, U+0301)
+        /// equal, but they name two files, and a source renamed from one to the other is a change.
         package static func == (first: PathHash, second: PathHash) -> Bool {
-            first.path == second.path && first.hash == second.hash
+            first.path.utf8.elementsEqual(second.path.utf8) && first.hash == second.hash
         }
     }
 
