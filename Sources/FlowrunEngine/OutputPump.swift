@@ -49,7 +49,8 @@ final class OutputPump: @unchecked Sendable {
     /// The thread the pump reads on, and the engine's batches.
     let loop: EventLoop
     private let state = Mutex(State())
-    private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Made at the first read: a run that starts no task touches none of it.
+    private lazy var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     /// Whether an output ended in the current wake-up (`ChildExitWatch`
     /// then looks for the exit that usually comes with it).
     private(set) var outputEnded = false
