@@ -65,7 +65,7 @@ let package = Package(
         .target(name: "FlowrunEvents", dependencies: ["FlowrunModel", "FlowrunValues", "CFlowrunSystem"], swiftSettings: strictSettings),
         // The run folder: its layout and names, events.jsonl, task logs, summary.json.
         // Written by the engine, readable by reporters and commands without the engine.
-        .target(name: "FlowrunRecord", dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunEvents"], swiftSettings: strictSettings),
+        .target(name: "FlowrunRecord", dependencies: ["FlowrunModel", "FlowrunValues", "FlowrunEvents", "CFlowrunSystem"], swiftSettings: strictSettings),
         // Plan → processes, requests, sleeps → events and an exit code. No YAML, no loading.
         .target(
             name: "FlowrunEngine",

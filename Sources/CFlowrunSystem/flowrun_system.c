@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <linux/openat2.h>
 #include <unistd.h>
 
 void flowrun_name_this_thread(const char *name) {
@@ -39,6 +40,14 @@ const char *flowrun_signal_abbreviation(int signal) {
 
 int flowrun_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+int flowrun_open_beneath(int folder, const char *path, int flags) {
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (uint64_t)flags;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    return (int)syscall(SYS_openat2, folder, path, &how, sizeof how);
 }
 
 // MARK: - Dispositions a child resets

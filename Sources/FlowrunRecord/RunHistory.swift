@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FlowrunValues
+import CFlowrunSystem
 
 /// The run records in one folder (`.flowrun/runs`, or `--log-dir`): which
 /// runs there are, which one is the latest, which one a RUN argument names,
@@ -151,18 +152,30 @@ package final class RunHistory {
 
     /// When run `id` started, from its first event (nil if unreadable).
     static func startTime(of id: String, in folder: Int32) -> Double? {
+        // What flowrun writes first, read without a JSON parse, and opened in
+        // one call that follows no link (a folder of runs started in one
+        // second — a benchmark's loop — has pruning read each one's start).
+        let events = flowrun_open_beneath(folder, id + "/events.jsonl", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        if events >= 0 {
+            var head = [UInt8](repeating: 0, count: 128)
+            let count = head.withUnsafeMutableBytes { pread(events, $0.baseAddress, $0.count, 0) }
+            close(events)
+            if count > startedPrefix.count, let time = startTime(in: head[..<count]) { return time }
+        }
         let run = openat(folder, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard run >= 0 else { return nil }
         defer { close(run) }
-        // What flowrun writes first, read without a JSON parse: pruning in a
-        // folder of runs started in one second (a benchmark's loop) reads each one's.
-        if let head = RecordFile.read(run, "events.jsonl", limit: 128), head.starts(with: startedPrefix),
-           let end = head[startedPrefix.count...].firstIndex(of: UInt8(ascii: "\"")) {
-            return RecordedRun.epochSeconds(String(decoding: head[startedPrefix.count..<end], as: UTF8.self))
-        }
+        if let head = RecordFile.read(run, "events.jsonl", limit: 128), let time = startTime(in: head[...]) { return time }
         guard let line = RecordFile.firstLine(run, "events.jsonl"),
               let event = JSONValue.parse(bytes: Array(line)) else { return nil }
         return event["time"]?.string.flatMap(RecordedRun.epochSeconds)
+    }
+
+    /// The start time in a first line that begins as flowrun writes it.
+    private static func startTime(in head: ArraySlice<UInt8>) -> Double? {
+        guard head.starts(with: startedPrefix),
+              let end = head[(head.startIndex + startedPrefix.count)...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        return RecordedRun.epochSeconds(String(decoding: head[(head.startIndex + startedPrefix.count)..<end], as: UTF8.self))
     }
 
     /// How every `events.jsonl` flowrun writes begins, up to its start time.

@@ -104,6 +104,11 @@ const char *flowrun_signal_abbreviation(int signal);
 /// In C: pipe2 is a GNU extension the Glibc overlay hides (pipe + fcntl would race a concurrent spawn).
 int flowrun_pipe_cloexec(int fds[2]);
 
+/// openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS: `path` (which may hold
+/// folders) under `folder`, never through a link or out of it, in one call.
+/// -1 with errno ENOSYS where the kernel has no openat2 (before 5.6).
+int flowrun_open_beneath(int folder, const char *path, int flags);
+
 /// Installs a handler for `signal` that writes the signal's number as one
 /// byte to `fd` (non-blocking; every forwarded signal shares the last `fd`
 /// given): the self-pipe trick, whichever thread takes the signal.
