@@ -162,10 +162,10 @@ package final class RunHistory {
             close(events)
             if count > startedPrefix.count, let time = startTime(in: head[..<count]) { return time }
         }
+        // Another first line, or a kernel without openat2: the line parsed, opened a step at a time.
         let run = openat(folder, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard run >= 0 else { return nil }
         defer { close(run) }
-        if let head = RecordFile.read(run, "events.jsonl", limit: 128), let time = startTime(in: head[...]) { return time }
         guard let line = RecordFile.firstLine(run, "events.jsonl"),
               let event = JSONValue.parse(bytes: Array(line)) else { return nil }
         return event["time"]?.string.flatMap(RecordedRun.epochSeconds)
