@@ -105,7 +105,11 @@ enum SlurmJobScript {
         // What the task left in its group (a child that ignores TERM while the task ended on it, a
         // background job still running at its end): TERM, then SIGKILL after kill_grace, as a local
         // task's leftovers; at once on QUIT. Left alone, init adopts them and linuxproc's KILL misses them.
-        lines.append(#"flowrun_left=\#(graceTenths(spec.killGrace)); while kill -s 0 -- -"$flowrun_pid" 2>/dev/null; do if [ "$flowrun_left" -le 0 ] || [ "$flowrun_stop" = QUIT ]; then kill -s KILL -- -"$flowrun_pid" 2>/dev/null; break; fi; [ "$flowrun_left" -lt \#(graceTenths(spec.killGrace)) ] || kill -s TERM -- -"$flowrun_pid" 2>/dev/null; sleep 0.1; flowrun_left=$((flowrun_left - 1)); done"#)
+        // A zombie is not left running: an orphan's goes to init, which reaps it when it will (1–2 s on
+        // some VMs, where waiting for it made every cancel take the grace). `ps` tells the states; without
+        // a `ps` that prints them, any member counts, as `kill -0` says.
+        lines.append(#"flowrun_running() { kill -s 0 -- -"$flowrun_pid" 2>/dev/null || return 1; flowrun_states=$(ps -A -o pgid= -o stat= 2>/dev/null) || return 0; printf '%s\n' "$flowrun_states" | { flowrun_zombie=; while read -r flowrun_group flowrun_state; do [ "$flowrun_group" = "$flowrun_pid" ] || continue; case $flowrun_state in Z*) flowrun_zombie=1;; *) exit 0;; esac; done; [ -z "$flowrun_zombie" ]; }; }"#)
+        lines.append(#"flowrun_left=\#(graceTenths(spec.killGrace)); while flowrun_running; do if [ "$flowrun_left" -le 0 ] || [ "$flowrun_stop" = QUIT ]; then kill -s KILL -- -"$flowrun_pid" 2>/dev/null; break; fi; [ "$flowrun_left" -lt \#(graceTenths(spec.killGrace)) ] || kill -s TERM -- -"$flowrun_pid" 2>/dev/null; sleep 0.1; flowrun_left=$((flowrun_left - 1)); done"#)
         lines.append("finish \"$flowrun_status\"")
         return lines.joined(separator: "\n") + "\n"
     }

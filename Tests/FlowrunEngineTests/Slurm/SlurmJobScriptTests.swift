@@ -1,5 +1,6 @@
 @testable import FlowrunEngine
 import FlowrunModel
+import FlowrunValues
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -80,6 +81,37 @@ import Glibc
             signal: SIGTERM)
         #expect(ended == 128 + Int(SIGTERM))
         #expect((ContinuousClock.now - started).seconds < 30)
+    }
+
+    /// A zombie left in the task's group is not a leftover to wait for.
+    /// (Here its parent lives on outside the group and never reaps it; on a
+    /// node it is an orphan whose init reaps it late: this VM's took 1–2 s,
+    /// and every Slurm cancel waited for it, up to the grace; CI's load once
+    /// made that 5 s.) Fails on a script that asks `kill -0` alone: it waits
+    /// out the 60 s grace.
+    @Test func aZombieLeftInTheTasksGroupIsNotWaitedFor() throws {
+        let folder = try Self.folder()
+        defer {
+            if let text = try? String(contentsOfFile: folder + "/escaped.pid", encoding: .utf8),
+               let escaped = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) { kill(escaped, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        // The task's shell starts one that forks the zombie-to-be (in the task's group), then
+        // leaves the group (setsid) and sleeps without reaping it; the task says it started
+        // once the zombie is one.
+        let escaping = #"echo $$ > escaped.pid; sh -c 'echo $$ > zombie.pid' & exec setsid sleep 300"#
+        let task = """
+            cd \(folder); sh -c \(ShellQuoting.word(escaping)) &
+            until [ -s zombie.pid ] && grep -q '^State:.Z' /proc/$(cat zombie.pid)/status 2>/dev/null; do sleep 0.01; done
+            echo $$ > task.pid; exec sleep 300
+            """
+        let started = ContinuousClock.now
+        let ended = try Self.run(Self.spec(["/bin/sh", "-c", task], in: folder, grace: .seconds(60)), in: folder, signal: SIGTERM)
+        #expect(ended == 128 + Int(SIGTERM))
+        #expect((ContinuousClock.now - started).seconds < 30)
+        let zombie = try String(contentsOfFile: folder + "/zombie.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let state = try String(contentsOfFile: "/proc/\(zombie)/status", encoding: .utf8)
+        #expect(state.contains("State:\tZ"), "the zombie was reaped, so the test proved nothing: \(state)")
     }
 
     // MARK: Helpers
