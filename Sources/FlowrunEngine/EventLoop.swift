@@ -59,8 +59,9 @@ final class EventLoop: @unchecked Sendable {
     private let loopThread = Atomic<UInt>(0)
 
     /// Starts the loop's thread: it inherits the calling thread's signal
-    /// mask (SIGCHLD must be blocked before, see `RunEngine.init`).
-    init(engineQueue: DispatchQueue, threadName: String = "flowrun.output") {
+    /// mask (SIGCHLD must be blocked before, see `RunEngine.init`). Without
+    /// `startsThread`, the loop runs on the thread that calls `runHere`.
+    init(engineQueue: DispatchQueue, threadName: String = "flowrun.output", startsThread: Bool = true) {
         self.engineQueue = engineQueue
         var ends: [Int32] = [-1, -1]
         _ = flowrun_pipe_cloexec(&ends)
@@ -70,7 +71,17 @@ final class EventLoop: @unchecked Sendable {
         _ = fcntl(wakeDescriptor, F_SETFL, O_NONBLOCK)
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         Self.watch(wakeRead, in: epoll)
-        startThread(named: threadName) { [self] in run() }
+        if startsThread { startThread(named: threadName) { [self] in run() } }
+    }
+
+    /// Runs the loop on the calling thread, `first` as its first batch,
+    /// until `finished` says so after a wake-up: a run that starts no
+    /// process (every task up to date) makes no thread for a loop that
+    /// would only carry its signals. A signal that comes during the last
+    /// batch is not taken: the run has ended, as when it comes after.
+    func runHere(first: @escaping () -> Void, until finished: () -> Bool) {
+        pending.append(first)
+        run(until: finished)
     }
 
     // MARK: Registration (any thread)
@@ -148,14 +159,16 @@ final class EventLoop: @unchecked Sendable {
                      "called off the event loop's thread", file: file, line: line)
     }
 
-    private func run() {
+    private func run(until finished: () -> Bool = { false }) {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
         // No priority of its own: a thread of flowrun's that raised its nice
         // value or policy would pass it on to (or reset it in) the tasks it
         // spawns, and tasks run exactly as flowrun's caller set it (SPEC §2).
         var events = [epoll_event](repeating: epoll_event(), count: 64)
-        while true {
-            let ready = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), -1) }
+        while !finished() {
+            // Work delivered before the loop ran (`runHere`'s first) does not wait for a descriptor.
+            let timeout: Int32 = pending.isEmpty ? -1 : 0
+            let ready = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
             if ready < 0 { continue }
             let handlers = registryLock.withLock { _ in registry }
             for event in events.prefix(Int(ready)) {

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -238,6 +239,12 @@ package final class RunEngine: @unchecked Sendable {
     /// The exit code, worked out once when the run has finished.
     var finalExitCode: Int32?
     let done = DispatchSemaphore(value: 0)
+    /// The run starts no process (every task up to date, the supervisor
+    /// split skipped): the calling thread runs the loop and the engine's
+    /// turns, and no thread is made for a run that waits for nothing.
+    let runsOnCallingThread: Bool
+    /// Set with `done` (any thread), for the calling thread's loop to stop.
+    let ended = Atomic<Bool>(false)
 
     /// Stashes to restore (`resume`) and the incremental state: set before `run()`.
     package var reuse = TaskReuse()
@@ -314,7 +321,8 @@ package final class RunEngine: @unchecked Sendable {
                 reaperProblem = error.description
             }
         }
-        loop = EventLoop(engineQueue: queue)
+        runsOnCallingThread = attemptFactory == nil && Supervisor.skippedAsNoOp
+        loop = EventLoop(engineQueue: queue, startsThread: !runsOnCallingThread)
         pump = OutputPump(loop: loop)
         Self.attach(record, queue: queue, loop: loop)
         if let reaper {
@@ -364,9 +372,14 @@ package final class RunEngine: @unchecked Sendable {
     package func run() -> RunOutcome {
         precondition(Supervisor.isSplitDecided, "a run put the supervisor split off and never decided it (Supervisor.splitNow)")
         if ownsProcess { installSignalHandlers() }
-        queue.async { self.begin() }
         // The supervisor gets the record's events; its watch starts with the first attempt.
-        if ownsProcess { watchSupervisor() }
+        if runsOnCallingThread {
+            if ownsProcess { watchSupervisor() }
+            loop.runHere(first: { self.begin() }, until: { self.ended.load(ordering: .acquiring) })
+        } else {
+            queue.async { self.begin() }
+            if ownsProcess { watchSupervisor() }
+        }
         done.wait()
         // Nothing of the run may outlive flowrun, not even a daemon that left
         // its group, cleared its environment or changed its user: every
@@ -510,7 +523,10 @@ package final class RunEngine: @unchecked Sendable {
             runEndedUnderWatch()
             return
         }
+        ended.store(true, ordering: .releasing)
         done.signal()
+        // A turn on a Dispatch thread (a fan-out's roots past the first 256) ends it: the loop looks.
+        if runsOnCallingThread { loop.wake() }
     }
 
     /// Under `flowrun watch`: what stops one run (`fail_fast`, the run's timeout), not the watch

@@ -43,9 +43,15 @@ final class LineWriter: Sendable {
     /// Past this many waiting entries, `write(event:)` formats on the caller's thread.
     private static let entriesAtMost = 4 * 1024
 
-    init(descriptor: Int32, format: @escaping @Sendable (RunEvent) -> String) {
+    /// No timed hand-over: a run that starts no task waits for nothing, and
+    /// its lines are handed over at its end (`finish`), or per 512. A timer
+    /// would be a Dispatch thread of its own, for a run that makes none else.
+    private let handsOverAtEnd: Bool
+
+    init(descriptor: Int32, handsOverAtEnd: Bool = false, format: @escaping @Sendable (RunEvent) -> String) {
         console = ConsoleWriter.shared(for: descriptor)
         isTerminal = isatty(descriptor) == 1
+        self.handsOverAtEnd = handsOverAtEnd
         self.format = format
     }
 
@@ -73,7 +79,7 @@ final class LineWriter: Sendable {
                 pending.promptFlush = true
                 return (true, true)
             }
-            guard !pending.timedFlush else { return (false, false) }
+            guard !pending.timedFlush, !handsOverAtEnd else { return (false, false) }
             pending.timedFlush = true
             return (true, false)
         }

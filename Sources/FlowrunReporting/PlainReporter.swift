@@ -29,8 +29,9 @@ package final class PlainReporter: RunReporter, @unchecked Sendable {
     /// Tasks that succeeded without running: restored, up to date.
     private var reused = ReusedTally()
 
-    package init(descriptor: Int32 = 1) {
-        output = LineWriter(descriptor: descriptor) { Self.commonLine($0) ?? "" }
+    /// `handsOverAtEnd`: the run starts no task (see `LineWriter`).
+    package init(descriptor: Int32 = 1, handsOverAtEnd: Bool = false) {
+        output = LineWriter(descriptor: descriptor, handsOverAtEnd: handsOverAtEnd) { Self.commonLine($0) ?? "" }
         columns = isatty(descriptor) == 1 ? TerminalSize.of(descriptor).columns : 80
     }
 
@@ -263,8 +264,9 @@ package final class JSONLinesReporter: RunReporter, Sendable {
     /// When the run started (epoch seconds), for `task_output`'s `elapsed`: it comes from the output thread.
     private let runStart = Mutex<Double?>(nil)
 
-    package init(descriptor: Int32 = 1) {
-        output = LineWriter(descriptor: descriptor) { $0.jsonLine + "\n" }
+    /// `handsOverAtEnd`: the run starts no task (see `LineWriter`).
+    package init(descriptor: Int32 = 1, handsOverAtEnd: Bool = false) {
+        output = LineWriter(descriptor: descriptor, handsOverAtEnd: handsOverAtEnd) { $0.jsonLine + "\n" }
     }
 
     package func report(_ event: RunEvent) {

@@ -90,14 +90,16 @@ enum RunLauncher {
         let reporter: any RunReporter
         // The live view's rows show each running task's latest line: it hears every line on a terminal.
         var hearsLines = stream
+        // A run that starts no task waits for nothing: its lines are handed over at its end.
+        let handsOverAtEnd = Supervisor.skippedAsNoOp
         switch output {
-        case .json: reporter = JSONLinesReporter()
-        case .plain: reporter = PlainReporter()
+        case .json: reporter = JSONLinesReporter(handsOverAtEnd: handsOverAtEnd)
+        case .plain: reporter = PlainReporter(handsOverAtEnd: handsOverAtEnd)
         // Not on a terminal, `tty` prints the view's lasting lines (finished
         // tasks, join blocks, summary) with no live region and no escapes.
         case .tty, .auto:
             if output == .auto && !Terminal.standardOutput.showsLiveView {
-                reporter = PlainReporter()
+                reporter = PlainReporter(handsOverAtEnd: handsOverAtEnd)
             } else {
                 let live = LiveTerminalReporter(streams: stream)
                 hearsLines = hearsLines || live.drawsRegion

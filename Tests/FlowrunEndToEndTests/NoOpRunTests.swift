@@ -39,7 +39,7 @@ extension RunEndToEnd {
         /// exit status and the system calls that made or removed a folder,
         /// or wrote into the record (`-y` names each descriptor's file).
         func tracedRun(_ sandbox: RunSandbox, _ workflow: String, sourceLocation: SourceLocation = #_sourceLocation) throws
-            -> (exitStatus: Int32?, folderCalls: [String], recordWrites: [String], processes: [String], sleeps: [String]) {
+            -> (exitStatus: Int32?, folderCalls: [String], recordWrites: [String], processes: [String], sleeps: [String], threads: [String]) {
             let strace = try RunSandbox.tool("strace")
             let trace = sandbox.file("trace-\(UUID().uuidString)")
             let outcome = try ChildProcess.run(
@@ -58,7 +58,8 @@ extension RunEndToEnd {
             // A process made (a thread is a clone with CLONE_THREAD).
             let processes = lines.filter { ($0.contains("clone") || $0.contains("fork(")) && !$0.contains("CLONE_THREAD") && !$0.contains("resumed") }
             let sleeps = lines.filter { $0.contains("nanosleep(") }
-            return (outcome.exitStatus, folderCalls, recordWrites, processes, sleeps)
+            let threads = lines.filter { $0.contains("clone") && $0.contains("CLONE_THREAD") && !$0.contains("resumed") }
+            return (outcome.exitStatus, folderCalls, recordWrites, processes, sleeps, threads)
         }
 
         @Test func aNoOpRunMakesNoFolderAndRemovesNoneYetIsARunWithEveryTaskUpToDate() throws {
@@ -79,6 +80,10 @@ extension RunEndToEnd {
             #expect(traced.processes.isEmpty, "processes made:\n\(traced.processes.joined(separator: "\n"))")
             // Nothing sleeps: the console's last lines are waited for, not polled (a 2 ms poll was a third of a no-op).
             #expect(traced.sleeps.isEmpty, "sleeps:\n\(traced.sleeps.joined(separator: "\n"))")
+            // One thread, the console's (stdout is a file here; it must not block the run): the
+            // event loop and the engine's turns run on the main thread, and the lines are handed
+            // over at the end, with no timer (a Dispatch thread). There were four.
+            #expect(traced.threads.count <= 1, "threads made:\n\(traced.threads.joined(separator: "\n"))")
 
             // Still a run: two kept, the newest is `latest`, listed, every task up to date.
             let runs = runFolders(in: sandbox.logDirectory)
@@ -104,6 +109,26 @@ extension RunEndToEnd {
             // A log asked of a task that ran nothing: said so, as before (no logs/ folder to read).
             let logs = try FlowrunBinary.run(["logs", newest, "a", "--log-dir", sandbox.logDirectory], in: sandbox.path)
             #expect(logs.exitStatus == 0 && logs.stdout.isEmpty && logs.stderr.contains("'a' did not run (succeeded)"), "\(logs)")
+        }
+
+        /// A no-op run with more roots than one turn of the engine takes
+        /// (256): the later turns run on a Dispatch thread, and the run
+        /// still ends, every task up to date and every line printed.
+        @Test func aNoOpRunOfManyRootsEndsWithEveryLine() throws {
+            let sandbox = try RunSandbox()
+            var text = "tasks:\n"
+            for index in 0..<300 { text += "  t\(index): { sources: [s.c], generates: [o\(index)], run: \"cp s.c o\(index)\" }\n" }
+            let workflow = try sandbox.write(workflow: text)
+            try "int s;\n".write(toFile: sandbox.file("s.c"), atomically: false, encoding: .utf8)
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, ["--output", "plain"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0, "\(first)")
+            let again = try FlowrunBinary.run(
+                sandbox.arguments(workflow, ["--output", "plain"]), in: sandbox.path, environment: sandbox.environment, timeout: .seconds(30))
+            #expect(again.exitStatus == 0, "\(again)")
+            #expect(again.stdout.split(separator: "\n").filter { $0.contains(" uptodate ") }.count == 300, "\(again.stdout.suffix(400))")
+            #expect(again.stdout.contains("300 succeeded (300 up to date)"), "\(again.stdout.suffix(400))")
+            let json = try FlowrunBinary.run(sandbox.arguments(workflow, ["--output", "json"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(json.exitStatus == 0 && json.stdout.split(separator: "\n").count == 302, "\(json.stdout.suffix(400))")
         }
 
         /// After no-op runs, an edited source runs its task and the link

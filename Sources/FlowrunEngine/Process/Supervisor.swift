@@ -57,7 +57,7 @@ package enum Supervisor {
     private static let promisedNoTask = Atomic(false)
 
     /// Whether this process skipped the split because no task would start.
-    static var skippedAsNoOp: Bool { promisedNoTask.load(ordering: .acquiring) }
+    package static var skippedAsNoOp: Bool { promisedNoTask.load(ordering: .acquiring) }
 
     /// Checked as a run's engine starts: a command that put the split off
     /// decided it (a path to a run that forgot would run tasks unguarded).
