@@ -53,6 +53,8 @@ extension RunEngine {
             upToDate = UpToDate(record: record, check: check, generated: generated)
         }
         if let refreshed = upToDate.refreshed { store.write(refreshed, task: name) }
+        // The member the check made it for (by name): the same item, so the same identity.
+        if let (item, identity) = upToDate.memberIdentity, item == nodes[index].item?.text { checkedMemberIdentities[index] = identity }
         nodes[index].stash.stdout = upToDate.stdout
         nodes[index].stash.exitCode = upToDate.exitCode
         nodes[index].stash.outputs = upToDate.outputs.map { ($0.key, $0.value) }
@@ -65,6 +67,7 @@ extension RunEngine {
     func identity(of index: Int) -> TaskIdentity? {
         guard let definition = nodes[index].definition, let identity = identities[definition.value.name] else { return nil }
         guard nodes[index].group != nil && nodes[index].item != nil else { return identity }
+        if let checked = checkedMemberIdentities[index] { return checked }
         let template = definition.value.name
         let fanOut = fanOutIdentities[template] ?? FanOutIdentity(template: identity)
         fanOutIdentities[template] = fanOut

@@ -253,6 +253,8 @@ package final class RunEngine: @unchecked Sendable {
     package lazy var identities: [String: TaskIdentity] = TaskIdentities.compute(for: plan)
     /// The fan-out templates' identities with their hashes worked out, by template name, made as members need them.
     var fanOutIdentities: [String: FanOutIdentity] = [:]
+    /// Members' identities the check before the run made, by node: found up to date, never made twice.
+    var checkedMemberIdentities: [Int: TaskIdentity] = [:]
 
     /// `--stream`: task output goes to the reporters line by line as it arrives.
     let streamsOutput: Bool

@@ -149,6 +149,42 @@ extension RunEndToEnd {
             #expect(sandbox.read("app") == "int a; int edited;\nint b;\n")
         }
     
+        /// A member found up to date is recorded with the identity the check
+        /// before the run made for it (not made again): the one its run had.
+        @Test func anUpToDateMemberIsRecordedWithTheIdentityItsRunHad() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                groups:
+                  compile:
+                    foreach: [a, b, c]
+                    task:
+                      name: cc-${{ item }}
+                      sources: ["${{ item }}.c"]
+                      generates: ["${{ item }}.o"]
+                      run: 'cp ${{ item }}.c ${{ item }}.o'
+                """)
+            for name in ["a", "b", "c"] { try "\(name)\n".write(toFile: sandbox.file("\(name).c"), atomically: false, encoding: .utf8) }
+            func identities() throws -> [String: String] {
+                let newest = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.logDirectory + "/latest")
+                let data = try Data(contentsOf: URL(fileURLWithPath: sandbox.logDirectory + "/" + newest + "/summary.json"))
+                let tasks = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["tasks"] as? [[String: Any]])
+                var result: [String: String] = [:]
+                for task in tasks {
+                    let parts = (task["identity_parts"] as? [String: String] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                    result[task["name"] as? String ?? ""] = "\(task["identity"] as? String ?? "none") \(parts.joined(separator: ","))"
+                }
+                return result
+            }
+            let built = try FlowrunBinary.run(sandbox.arguments(workflow, ["--output", "plain"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(built.exitStatus == 0 && !built.stdout.contains("uptodate"), "\(built)")
+            let ran = try identities()
+            let again = try FlowrunBinary.run(sandbox.arguments(workflow, ["--output", "plain"]), in: sandbox.path, environment: sandbox.environment)
+            #expect(again.exitStatus == 0 && again.stdout.contains("3 succeeded (3 up to date)"), "\(again)")
+            let checked = try identities()
+            #expect(ran.count == 3 && ran.values.allSatisfy { !$0.hasPrefix("none") }, "\(ran)")
+            #expect(checked == ran)
+        }
+
         /// c-project's shape: a fan-out over an up-to-date listing's stdout,
         /// one member per line, then a link. Its members are known from the
         /// stdout the listing's record kept, so a no-op run of it is known

@@ -101,7 +101,10 @@ package enum IncrementalPreview {
                     lines.append("\(group)[\(index)]: decided when it runs (its name reads a value known only then)")
                     continue
                 }
-                lines.append(line(name, task: task, identity: fanOut.member(item: item).hash, item: item, index: index, plan: plan, store: store, decisions: &decisions))
+                let member = fanOut.member(item: item)
+                lines.append(line(name, task: task, identity: member.hash, item: item, index: index, plan: plan, store: store, decisions: &decisions))
+                // Kept with the decision: the engine's record of the member needs it again.
+                decisions[name]?.memberIdentity = (item, member)
             }
             if count > membersCheckedAtMost {
                 lines.append("\(group): \(count - membersCheckedAtMost) more members, not checked (a dry run checks the first \(membersCheckedAtMost))")

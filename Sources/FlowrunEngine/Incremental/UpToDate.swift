@@ -1,3 +1,5 @@
+import FlowrunPlanning
+
 /// A task found up to date, as the engine settles it: its last successful
 /// run's stash, and that record with newer stamps when it should be written
 /// again. Only this is kept, not the record and check whole: 70 tasks of
@@ -8,6 +10,9 @@ package struct UpToDate: Sendable {
     var outputs: [IncrementalRecord.KeyValue]
     /// Stamps settled since the record was written: kept, so that the next run reads nothing.
     var refreshed: IncrementalRecord?
+    /// A fan-out member's identity as the check before the run made it
+    /// (22 K instructions each): the engine's record of the member takes it.
+    var memberIdentity: (item: String, identity: TaskIdentity)?
 
     init(record: IncrementalRecord, check: IncrementalCheck, generated: [IncrementalRecord.PathHash]) {
         stdout = record.stdout
