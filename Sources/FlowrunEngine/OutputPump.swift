@@ -49,14 +49,19 @@ final class OutputPump: @unchecked Sendable {
     /// The thread the pump reads on, and the engine's batches.
     let loop: EventLoop
     private let state = Mutex(State())
-    /// Made at the first read: a run that starts no task touches none of it.
-    private lazy var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Allocated at the first read (a run that starts no task touches none
+    /// of it), freed with the pump. Not a `lazy var` array: each
+    /// access to one went through its getter and setter, and the write
+    /// into it copied all 64 KiB, twice per task (a third of a chain step).
+    private var buffer: UnsafeMutableRawBufferPointer?
     /// Whether an output ended in the current wake-up (`ChildExitWatch`
     /// then looks for the exit that usually comes with it).
     private(set) var outputEnded = false
     /// Read ends whose output ended in this wake-up, closed once its work
     /// (which may spawn the next task) is done: a close is not on that path.
     private var endedDescriptors: [Int32] = []
+
+    deinit { buffer?.deallocate() }
 
     init(loop: EventLoop) {
         self.loop = loop
@@ -115,8 +120,10 @@ final class OutputPump: @unchecked Sendable {
 
     /// One `read` into the buffer; what it got goes to `reader`. Returns read's result.
     private func readChunk(_ descriptor: Int32, to reader: Reader) -> Int {
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        if count > 0 { buffer.withUnsafeBytes { reader.data(UnsafeRawBufferPointer(rebasing: $0[0..<count])) } }
+        let buffer = self.buffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        self.buffer = buffer
+        let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
+        if count > 0 { reader.data(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
         return count
     }
 
