@@ -59,7 +59,7 @@ let package = Package(
         // YAML nodes → Workflow, or every diagnostic at once.
         .target(name: "FlowrunLoading", dependencies: ["FlowrunYAML", "FlowrunModel", "FlowrunValues"], swiftSettings: strictSettings),
         // Workflow + command-line choices → Plan (and its text and JSON for --dry-run).
-        .target(name: "FlowrunPlanning", dependencies: ["FlowrunModel", "FlowrunValues"], swiftSettings: strictSettings),
+        .target(name: "FlowrunPlanning", dependencies: ["FlowrunModel", "FlowrunValues", "CFlowrunSystem"], swiftSettings: strictSettings),
         // What the engine tells reporters: RunEvent, TaskStatus, the reporter protocols,
         // and the console writer whose dropped lines the summary counts.
         .target(name: "FlowrunEvents", dependencies: ["FlowrunModel", "FlowrunValues", "CFlowrunSystem"], swiftSettings: strictSettings),

@@ -15,6 +15,7 @@
 // Included here too: a module cache built before flowrun_host.h existed
 // does not notice a new header in the umbrella folder.
 #include "flowrun_host.h"
+#include "flowrun_sha256.h"
 
 /// What `flowrun_spawn` starts.
 typedef struct {
