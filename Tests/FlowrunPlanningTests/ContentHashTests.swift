@@ -38,7 +38,7 @@ import Testing
             print("ContentHashTests: this CPU has no SHA extensions; only the portable compression runs here")
             return
         }
-        var generator = SplitMix(seed: 37)
+        var generator = SplitMix64(seed: 37)
         for length in Array(0...300) + [1_000, 4_095, 4_096, 65_537] {
             let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             var hardware = SHA256(), portable = SHA256(portable: true), pieces = SHA256()
@@ -53,19 +53,6 @@ import Testing
             let expected = portable.finalize()
             #expect(hardware.finalize() == expected, "length \(length)")
             #expect(pieces.finalize() == expected, "length \(length), in pieces")
-        }
-    }
-
-    /// A small deterministic generator (the test's inputs are the same every run).
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 
