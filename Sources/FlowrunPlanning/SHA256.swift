@@ -6,8 +6,8 @@ import CFlowrunSystem
 /// unchanged one. Streaming: `update` any number of times, then `finalize`.
 ///
 /// Blocks are compressed with the CPU's SHA instructions where it has them
-/// (`flowrun_sha256_blocks`; x86-64 since 2017's CPUs), else word by word
-/// here; `SHA256Tests` holds the two to each other and to FIPS's examples.
+/// (`flowrun_sha256_blocks`: most x86-64 CPUs made since 2017), else word by word
+/// here; `ContentHashTests` holds the two to each other and to FIPS's examples.
 package struct SHA256: Sendable {
     /// Whether this CPU compresses blocks for us (asked once per process).
     package static let hasHardware = flowrun_sha256_hardware() != 0
