@@ -157,12 +157,25 @@ final class AttemptOutput: Sendable {
         }
         partialLine.append(contentsOf: chunk[start...])
         if partialLine.count > 64 * 1024 {
-            onLine(String(decoding: partialLine, as: UTF8.self), isError)
-            partialLine.removeAll(keepingCapacity: true)
-            cut = true
+            // Cut between characters: a character the read split stays for the next piece (cut
+            // inside it, both pieces showed U+FFFD where the task printed a valid character).
+            let keep = Self.incompleteCharacterStart(partialLine)
+            onLine(String(decoding: partialLine[..<keep], as: UTF8.self), isError)
+            partialLine.removeSubrange(..<keep)
+            cut = partialLine.isEmpty
         } else if !partialLine.isEmpty {
             cut = false
         }
+    }
+
+    /// Where a UTF-8 sequence that `bytes` ends before its end starts; `bytes.count` if none does.
+    static func incompleteCharacterStart(_ bytes: [UInt8]) -> Int {
+        var index = bytes.count - 1, continuations = 0
+        while index >= 0, continuations < 3, bytes[index] & 0xC0 == 0x80 { index -= 1; continuations += 1 }
+        guard index >= 0 else { return bytes.count }
+        let lead = bytes[index]
+        let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+        return length > continuations + 1 ? index : bytes.count
     }
 
     /// Forwards whole-percent changes only, to the engine's queue.
