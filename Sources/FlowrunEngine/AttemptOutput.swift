@@ -42,6 +42,10 @@ final class AttemptOutput: Sendable {
         /// `--stream`'s unfinished lines (at most 64 KiB each).
         var partialLine: [UInt8] = []
         var partialErrorLine: [UInt8] = []
+        /// Whether the unfinished line was handed on at its 64 KiB (then emptied): the newline
+        /// that ends it ends nothing more, not an empty line of its own.
+        var partialLineCut = false
+        var partialErrorLineCut = false
         var lastProgress = -1
         var closed = false
     }
@@ -72,13 +76,13 @@ final class AttemptOutput: Sendable {
             case .stdout:
                 show(chunk, through: state.stdoutMasking) { shown in
                     log.write(shown)
-                    if onLine != nil { streamLines(shown, into: &state.partialLine, isError: false) }
+                    if onLine != nil { streamLines(shown, into: &state.partialLine, cut: &state.partialLineCut, isError: false) }
                 }
                 if let progress = state.capture.append(chunk) { report(progress, &state) }
             case .stderr:
                 show(chunk, through: state.stderrMasking) { shown in
                     log.write(shown)
-                    if onLine != nil { streamLines(shown, into: &state.partialErrorLine, isError: true) }
+                    if onLine != nil { streamLines(shown, into: &state.partialErrorLine, cut: &state.partialErrorLineCut, isError: true) }
                 }
             }
         }
@@ -91,7 +95,7 @@ final class AttemptOutput: Sendable {
             case .stdout:
                 state.stdoutMasking?.finish { shown in
                     log.write(shown)
-                    if onLine != nil { streamLines(shown, into: &state.partialLine, isError: false) }
+                    if onLine != nil { streamLines(shown, into: &state.partialLine, cut: &state.partialLineCut, isError: false) }
                 }
                 state.stdoutMasking = nil
                 if let onLine, !state.partialLine.isEmpty { onLine(String(decoding: state.partialLine, as: UTF8.self), false) }
@@ -136,21 +140,42 @@ final class AttemptOutput: Sendable {
     }
 
     /// Hands on whole lines, keeping a partial one (at most 64 KiB of it) for the next chunk.
-    private func streamLines(_ chunk: UnsafeRawBufferPointer, into partialLine: inout [UInt8], isError: Bool) {
+    /// A line cut there ends with its newline, not with an empty line more (which came or not
+    /// depending on where the reads split the output).
+    private func streamLines(_ chunk: UnsafeRawBufferPointer, into partialLine: inout [UInt8], cut: inout Bool, isError: Bool) {
         guard let onLine else { return }
         var start = 0
         for (offset, byte) in chunk.enumerated() where byte == UInt8(ascii: "\n") {
             partialLine.append(contentsOf: chunk[start..<offset])
+            let endsACutLine = cut && partialLine.isEmpty
+            cut = false
+            start = offset + 1
+            if endsACutLine { continue }
             let line = String(decoding: partialLine, as: UTF8.self)
             partialLine.removeAll(keepingCapacity: true)
             if isError || !line.hasPrefix("::progress::") { onLine(line, isError) }
-            start = offset + 1
         }
         partialLine.append(contentsOf: chunk[start...])
         if partialLine.count > 64 * 1024 {
-            onLine(String(decoding: partialLine, as: UTF8.self), isError)
-            partialLine.removeAll(keepingCapacity: true)
+            // Cut between characters: a character the read split stays for the next piece (cut
+            // inside it, both pieces showed U+FFFD where the task printed a valid character).
+            let keep = Self.incompleteCharacterStart(partialLine)
+            onLine(String(decoding: partialLine[..<keep], as: UTF8.self), isError)
+            partialLine.removeSubrange(..<keep)
+            cut = partialLine.isEmpty
+        } else if !partialLine.isEmpty {
+            cut = false
         }
+    }
+
+    /// Where a UTF-8 sequence that `bytes` ends before its end starts; `bytes.count` if none does.
+    static func incompleteCharacterStart(_ bytes: [UInt8]) -> Int {
+        var index = bytes.count - 1, continuations = 0
+        while index >= 0, continuations < 3, bytes[index] & 0xC0 == 0x80 { index -= 1; continuations += 1 }
+        guard index >= 0 else { return bytes.count }
+        let lead = bytes[index]
+        let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+        return length > continuations + 1 ? index : bytes.count
     }
 
     /// Forwards whole-percent changes only, to the engine's queue.

@@ -483,6 +483,9 @@ package final class RunEngine: @unchecked Sendable {
         guard !finished else { return }
         if scheduler.finallyIsDue {
             startFinally()
+            // A `finally` task settled as it started (up to date, or not run) ended the run from
+            // inside that call: this one must not end it a second time (a second run_finished).
+            guard !finished else { return }
         }
         guard scheduler.allSettled else { return }
         // Services last: `finally` may still have used them. Each one's end calls here again.

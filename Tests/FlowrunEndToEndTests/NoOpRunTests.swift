@@ -131,6 +131,35 @@ extension RunEndToEnd {
             #expect(json.exitStatus == 0 && json.stdout.split(separator: "\n").count == 302, "\(json.stdout.suffix(400))")
         }
 
+        /// A `finally` task that is up to date settles as it starts, and that
+        /// ended the run from inside the call that started it: the run ended
+        /// twice (two `run finished` lines on the console, two `run_finished`
+        /// events in `events.jsonl`), in a no-op run and in a run whose main
+        /// phase ran a task alike.
+        @Test func anUpToDateFinallyTaskEndsTheRunOnce() throws {
+            let sandbox = try RunSandbox()
+            try "int s;\n".write(toFile: sandbox.file("s.c"), atomically: false, encoding: .utf8)
+            let workflows = [
+                "tasks:\n  a: { sources: [s.c], run: echo a }\nfinally:\n  fin: { sources: [s.c], run: echo fin }\n",
+                "tasks:\n  a: { run: echo a }\nfinally:\n  fin: { sources: [s.c], run: echo fin }\n",
+            ]
+            for (number, text) in workflows.enumerated() {
+                let workflow = try sandbox.write(workflow: text, to: "w\(number).yaml")
+                for round in 1...2 {
+                    for output in ["plain", "json"] {
+                        let run = try FlowrunBinary.run(sandbox.arguments(workflow, [], output: output), in: sandbox.path, environment: sandbox.environment)
+                        #expect(run.exitStatus == 0, "\(run)")
+                        let finishedLines = run.stdout.split(separator: "\n").filter { $0.contains(output == "json" ? "\"event\":\"run_finished\"" : " run      finished ") }
+                        #expect(finishedLines.count == 1, "workflow \(number), round \(round), \(output):\n\(run.stdout)")
+                        let newest = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.logDirectory + "/latest")
+                        let events = (try? String(contentsOfFile: sandbox.logDirectory + "/" + newest + "/events.jsonl", encoding: .utf8)) ?? ""
+                        #expect(events.split(separator: "\n").filter { $0.contains("\"event\":\"run_finished\"") }.count == 1,
+                                "workflow \(number), round \(round), \(output): events.jsonl:\n\(events)")
+                    }
+                }
+            }
+        }
+
         /// After no-op runs, an edited source runs its task and the link
         /// again, with `logs/` and `outputs/` made for them: the link's
         /// `$FLOWRUN_OUTPUT` lands, its log is readable.

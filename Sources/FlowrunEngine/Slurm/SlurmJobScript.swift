@@ -106,9 +106,13 @@ enum SlurmJobScript {
         // background job still running at its end): TERM, then SIGKILL after kill_grace, as a local
         // task's leftovers; at once on QUIT. Left alone, init adopts them and linuxproc's KILL misses them.
         // A zombie is not left running: an orphan's goes to init, which reaps it when it will (1–2 s on
-        // some VMs, where waiting for it made every cancel take the grace). `ps` tells the states; without
-        // a `ps` that prints them, any member counts, as `kill -0` says.
-        lines.append(#"flowrun_running() { kill -s 0 -- -"$flowrun_pid" 2>/dev/null || return 1; flowrun_states=$(ps -A -o pgid= -o stat= 2>/dev/null) || return 0; printf '%s\n' "$flowrun_states" | { flowrun_zombie=; while read -r flowrun_group flowrun_state; do [ "$flowrun_group" = "$flowrun_pid" ] || continue; case $flowrun_state in Z*) flowrun_zombie=1;; *) exit 0;; esac; done; [ -z "$flowrun_zombie" ]; }; }"#)
+        // some VMs, where waiting for it made every cancel take the grace). The states are read from
+        // /proc, not from a `ps` on the job's PATH (one that printed something else, or a `Z` for all,
+        // left a live leftover behind). A process whose first thread ended while others run shows `Z`
+        // too (`pthread_exit` in main): it is a zombie only with one thread left (`num_threads`, the
+        // 20th field of its stat, after the command in parentheses). Without /proc, any member counts,
+        // as `kill -0` says.
+        lines.append(#"flowrun_running() { kill -s 0 -- -"$flowrun_pid" 2>/dev/null || return 1; [ -r /proc/self/stat ] || return 0; flowrun_zombie=; for flowrun_file in /proc/[0-9]*/stat; do read -r flowrun_line 2>/dev/null <"$flowrun_file" || continue; set -- ${flowrun_line##*) }; [ "$3" = "$flowrun_pid" ] || continue; [ "$1" = Z ] && [ "${18:-2}" = 1 ] || return 0; flowrun_zombie=1; done; [ -z "$flowrun_zombie" ]; }"#)
         lines.append(#"flowrun_left=\#(graceTenths(spec.killGrace)); while flowrun_running; do if [ "$flowrun_left" -le 0 ] || [ "$flowrun_stop" = QUIT ]; then kill -s KILL -- -"$flowrun_pid" 2>/dev/null; break; fi; [ "$flowrun_left" -lt \#(graceTenths(spec.killGrace)) ] || kill -s TERM -- -"$flowrun_pid" 2>/dev/null; sleep 0.1; flowrun_left=$((flowrun_left - 1)); done"#)
         lines.append("finish \"$flowrun_status\"")
         return lines.joined(separator: "\n") + "\n"
