@@ -38,7 +38,7 @@ import Testing
             print("ContentHashTests: this CPU has no SHA extensions; only the portable compression runs here")
             return
         }
-        var generator = SplitMix64(seed: 37)
+        var generator = SeededGenerator(seed: 37)
         for length in Array(0...300) + [1_000, 4_095, 4_096, 65_537] {
             let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             var hardware = SHA256(), portable = SHA256(portable: true), pieces = SHA256()

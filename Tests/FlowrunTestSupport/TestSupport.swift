@@ -57,18 +57,3 @@ package func validated(_ yaml: String) -> (workflow: Workflow?, diagnostics: [St
     let result = WorkflowValidator.validate(bytes: Array(yaml.utf8), file: "test.yaml")
     return (result.diagnostics.hasErrors ? nil : result.workflow, result.diagnostics.map(\.description))
 }
-
-/// SplitMix64: a small seeded generator, so a test's random inputs are the same on every run.
-package struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    package init(seed: UInt64) { state = seed }
-
-    package mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
