@@ -96,6 +96,9 @@ SlurmctldPidFile=$dir/ctld.pid
 SlurmdPidFile=$dir/d.pid
 SlurmctldLogFile=$dir/log/ctld.log
 SlurmdLogFile=$dir/log/d.log
+# Enough to say, when a test finds a job left, what happened to its signals.
+SlurmdDebug=debug
+SlurmctldDebug=verbose
 SlurmUser=root
 SlurmdParameters=config_overrides
 ReturnToService=2

@@ -43,7 +43,7 @@ extension SlurmTests {
         let seconds = (ContinuousClock.now - since).seconds
         #expect(!ProcessProbe.isAlive(pid), "\(what): the task (pid \(pid), \(ProcessProbe.commandLine(of: pid))) outlived its job",
                 sourceLocation: sourceLocation)
-        #expect(gone, "\(what): jobs left \((try? SlurmTestCluster.jobs()) ?? [])", sourceLocation: sourceLocation)
+        #expect(gone, "\(what): \(SlurmTestCluster.leftovers())", sourceLocation: sourceLocation)
         if ProcessProbe.isAlive(pid) { kill(pid, SIGKILL) }
         return seconds
     }

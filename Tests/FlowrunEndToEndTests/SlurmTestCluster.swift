@@ -40,6 +40,28 @@ enum SlurmTestCluster {
         return outcome.output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
+    /// The jobs left, and for each what Slurm says of it and the lines of
+    /// the cluster's logs that name it: what a failure says, so that a job
+    /// that stayed on a loaded CI machine can be told apart afterwards
+    /// (the cluster's folder goes with the suite).
+    static func leftovers() -> String {
+        let left = (try? jobs()) ?? []
+        guard !left.isEmpty else { return "no job left (gone after the wait)" }
+        var report = "jobs left: \(left)"
+        for job in left.prefix(3) {
+            if let scontrol = try? RunSandbox.tool("scontrol"), let shown = try? command([scontrol, "show", "job", job]) {
+                report += "\n--- scontrol show job \(job):\n" + shown.output
+            }
+            let number = job.split(separator: "_").first.map(String.init) ?? job
+            for log in ["ctld.log", "d.log"] {
+                let lines = (try? String(contentsOfFile: folder + "/log/" + log, encoding: .utf8))?
+                    .split(separator: "\n").filter { $0.contains(number) }.suffix(25) ?? []
+                report += "\n--- \(log) lines naming \(number):\n" + lines.joined(separator: "\n")
+            }
+        }
+        return report
+    }
+
     /// Jobs running now.
     static func runningJobs() throws -> [String] {
         let outcome = try command([try RunSandbox.tool("squeue"), "--noheader", "--array", "--states=RUNNING", "--format=%i"])

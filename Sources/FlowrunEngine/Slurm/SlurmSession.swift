@@ -288,7 +288,9 @@ final class SlurmSession: @unchecked Sendable {
             for (step, jobs) in signalling {
                 let ids = jobs.subtracting(kill).filter { active[$0] != nil }.sorted()
                 guard !ids.isEmpty else { continue }
-                scancel(["--full", "--signal=\(TeardownStep.signalName(step.signal) ?? String(step.signal))"] + ids)
+                let name = TeardownStep.signalName(step.signal) ?? String(step.signal)
+                askToStop(ids, as: name)
+                scancel(["--full", "--signal=\(name)"] + ids)
                 queue.asyncAfter(deadline: .now() + .nanoseconds(Int(step.grace.nanoseconds))) { [self] in
                     for id in ids where active[id] != nil { enqueue(id, step.then[...]) }
                 }
@@ -311,7 +313,20 @@ final class SlurmSession: @unchecked Sendable {
         let started = ids.filter { active[$0]?.lastState?.state != "PENDING" }
         guard !started.isEmpty else { return scancel(cancel) }
         // Never a signal to a queued array element: Slurm applies it to the whole array.
+        askToStop(started, as: "QUIT")
         quit(["--full", "--signal=QUIT"] + (everything ? ["--state=RUNNING", "--name=\(jobName)"] : started), then: cancel)
+    }
+
+    /// Writes the stop's signal name to each job's `.stop` file before its
+    /// `scancel --signal`: Slurm drops a signal that reaches a job whose
+    /// script has not started yet, and the script reads this file once its
+    /// traps are set (`SlurmJobScript.element`). Best effort: a file that
+    /// cannot be written leaves the next teardown step, after the grace.
+    private func askToStop(_ ids: [String], as signal: String) {
+        for id in ids {
+            guard let attempt = active[id] else { continue }
+            _ = Self.write(signal + "\n", to: attempt.spec.files.stop)
+        }
     }
 
     /// `scancel --signal=QUIT`, then the `scancel` with `cancel`. Tried

@@ -114,6 +114,22 @@ import Glibc
         #expect(state.contains("State:\tZ"), "the zombie was reaped, so the test proved nothing: \(state)")
     }
 
+    /// A stop Slurm dropped (its `scancel --signal` reached the node before
+    /// slurmstepd started the script: 2 of 15 jobs signalled as squeue first
+    /// said R, and CI saw a Ctrl-C leave such a job in squeue) is read from
+    /// the `.stop` file flowrun writes first: the task does not start, and
+    /// the exit status is the signal's. Each of the four signals flowrun
+    /// stops with; anything else in the file is not a stop.
+    @Test(arguments: [("TERM", 143), ("INT", 130), ("HUP", 129), ("QUIT", 131), ("KILL", 0), ("", 0)])
+    func aStopAskedBeforeTheScriptRanIsReadFromItsFile(asked: String, status: Int32) throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try (asked + "\n").write(toFile: folder + "/t.1.stop", atomically: false, encoding: .utf8)
+        let ended = try Self.run(Self.spec(["/bin/sh", "-c", "touch \(folder)/ran"], in: folder), in: folder)
+        #expect(ended == status, "asked: \(asked)")
+        #expect(FileManager.default.fileExists(atPath: folder + "/ran") == (status == 0), "asked: \(asked)")
+    }
+
     // MARK: Helpers
 
     static func folder() throws -> String {
