@@ -97,10 +97,22 @@ struct link_watch {
 /// running again, kills every task. Named by a pidfd, so that a supervisor
 /// gone already and its pid reused gets nothing. Every signal is blocked in
 /// this thread, so in the sentinel too (`pkill flowrun` leaves it alone).
+/// The sentinel, and whether the run has ended it (then none is started).
+static pthread_mutex_t sentinel_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t sentinel_pid;     // guarded by sentinel_lock
+static int sentinel_retired;   // guarded by sentinel_lock
+
 static void start_sentinel(void) {
     int supervisor = (int)syscall(SYS_pidfd_open, supervisor_pid, 0);
     if (supervisor < 0) return;
     pid_t engine = getpid();
+    // Under the lock: a run that ended before this thread got here starts no sentinel.
+    pthread_mutex_lock(&sentinel_lock);
+    if (sentinel_retired) {
+        pthread_mutex_unlock(&sentinel_lock);
+        close(supervisor);
+        return;
+    }
     pid_t sentinel = fork();
     if (sentinel == 0) {
         // A forked copy of a threaded process: system calls only from here on.
@@ -118,7 +130,22 @@ static void start_sentinel(void) {
         syscall(SYS_pidfd_send_signal, supervisor, SIGCONT, NULL, 0);
         _exit(0);
     }
+    if (sentinel > 0) sentinel_pid = sentinel;
+    pthread_mutex_unlock(&sentinel_lock);
     close(supervisor);
+}
+
+void flowrun_supervisor_end_sentinel(void) {
+    pthread_mutex_lock(&sentinel_lock);
+    sentinel_retired = 1;
+    pid_t sentinel = sentinel_pid;
+    sentinel_pid = 0;
+    pthread_mutex_unlock(&sentinel_lock);
+    if (sentinel <= 0) return;
+    // It ends only when killed (or the engine is gone), so its pid is still its own here.
+    kill(sentinel, SIGKILL);
+    // Reaped here, or first by the engine's reaper (its waitpid(-1)): then ECHILD.
+    while (waitpid(sentinel, NULL, 0) < 0 && errno == EINTR) {}
 }
 
 static void *watch_link(void *argument) {

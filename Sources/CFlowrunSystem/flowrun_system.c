@@ -426,3 +426,11 @@ int flowrun_spawn(flowrun_spawn_request *request, pid_t *pid) {
 int flowrun_memory_file(void) {
     return memfd_create("flowrun-command", MFD_CLOEXEC);
 }
+
+int flowrun_has_children(void) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int waited;
+    do { waited = waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT | __WALL); } while (waited < 0 && errno == EINTR);
+    return !(waited < 0 && errno == ECHILD);
+}

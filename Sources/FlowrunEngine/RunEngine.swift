@@ -388,7 +388,17 @@ package final class RunEngine: @unchecked Sendable {
         // descendant goes (orphans re-parent to flowrun, a child subreaper).
         // A run that started no process (every task up to date) has nothing
         // to find: the sweep reads every /proc/PID, milliseconds on a busy host.
-        if ownsProcess && reaper?.hasLaunched != false { ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true) }
+        if ownsProcess && reaper?.hasLaunched != false {
+            // The sentinel's work ends with the run. With it gone, an engine
+            // that has no child left has no descendant at all (it is a child
+            // subreaper: every orphan of a task came back to it), and the
+            // sweep would find nothing; a child left (a task's leftover, a
+            // zombie not yet reaped) and it runs.
+            Supervisor.endSentinel()
+            if reaper == nil || ChildReaper.hasAnyChild {
+                ProcessTreeKiller.killAll(runID: record.runID, includingEveryDescendant: true)
+            }
+        }
         runCgroups?.removeAll()
         return RunOutcome(exitCode: queue.sync { finalExitCode ?? exitCode() }, recordDirectory: record.directory)
     }

@@ -164,6 +164,20 @@ void flowrun_supervisor_keep_cgroups(const char *folders, size_t length);
 /// A later call replaces an earlier one. -1 when unsupervised.
 int flowrun_supervisor_on_death(const char *words, size_t length);
 
+/// In the engine, at the run's end: kills and reaps the sentinel (a child
+/// the supervisor's watch forks to wake a stopped supervisor if the engine
+/// dies), and starts none after. Its work ends with the run; gone, it
+/// leaves the engine's other children, if any, to tell whether anything
+/// of the run is left (`flowrun_has_children`).
+/// In C: the sentinel's pid lives with the watch thread that forks it.
+void flowrun_supervisor_end_sentinel(void);
+
+/// Whether this process has any child, running or a zombie
+/// (`waitid(P_ALL, WNOHANG | WNOWAIT)` does not fail with ECHILD). For a
+/// child subreaper, none means no descendant at all: every orphan comes back to it.
+/// In C: __WALL and WNOWAIT together, which the overlay spells awkwardly.
+int flowrun_has_children(void);
+
 /// A file in memory (memfd, close-on-exec) for a short command's output; -1 with errno.
 int flowrun_memory_file(void);
 

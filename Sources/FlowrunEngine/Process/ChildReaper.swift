@@ -49,6 +49,10 @@ final class ChildReaper: Sendable {
 
     /// Whether a child was ever started through this reaper (or is being started).
     var hasLaunched: Bool { launchedAny.load(ordering: .acquiring) }
+
+    /// Whether this process has a child, running or a zombie. Once a reaper
+    /// exists the process is a child subreaper, so none means no descendant.
+    static var hasAnyChild: Bool { flowrun_has_children() != 0 }
     private let orphanHandler: (@Sendable (Int32, ProcessExit) -> Void)?
     private let orphanQueue: DispatchQueue
 

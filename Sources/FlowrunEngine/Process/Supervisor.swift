@@ -99,6 +99,12 @@ package enum Supervisor {
         return started == 0
     }
 
+    /// In the engine, at the run's end: the sentinel (`whenGone`'s child)
+    /// is killed and reaped, and none starts after.
+    static func endSentinel() {
+        flowrun_supervisor_end_sentinel()
+    }
+
     /// In the engine: hands the supervisor `events.jsonl` (a descriptor it
     /// keeps unread until the engine dies) and the run's start, so that a
     /// killed engine's record still ends with how it ended (`run_killed`).
