@@ -89,6 +89,11 @@ struct link_watch {
     void *context;
 };
 
+/// The sentinel, and whether the run has ended it (then none is started).
+static pthread_mutex_t sentinel_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t sentinel_pid;     // guarded by sentinel_lock
+static int sentinel_retired;   // guarded by sentinel_lock
+
 /// Starts the engine's sentinel: a child of this thread (which lives as long
 /// as the engine does, blocked on the link) whose parent-death signal tells
 /// it the engine is gone, however it went; it then continues the
@@ -97,11 +102,6 @@ struct link_watch {
 /// running again, kills every task. Named by a pidfd, so that a supervisor
 /// gone already and its pid reused gets nothing. Every signal is blocked in
 /// this thread, so in the sentinel too (`pkill flowrun` leaves it alone).
-/// The sentinel, and whether the run has ended it (then none is started).
-static pthread_mutex_t sentinel_lock = PTHREAD_MUTEX_INITIALIZER;
-static pid_t sentinel_pid;     // guarded by sentinel_lock
-static int sentinel_retired;   // guarded by sentinel_lock
-
 static void start_sentinel(void) {
     int supervisor = (int)syscall(SYS_pidfd_open, supervisor_pid, 0);
     if (supervisor < 0) return;
