@@ -97,11 +97,11 @@ extension RunEndToEnd {
             #expect(kill(sentinel, SIGUSR1) == 0)
             #expect(poll(until: .seconds(15)) { state(sentinel)?.letter != "S" }, "the sentinel did not end on SIGUSR1")
             // A task's exit: the reaper's wait4(-1) pass reaps whatever has ended.
-            FileManager.default.createFile(atPath: sandbox.file("first.go"), contents: nil)
+            _ = FileManager.default.createFile(atPath: sandbox.file("first.go"), contents: nil)
             #expect(sandbox.waitForEvent("task_finished"), "the first task did not end")
             let held = state(sentinel)
             #expect(held?.letter == "Z" && held?.parent == engine, "the sentinel's pid \(sentinel) is no longer the engine's: \(String(describing: held))")
-            FileManager.default.createFile(atPath: sandbox.file("second.go"), contents: nil)
+            _ = FileManager.default.createFile(atPath: sandbox.file("second.go"), contents: nil)
             let ended = live.finish()
             #expect(ended.exitStatus == 0, "\(ended)")
             #expect(state(sentinel) == nil, "the sentinel \(sentinel) outlived the run")

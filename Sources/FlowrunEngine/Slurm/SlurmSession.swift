@@ -213,9 +213,13 @@ final class SlurmSession: @unchecked Sendable {
     }
 
     static func write(_ text: String, to path: String, mode: mode_t = 0o600) -> String? {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
+        // O_NONBLOCK: a FIFO a task made at the path (its own `.stop`, a retry's script) blocked
+        // this queue in open(2), and no Ctrl-C, first or second, ended the run. Only a regular file is written.
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode)
         guard descriptor >= 0 else { return "cannot write \(path): \(String(cString: strerror(errno)))" }
         defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return "cannot write \(path): not a regular file" }
         fchmod(descriptor, mode)
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {

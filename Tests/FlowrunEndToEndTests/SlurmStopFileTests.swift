@@ -4,7 +4,8 @@ import Testing
 import Glibc
 #endif
 
-/// `flowrun watch` with Slurm jobs (found attacking the `.stop` file).
+/// The attempt's `.stop` file (what flowrun asked a job before its
+/// `scancel`), attacked: a watch's rerun, and a FIFO a task made there.
 extension SlurmTests {
     /// A watch runs again with the same Slurm folder and attempt 1 again,
     /// so a task's job has the stem of the last run's. A change while the
@@ -33,6 +34,36 @@ extension SlurmTests {
         live.signalGroup(SIGINT)
         let ended = live.finish()
         #expect(ended.exitStatus == 130, "\(ended)")
+        #expect(poll(until: .seconds(30), every: .milliseconds(200)) { ((try? SlurmTestCluster.jobs()) ?? ["?"]).isEmpty },
+                "\(SlurmTestCluster.leftovers())")
+        #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+    }
+
+    /// flowrun opened the `.stop` file for writing without O_NONBLOCK: a
+    /// FIFO the task made at that path (`${FLOWRUN_OUTPUT%.output}.stop`)
+    /// blocked the Slurm session's queue in open(2), and neither Ctrl-C nor
+    /// a second one ended the run (measured: still running 25 s later). Now
+    /// only a regular file is written there; the stop goes on with the
+    /// `scancel` alone.
+    @Test func aFifoATaskMadeAtItsStopFileDoesNotHangCtrlC() throws {
+        let sandbox = try RunSandbox()
+        let live = try sandbox.start("""
+            executor: slurm
+            kill_grace: 5s
+            tasks:
+              t:
+                run: mkfifo "${FLOWRUN_OUTPUT%.output}.stop"; echo up > "$SANDBOX/ready"; sleep 120
+            """, hardTimeout: .seconds(150))
+        #expect(sandbox.waitFor("ready", timeout: .seconds(60)), "the task did not start")
+        // Seen running by flowrun (its poll), so that Ctrl-C signals the job: the path with the `.stop` write.
+        #expect(poll(until: .seconds(30), every: .milliseconds(100)) {
+            let runs = (try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)) ?? []
+            return runs.contains { (ProcessProbe.text(sandbox.logDirectory + "/" + $0 + "/events.jsonl") ?? "").contains(#""state":"RUNNING""#) }
+        }, "flowrun never saw the job running")
+        live.signalGroup(SIGINT)
+        let ended = live.finish()
+        #expect(!ended.hung && ended.exitStatus == 130, "\(ended)")
+        #expect(ended.wallSeconds < 60, "\(ended)")
         #expect(poll(until: .seconds(30), every: .milliseconds(200)) { ((try? SlurmTestCluster.jobs()) ?? ["?"]).isEmpty },
                 "\(SlurmTestCluster.leftovers())")
         #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
