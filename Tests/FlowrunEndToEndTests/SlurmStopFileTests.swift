@@ -68,4 +68,35 @@ extension SlurmTests {
                 "\(SlurmTestCluster.leftovers())")
         #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
     }
+
+    /// The same stem again: the job appends to `$FLOWRUN_OUTPUT`, so a
+    /// rerun that wrote no `k` still had the last run's `k=stale`. The
+    /// leftover is removed with the `.stop` and `.exit`.
+    @Test func aWatchsRerunHasNoOutputOfTheLastRun() throws {
+        let sandbox = try RunSandbox()
+        _ = try sandbox.directory.write("1\n", to: "src.txt")
+        let workflow = try sandbox.write(workflow: """
+            executor: slurm
+            tasks:
+              t:
+                sources: [src.txt]
+                run: if [ "$(cat "$SANDBOX/src.txt")" = 1 ]; then echo "k=stale" >> "$FLOWRUN_OUTPUT"; fi
+            """)
+        let live = try LiveFlowrun(
+            ["watch", workflow, "--log-dir", sandbox.logDirectory, "--output", "plain"],
+            environment: sandbox.environment, directory: sandbox.path, hardTimeout: .seconds(150))
+        #expect(RunEndToEnd.WatchTests.waitForRuns(sandbox, 1, timeout: .seconds(60)), "the first run never finished")
+        _ = try sandbox.directory.write("2\n", to: "src.txt")
+        #expect(RunEndToEnd.WatchTests.waitForRuns(sandbox, 2, timeout: .seconds(60)), "no run after the change")
+        let runs = RunEndToEnd.WatchTests.runs(sandbox)
+        #expect(runs.first?.task("t")?["outputs"] as? [String: String] == ["k": "stale"], "the test proved nothing")
+        let second = runs.count > 1 ? runs[1].task("t") : nil
+        #expect(second?["status"] as? String == "succeeded", "\(String(describing: second))")
+        let outputs: [String: String] = (second?["outputs"] as? [String: String]) ?? [:]
+        #expect(outputs.isEmpty, "\(outputs)")
+        live.signalGroup(SIGINT)
+        let ended = live.finish()
+        #expect(ended.exitStatus == 130, "\(ended)")
+        #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+    }
 }

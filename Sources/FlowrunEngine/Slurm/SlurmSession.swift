@@ -200,9 +200,10 @@ final class SlurmSession: @unchecked Sendable {
         for (position, attempt) in attempts.enumerated() {
             // A stem is one attempt's in one run, but `watch` runs again in the same
             // folder with attempt 1 again: the stop asked of the last run's job (its
-            // sources changed) stopped this one before its task started, and its exit
-            // file would say how a job that leaves none ended.
-            for leftover in [attempt.spec.files.stop, attempt.spec.files.exit] where unlink(leftover) != 0 && errno != ENOENT {
+            // sources changed) stopped this one before its task started, its exit file
+            // would say how a job that leaves none ended, and its `$FLOWRUN_OUTPUT`
+            // (appended to) gave this run the outputs the last one wrote.
+            for leftover in [attempt.spec.files.stop, attempt.spec.files.exit, attempt.spec.files.output] where unlink(leftover) != 0 && errno != ENOENT {
                 return "cannot remove \(leftover), left by an earlier run: \(String(cString: strerror(errno)))"
             }
             if let file = attempt.spec.scriptFile,
