@@ -113,7 +113,13 @@ static void start_sentinel(void) {
         close(supervisor);
         return;
     }
-    pid_t sentinel = fork();
+    // A raw clone with no exit signal, not fork(): a "clone" child, which the
+    // engine's reaper (wait4(-1) without __WALL) never reaps and whose end
+    // sends no SIGCHLD. Its pid stays its own until the run's end reaps it,
+    // even as a zombie if it ended early (anyone's SIGUSR1, the OOM killer):
+    // reaped by the reaper, its pid could be reused by an unrelated process,
+    // which the SIGKILL at the run's end would then kill.
+    pid_t sentinel = (pid_t)syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
     if (sentinel == 0) {
         // A forked copy of a threaded process: system calls only from here on.
         // It keeps no descriptor but the pidfd: a task's pipe it held would
@@ -142,10 +148,10 @@ void flowrun_supervisor_end_sentinel(void) {
     sentinel_pid = 0;
     pthread_mutex_unlock(&sentinel_lock);
     if (sentinel <= 0) return;
-    // It ends only when killed (or the engine is gone), so its pid is still its own here.
+    // Only this reaps it (a clone child: see start_sentinel), so its pid is
+    // still its own here, alive or a zombie.
     kill(sentinel, SIGKILL);
-    // Reaped here, or first by the engine's reaper (its waitpid(-1)): then ECHILD.
-    while (waitpid(sentinel, NULL, 0) < 0 && errno == EINTR) {}
+    while (waitpid(sentinel, NULL, __WALL) < 0 && errno == EINTR) {}
 }
 
 static void *watch_link(void *argument) {

@@ -60,5 +60,52 @@ extension RunEndToEnd {
             #expect(!ProcessProbe.isAlive(left), "\(left) (\(ProcessProbe.commandLine(of: left))) outlived the run")
             #expect(!traced.opens.isEmpty, "the sweep did not look")
         }
+
+        /// The sentinel (the child the supervisor's watch forks to wake a
+        /// stopped supervisor) ends early on a SIGUSR1 anyone of the user can
+        /// send it, or the OOM killer: the engine's reaper reaped it, its pid
+        /// was free for any process of the machine, and the run's end, which
+        /// SIGKILLs the sentinel by pid, killed that process (found attacking:
+        /// an unrelated `sleep` given that pid through ns_last_pid was killed).
+        /// Now only the run's end reaps it: until then its pid stays the
+        /// engine's, a zombie, whatever passes the reaper makes.
+        @Test func aSentinelThatEndedEarlyKeepsItsPidUntilTheRunsEnd() throws {
+            let sandbox = try RunSandbox()
+            let live = try sandbox.start("""
+                tasks:
+                  first:
+                    run: echo up > "$SANDBOX/first"; until [ -e "$SANDBOX/first.go" ]; do sleep 0.01; done
+                  second:
+                    run: until [ -e "$SANDBOX/second.go" ]; do sleep 0.01; done
+                """, hardTimeout: .seconds(60))
+            #expect(sandbox.waitFor("first"), "the first task never started")
+            let engine = try #require(live.engine(), "no engine under \(live.pid)")
+            func comm(_ pid: Int32) -> String { (ProcessProbe.text("/proc/\(pid)/comm") ?? "").trimmingCharacters(in: .whitespacesAndNewlines) }
+            var found: Int32?
+            _ = poll(until: .seconds(15)) {
+                found = ProcessProbe.children(of: engine).first { comm($0) == "flowrun-link" }
+                return found != nil
+            }
+            let sentinel = try #require(found, "no sentinel among \(engine)'s children \(ProcessProbe.children(of: engine))")
+            /// Its state letter and parent, from /proc/PID/stat; nil once the pid is free.
+            func state(_ pid: Int32) -> (letter: String, parent: Int32)? {
+                guard let stat = ProcessProbe.text("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                guard fields.count > 1, let parent = Int32(fields[1]) else { return nil }
+                return (String(fields[0]), parent)
+            }
+            #expect(kill(sentinel, SIGUSR1) == 0)
+            #expect(poll(until: .seconds(15)) { state(sentinel)?.letter != "S" }, "the sentinel did not end on SIGUSR1")
+            // A task's exit: the reaper's wait4(-1) pass reaps whatever has ended.
+            _ = FileManager.default.createFile(atPath: sandbox.file("first.go"), contents: nil)
+            #expect(sandbox.waitForEvent("task_finished"), "the first task did not end")
+            let held = state(sentinel)
+            #expect(held?.letter == "Z" && held?.parent == engine, "the sentinel's pid \(sentinel) is no longer the engine's: \(String(describing: held))")
+            _ = FileManager.default.createFile(atPath: sandbox.file("second.go"), contents: nil)
+            let ended = live.finish()
+            #expect(ended.exitStatus == 0, "\(ended)")
+            #expect(state(sentinel) == nil, "the sentinel \(sentinel) outlived the run")
+            #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+        }
     }
 }

@@ -97,7 +97,9 @@ enum SlurmJobScript {
         // before each `scancel --signal`; read after the traps are set, it is never missed: one
         // that came earlier is in the file, one that comes later is trapped. The task is then not
         // started, and the exit status is the signal's, as a task stopped by it.
-        lines.append("if read -r flowrun_asked <\(ShellQuoting.word(files.stop)) 2>/dev/null; then case $flowrun_asked in TERM) finish 143;; INT) finish 130;; HUP) finish 129;; QUIT) finish 131;; esac; fi")
+        // In braces: the shell says it cannot open a file that is not there before a `2>/dev/null`
+        // after it applies, and every job's Slurm output began with that line.
+        lines.append("if { read -r flowrun_asked <\(ShellQuoting.word(files.stop)); } 2>/dev/null; then case $flowrun_asked in TERM) finish 143;; INT) finish 130;; HUP) finish 129;; QUIT) finish 131;; esac; fi")
         // flowrun's files above are private (umask 077); the task itself gets the umask the job
         // was submitted with (flowrun's, which Slurm gives the job), as a local task does.
         // The task's `env:` is exported in the subshell that becomes `timeout`, never in this shell:

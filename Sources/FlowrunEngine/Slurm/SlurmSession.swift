@@ -198,6 +198,14 @@ final class SlurmSession: @unchecked Sendable {
     private func writeScripts(_ attempts: [SlurmAttempt], in batch: String) -> String? {
         guard mkdir(batch, 0o700) == 0 || errno == EEXIST else { return "cannot make \(batch): \(String(cString: strerror(errno)))" }
         for (position, attempt) in attempts.enumerated() {
+            // A stem is one attempt's in one run, but `watch` runs again in the same
+            // folder with attempt 1 again: the stop asked of the last run's job (its
+            // sources changed) stopped this one before its task started, its exit file
+            // would say how a job that leaves none ended, and its `$FLOWRUN_OUTPUT`
+            // (appended to) gave this run the outputs the last one wrote.
+            for leftover in [attempt.spec.files.stop, attempt.spec.files.exit, attempt.spec.files.output] where unlink(leftover) != 0 && errno != ENOENT {
+                return "cannot remove \(leftover), left by an earlier run: \(String(cString: strerror(errno)))"
+            }
             if let file = attempt.spec.scriptFile,
                let problem = Self.write(file.text, to: attempt.spec.files.script, mode: file.executable ? 0o700 : 0o600) { return problem }
             if let problem = Self.write(SlurmJobScript.element(attempt.spec), to: "\(batch)/\(position).sh") { return problem }
@@ -206,9 +214,13 @@ final class SlurmSession: @unchecked Sendable {
     }
 
     static func write(_ text: String, to path: String, mode: mode_t = 0o600) -> String? {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
+        // O_NONBLOCK: a FIFO a task made at the path (its own `.stop`, a retry's script) blocked
+        // this queue in open(2), and no Ctrl-C, first or second, ended the run. Only a regular file is written.
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode)
         guard descriptor >= 0 else { return "cannot write \(path): \(String(cString: strerror(errno)))" }
         defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return "cannot write \(path): not a regular file" }
         fchmod(descriptor, mode)
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
@@ -310,15 +322,19 @@ final class SlurmSession: @unchecked Sendable {
     /// whose sbatch was killed before it said the id too.
     private func killNow(_ ids: [String], everything: Bool) {
         let cancel = everything ? ["--name=\(jobName)"] : ids
+        // Every job, those last seen queued too: Slurm's own cancel is a TERM to the job's
+        // script, lost as a `scancel --signal` is when the script has not started yet (one
+        // seen PENDING may be just starting), and the task then ran until Slurm's KILL,
+        // `KillWait` later (measured: a Ctrl-C as squeue first said R took 31 s, 1 in 15).
+        askToStop(ids, as: "QUIT")
         let started = ids.filter { active[$0]?.lastState?.state != "PENDING" }
         guard !started.isEmpty else { return scancel(cancel) }
         // Never a signal to a queued array element: Slurm applies it to the whole array.
-        askToStop(started, as: "QUIT")
         quit(["--full", "--signal=QUIT"] + (everything ? ["--state=RUNNING", "--name=\(jobName)"] : started), then: cancel)
     }
 
     /// Writes the stop's signal name to each job's `.stop` file before its
-    /// `scancel --signal`: Slurm drops a signal that reaches a job whose
+    /// `scancel --signal` or `scancel`: Slurm drops a signal that reaches a job whose
     /// script has not started yet, and the script reads this file once its
     /// traps are set (`SlurmJobScript.element`). Best effort: a file that
     /// cannot be written leaves the next teardown step, after the grace.

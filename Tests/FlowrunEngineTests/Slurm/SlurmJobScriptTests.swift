@@ -130,6 +130,20 @@ import Glibc
         #expect(FileManager.default.fileExists(atPath: folder + "/ran") == (status == 0), "asked: \(asked)")
     }
 
+    /// A job with no stop asked (its `.stop` file absent, as for nearly
+    /// every job) says nothing of it: the shell's "cannot open …stop: No
+    /// such file" began every job's Slurm output, which flowrun reads for
+    /// a job that leaves no exit file.
+    @Test func aJobAskedNoStopSaysNothingOfItsStopFile() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let ended = try Self.run(Self.spec(["/bin/sh", "-c", "touch \(folder)/ran"], in: folder), in: folder)
+        #expect(ended == 0)
+        #expect(FileManager.default.fileExists(atPath: folder + "/ran"))
+        let said = try String(contentsOfFile: folder + "/slurm.out", encoding: .utf8)
+        #expect(said.isEmpty, "the job script said: \(said)")
+    }
+
     // MARK: Helpers
 
     static func folder() throws -> String {
@@ -158,7 +172,13 @@ import Glibc
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let spawned = posix_spawn(&pid, "/bin/sh", nil, &attributes, argv, environ)
+        // Its stdout and stderr to `slurm.out`, as Slurm's `--output`.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, folder + "/slurm.out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environ)
         #expect(spawned == 0, "posix_spawn: \(spawned)")
         guard spawned == 0 else { return -1 }
         var status: Int32 = 0
