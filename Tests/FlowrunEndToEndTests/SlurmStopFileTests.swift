@@ -15,17 +15,7 @@ extension SlurmTests {
     /// leftover `.stop` and `.exit` are now removed before it is submitted.
     @Test func aWatchRunsAgainATaskWhoseSlurmJobItsSourcesChangeStopped() throws {
         let sandbox = try RunSandbox()
-        _ = try sandbox.directory.write("1\n", to: "src.txt")
-        let workflow = try sandbox.write(workflow: """
-            executor: slurm
-            tasks:
-              t:
-                sources: [src.txt]
-                run: cat "$SANDBOX/src.txt" >> "$SANDBOX/starts"; sleep 120
-            """)
-        let live = try LiveFlowrun(
-            ["watch", workflow, "--log-dir", sandbox.logDirectory, "--output", "plain"],
-            environment: sandbox.environment, directory: sandbox.path, hardTimeout: .seconds(150))
+        let live = try watchOneSlurmTask(in: sandbox, running: #"cat "$SANDBOX/src.txt" >> "$SANDBOX/starts"; sleep 120"#)
         #expect(sandbox.waitFor("starts", timeout: .seconds(60)), "the first job never started the task")
         _ = try sandbox.directory.write("2\n", to: "src.txt")
         #expect(sandbox.waitFor("starts", lines: 2, timeout: .seconds(60)),
@@ -37,6 +27,21 @@ extension SlurmTests {
         #expect(poll(until: .seconds(30), every: .milliseconds(200)) { ((try? SlurmTestCluster.jobs()) ?? ["?"]).isEmpty },
                 "\(SlurmTestCluster.leftovers())")
         #expect(sandbox.survivors().isEmpty, "\(sandbox.describeSurvivors())")
+    }
+
+    /// `flowrun watch` of one Slurm task `t` with `sources: [src.txt]`, `src.txt` holding `1`.
+    func watchOneSlurmTask(in sandbox: RunSandbox, running script: String) throws -> LiveFlowrun {
+        _ = try sandbox.directory.write("1\n", to: "src.txt")
+        let workflow = try sandbox.write(workflow: """
+            executor: slurm
+            tasks:
+              t:
+                sources: [src.txt]
+                run: \(script)
+            """)
+        return try LiveFlowrun(
+            ["watch", workflow, "--log-dir", sandbox.logDirectory, "--output", "plain"],
+            environment: sandbox.environment, directory: sandbox.path, hardTimeout: .seconds(150))
     }
 
     /// flowrun opened the `.stop` file for writing without O_NONBLOCK: a
@@ -74,17 +79,7 @@ extension SlurmTests {
     /// leftover is removed with the `.stop` and `.exit`.
     @Test func aWatchsRerunHasNoOutputOfTheLastRun() throws {
         let sandbox = try RunSandbox()
-        _ = try sandbox.directory.write("1\n", to: "src.txt")
-        let workflow = try sandbox.write(workflow: """
-            executor: slurm
-            tasks:
-              t:
-                sources: [src.txt]
-                run: if [ "$(cat "$SANDBOX/src.txt")" = 1 ]; then echo "k=stale" >> "$FLOWRUN_OUTPUT"; fi
-            """)
-        let live = try LiveFlowrun(
-            ["watch", workflow, "--log-dir", sandbox.logDirectory, "--output", "plain"],
-            environment: sandbox.environment, directory: sandbox.path, hardTimeout: .seconds(150))
+        let live = try watchOneSlurmTask(in: sandbox, running: #"if [ "$(cat "$SANDBOX/src.txt")" = 1 ]; then echo "k=stale" >> "$FLOWRUN_OUTPUT"; fi"#)
         #expect(RunEndToEnd.WatchTests.waitForRuns(sandbox, 1, timeout: .seconds(60)), "the first run never finished")
         _ = try sandbox.directory.write("2\n", to: "src.txt")
         #expect(RunEndToEnd.WatchTests.waitForRuns(sandbox, 2, timeout: .seconds(60)), "no run after the change")
