@@ -59,6 +59,10 @@ package struct GlobPattern: Sendable, Equatable {
     }
 
     private static func segment(_ part: ArraySlice<UInt8>, offset: Int) throws(Problem) -> Segment {
+        // Most segments are plain names: taken whole, not as a token a byte mapped back to bytes.
+        if !part.contains(where: { $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "[") }) {
+            return .literal(Array(part))
+        }
         var tokens: [Token] = []
         var index = part.startIndex
         var hasWildcard = false

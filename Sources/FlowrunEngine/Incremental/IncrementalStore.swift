@@ -119,6 +119,8 @@ package final class IncrementalStore: Sendable {
                 if got < 0 && errno == EINTR { continue }
                 guard got > 0 else { break }
                 count += got
+                // A plain file reads short only at its end: no second read to hear it (43 calls a no-op run).
+                if count < capacity { break }
             }
         }
         // Grown since the fstat (a rename replaced it under the name, not
