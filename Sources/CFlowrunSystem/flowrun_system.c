@@ -14,7 +14,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <linux/openat2.h>
 #include <unistd.h>
@@ -41,11 +40,6 @@ const char *flowrun_signal_abbreviation(int signal) {
 
 int flowrun_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
-}
-
-ssize_t flowrun_write_nowait(int fd, const void *bytes, size_t length) {
-    struct iovec chunk = { .iov_base = (void *)bytes, .iov_len = length };
-    return pwritev2(fd, &chunk, 1, -1, RWF_NOWAIT);
 }
 
 int flowrun_open_beneath(int folder, const char *path, int flags) {

@@ -1,4 +1,3 @@
-import CFlowrunSystem
 import Dispatch
 import Synchronization
 #if canImport(Glibc)
@@ -23,16 +22,6 @@ import Glibc
 /// The writing thread blocks SIGPIPE and SIGXFSZ for itself, so a write to a
 /// closed pipe or past a file size limit fails with an error on that thread
 /// instead of killing flowrun, whatever the process's dispositions.
-///
-/// Until that thread is needed, text goes straight to the descriptor, on the
-/// caller's thread, as far as the descriptor takes it without waiting
-/// (`pwritev2` with `RWF_NOWAIT`: a pipe with room, `/dev/null`): a run
-/// whose output never fills the pipe, a no-op run above all, starts no
-/// thread. The first write the descriptor cannot take so (a full pipe, a
-/// regular file or a terminal, which cannot say, an error) hands that text
-/// and all after it to the thread. Only where the process ignores SIGPIPE
-/// and SIGXFSZ, as flowrun does (`flowrun_prepare_process`): a direct write
-/// to a pipe whose reader left must fail, not kill.
 package final class ConsoleWriter: Sendable {
     /// Standard output: where every console reporter writes.
     package static let standardOutput = ConsoleWriter(descriptor: STDOUT_FILENO)
@@ -64,8 +53,6 @@ package final class ConsoleWriter: Sendable {
         /// The errno of the write that failed; nothing is written after it.
         var failure: Int32?
         var threadStarted = false
-        /// Whether text may still go straight to the descriptor (see the type's comment).
-        var writesDirectly = false
         /// The thread waits for `wake`; a writer that finds it so signals once.
         var threadIdle = false
         /// The last time bytes reached the descriptor (or the thread started).
@@ -94,19 +81,6 @@ package final class ConsoleWriter: Sendable {
     package init(descriptor: Int32, capacity: Int = ConsoleWriter.defaultCapacity) {
         self.descriptor = descriptor
         self.capacity = capacity
-        // A terminal gets a line at a time: a write each on the engine's thread would cost it more than one thread.
-        let direct = Self.pipeSignalsIgnored && isatty(descriptor) == 0
-        state.withLock { $0.writesDirectly = direct }
-    }
-
-    /// Whether SIGPIPE and SIGXFSZ are ignored in this process (flowrun's
-    /// `flowrun_prepare_process` ignores both before anything is written).
-    private static var pipeSignalsIgnored: Bool {
-        [SIGPIPE, SIGXFSZ].allSatisfy { signal in
-            var current = sigaction()
-            guard sigaction(signal, nil, &current) == 0 else { return false }
-            return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
-        }
     }
 
     /// Lines this writer dropped (buffer full, reader gone, or given up at exit).
@@ -137,15 +111,7 @@ package final class ConsoleWriter: Sendable {
                 state.dropped += lines ?? Self.lines(in: bytes)
                 return (false, false, false)
             }
-            var rest = bytes
-            if state.writesDirectly {
-                let written = flowrun_write_nowait(descriptor, bytes.baseAddress, bytes.count)
-                if written == bytes.count { return (true, false, false) }
-                // Whatever it could not take now, and everything after, goes through the thread.
-                state.writesDirectly = false
-                if written > 0 { rest = UnsafeRawBufferPointer(rebasing: bytes[written...]) }
-            }
-            state.pending.append(contentsOf: rest)
+            state.pending.append(contentsOf: bytes)
             let start = !state.threadStarted
             state.threadStarted = true
             let signal = state.threadIdle

@@ -189,12 +189,6 @@ int flowrun_memory_file(void);
 /// In C: called from the signal handler (signal context).
 int flowrun_signal_is_echo(int signal, const siginfo_t *info);
 
-/// Writes what `fd` takes now, never waiting for a reader (`pwritev2` with
-/// RWF_NOWAIT): the bytes written, or -1 and errno (EAGAIN: it would wait;
-/// EOPNOTSUPP: this file cannot say, e.g. a regular file on ext4).
-/// In C: pwritev2 and RWF_NOWAIT are GNU extensions the Glibc overlay hides.
-ssize_t flowrun_write_nowait(int fd, const void *bytes, size_t length);
-
 /// glibc's memmem: the first `needle` in `haystack`, or NULL.
 /// In C: memmem is a GNU extension the Glibc overlay hides (glibc's two-way search, not one of our own).
 const void *flowrun_memmem(const void *haystack, size_t haystack_length, const void *needle, size_t needle_length);
