@@ -280,7 +280,7 @@ package final class ConsoleWriter: Sendable {
     private func writeAll(_ bytes: UnsafeRawBufferPointer) -> (errno: Int32, unwrittenLines: Int)? {
         var offset = 0
         while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, min(bytes.count - offset, Self.writeLimit))
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, Self.chunkLength(bytes[offset...]))
             if written > 0 {
                 // Lines now whole on the other side are no longer the ones lost if this stops here.
                 let done = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + written])
@@ -309,6 +309,18 @@ package final class ConsoleWriter: Sendable {
             return (error, Self.lines(in: UnsafeRawBufferPointer(rebasing: bytes[lineStart...])))
         }
         return nil
+    }
+
+    /// How much of `rest` one `write` gets: at most `writeLimit`, ending at a
+    /// line's end where the window holds one. A file opened `O_APPEND` (`>>`)
+    /// takes each write whole, so another writer appending to it too lands
+    /// between lines; a window cut mid-line put its line in the middle of
+    /// ours ("chatty-line-2167-paddwriter-line-693-…").
+    static func chunkLength(_ rest: UnsafeRawBufferPointer.SubSequence) -> Int {
+        guard rest.count > writeLimit else { return rest.count }
+        let window = rest.prefix(writeLimit)
+        guard let lastNewline = window.lastIndex(of: UInt8(ascii: "\n")) else { return writeLimit }
+        return lastNewline + 1 - rest.startIndex
     }
 
     /// Newlines in `bytes`, at least 1 for a non-empty text without one.
