@@ -33,6 +33,12 @@ package final class ConsoleWriter: Sendable {
     /// Bytes handed to one `write` at most: what a 115,200-baud serial console
     /// takes in 1.4 s, so even that reader is seen making progress within the stall.
     static let writeLimit = 16 << 10
+    /// Bytes handed to one `write` at most when the descriptor is a pipe or a
+    /// socket: PIPE_BUF, what a pipe takes in one piece. A longer write to a
+    /// full pipe is split wherever the reader makes room, and another writer
+    /// of the same pipe (a second flowrun, a `2>&1`) put its bytes inside our
+    /// line ("cchatty | aaaa-line-511", the rest 65 lines later).
+    static let pipeWriteLimit = 4096
 
     /// Lines dropped so far on stdout and stderr together.
     package static var droppedLines: Int {
@@ -195,11 +201,19 @@ package final class ConsoleWriter: Sendable {
             sigaddset(&signals, SIGPIPE)
             sigaddset(&signals, SIGXFSZ)
             pthread_sigmask(SIG_BLOCK, &signals, nil)
-            writeForever()
+            writeForever(limit: Self.writeLimit(for: descriptor))
         }
     }
 
-    private func writeForever() {
+    /// The most one `write` to `descriptor` gets: `pipeWriteLimit` for a pipe or a socket, else `writeLimit`.
+    static func writeLimit(for descriptor: Int32) -> Int {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return writeLimit }
+        let type = info.st_mode & S_IFMT
+        return type == S_IFIFO || type == S_IFSOCK ? pipeWriteLimit : writeLimit
+    }
+
+    private func writeForever(limit: Int) {
         while true {
             let chunk = state.withLock { state -> [UInt8]? in
                 guard state.failure == nil else { return nil }
@@ -218,7 +232,7 @@ package final class ConsoleWriter: Sendable {
                 wake.wait()
                 continue
             }
-            let failure = chunk.withUnsafeBytes { writeAll($0) }
+            let failure = chunk.withUnsafeBytes { writeAll($0, limit: limit) }
             let waiting = state.withLock { state -> Bool in
                 defer { state.drainWaiting = false }
                 state.inFlight = 0
@@ -243,10 +257,11 @@ package final class ConsoleWriter: Sendable {
     /// At most `writeLimit` bytes a call: a blocking write to a pipe returns only when
     /// all it was given is in the pipe, so a 1 MiB chunk to a reader taking 100 KB/s
     /// showed no progress for 10 s and `drain` gave up on a reader that was reading.
-    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> (errno: Int32, unwrittenLines: Int)? {
+    /// (`limit`: `writeLimit`, or `pipeWriteLimit` for a pipe, whose writes up to it are never split.)
+    private func writeAll(_ bytes: UnsafeRawBufferPointer, limit: Int) -> (errno: Int32, unwrittenLines: Int)? {
         var offset = 0
         while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, min(bytes.count - offset, Self.writeLimit))
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, Self.chunkLength(bytes[offset...], limit: limit))
             if written > 0 {
                 // Lines now whole on the other side are no longer the ones lost if this stops here.
                 let done = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + written])
@@ -275,6 +290,18 @@ package final class ConsoleWriter: Sendable {
             return (error, Self.lines(in: UnsafeRawBufferPointer(rebasing: bytes[lineStart...])))
         }
         return nil
+    }
+
+    /// How much of `rest` one `write` gets: at most `limit`, ending at a
+    /// line's end where the window holds one. A file opened `O_APPEND` (`>>`)
+    /// takes each write whole, so another writer appending to it too lands
+    /// between lines; a window cut mid-line put its line in the middle of
+    /// ours ("chatty-line-2167-paddwriter-line-693-…").
+    static func chunkLength(_ rest: UnsafeRawBufferPointer.SubSequence, limit: Int) -> Int {
+        guard rest.count > limit else { return rest.count }
+        let window = rest.prefix(limit)
+        guard let lastNewline = window.lastIndex(of: UInt8(ascii: "\n")) else { return limit }
+        return lastNewline + 1 - rest.startIndex
     }
 
     /// Newlines in `bytes`, at least 1 for a non-empty text without one.

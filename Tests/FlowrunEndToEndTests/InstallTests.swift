@@ -78,6 +78,38 @@ import Testing
         #expect(bashScript.contains("_flowrun_run") && bashScript.contains("default subcommand is run"))
     }
 
+    /// scripts/startup-order.sh run from a copy whose path has a space, the
+    /// binary named relatively (this build's): it writes the list into that
+    /// copy, every line a section the linker can know, `.text.` and a name
+    /// as the object file spells it, the Swift runtime's C++ functions mangled
+    /// (`.text._ZN5swift…`); demangled (`.text.swift::initializeProtocolLookup()`)
+    /// they matched no section, and gold laid them out unordered.
+    @Test func theStartupOrderScriptListsSectionsTheLinkerCanFind() throws {
+        let scratch = try TemporaryDirectory(prefix: "flowrun-startup-order")
+        let copy = scratch.path + "/a copy"
+        let package = WorkflowSchemaTests.package.path
+        for folder in ["scripts", "workflows"] {
+            try FileManager.default.createDirectory(atPath: copy + "/" + folder, withIntermediateDirectories: true)
+        }
+        try FileManager.default.copyItem(atPath: package + "/scripts/startup-order.sh", toPath: copy + "/scripts/startup-order.sh")
+        try FileManager.default.copyItem(atPath: package + "/workflows/c-project", toPath: copy + "/workflows/c-project")
+        let binary = try FlowrunBinary.path()
+        let folder = (binary as NSString).deletingLastPathComponent
+        let outcome = try ChildProcess.run(
+            executable: try RunSandbox.tool("bash"), arguments: [copy + "/scripts/startup-order.sh", "./" + (binary as NSString).lastPathComponent],
+            environment: ["PATH=/usr/bin:/bin", "HOME=\(scratch.path)"], directory: folder,
+            stdoutPath: scratch.path + "/out", stderrPath: scratch.path + "/err", timeout: .seconds(600), launcher: nil)
+        let stderr = (try? String(contentsOfFile: scratch.path + "/err", encoding: .utf8)) ?? ""
+        #expect(!outcome.timedOut)
+        #expect(outcome.exitStatus == 0, "\(stderr)")
+        let list = try String(contentsOfFile: copy + "/scripts/startup-order.txt", encoding: .utf8).split(separator: "\n")
+        #expect(list.count > 1000, "\(list.count) functions listed")
+        let unlike = list.filter { $0.wholeMatch(of: /\.text\.[A-Za-z0-9_$.@]+/) == nil }
+        #expect(unlike.isEmpty, "\(unlike.count) lines name no section, e.g. \(unlike.prefix(3))")
+        #expect(list.contains { $0.hasPrefix(".text._ZN5swift") }, "the Swift runtime's C++ functions are missing")
+        #expect(list.contains { $0.hasPrefix(".text.$s7flowrun") || $0.contains("Flowrun") }, "flowrun's own functions are missing")
+    }
+
     /// install.sh lays out the functions flowrun's everyday commands run
     /// together (scripts/startup-order.txt, one section a function): flowrun's
     /// own functions of the list lie in few 64 KiB windows of `.text`, each a

@@ -85,6 +85,92 @@ extension RunEndToEnd {
             #expect(log.split(separator: "\n").count == lines, "the record lost lines")
         }
 
+        /// stdout a log file opened `>>` that a task appends its own lines to
+        /// at the same time, `--stream` of 20,000 lines: every write flowrun
+        /// makes to the file ends at a line's end (seen under strace), so no
+        /// line of the other writer lands inside one of ours, and none is cut.
+        @Test func aLogFileSharedWithAnotherAppenderGetsWholeLines() throws {
+            let sandbox = try RunSandbox()
+            let strace = try RunSandbox.tool("strace")
+            let log = sandbox.file("shared.log")
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  chatty: {run: "for i in $(seq 1 20000); do echo chatty-line-$i-padding-padding-padding-padding; done"}
+                  appender: {run: "for i in $(seq 1 2000); do echo appender-line-$i-xxxxxxxxxxxxxxxxxxxxxxxx >> \\"$SANDBOX/shared.log\\"; done"}
+                """)
+            let trace = sandbox.file("trace")
+            let command = "\(Self.quoted(strace)) -f -qq -y -x -s 40000 -e trace=write,writev,pwritev2 -e signal=none -o \(Self.quoted(trace)) "
+                + "\(Self.quoted(try FlowrunBinary.path())) \(sandbox.arguments(workflow, ["--stream"]).map(Self.quoted).joined(separator: " "))"
+                + " >> \(Self.quoted(log))"
+            let outcome = try ChildProcess.run(
+                executable: "/bin/bash", arguments: ["-c", command],
+                environment: Self.environment(sandbox), directory: sandbox.path,
+                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(120), launcher: nil)
+            #expect(!outcome.timedOut)
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            // flowrun's own writes to the log that took bytes: `write(1</…/shared.log>, "c…\n", N) = N`.
+            let writes = (sandbox.read("trace") ?? "").split(separator: "\n")
+                .filter { $0.contains("(1<\(log)>, ") && !$0.contains(") = -1 ") }
+            #expect(writes.count > 2, "flowrun's writes to the log were not seen:\n\(sandbox.read("trace")?.prefix(2000) ?? "")")
+            // (-x: a text with a byte beyond ASCII, the summary's dash, is shown all in hex.)
+            let cut = writes.filter { line in [#"\n", "#, #"\x0a", "#].allSatisfy { !line.contains($0) } }
+            #expect(cut.isEmpty, "\(cut.count) of \(writes.count) writes end inside a line, e.g. \(cut.first?.suffix(120) ?? "")")
+            // And so the file: every line whole, both writers' lines all there.
+            let lines = (sandbox.read("shared.log") ?? "").split(separator: "\n", omittingEmptySubsequences: false)
+            let chatty = lines.filter { $0.wholeMatch(of: /chatty \| chatty-line-[0-9]+-padding-padding-padding-padding/) != nil }
+            let appended = lines.filter { $0.wholeMatch(of: /appender-line-[0-9]+-x{24}/) != nil }
+            #expect(chatty.count == 20_000 && appended.count == 2000, "\(chatty.count) whole chatty lines, \(appended.count) whole appended lines")
+        }
+
+        /// Two runs `--stream` into one pipe (`{ flowrun a & flowrun b; } |`)
+        /// whose reader starts late, so each backs up: every write either
+        /// makes to the pipe is at most PIPE_BUF (4096) bytes and ends at a
+        /// line's end, which a pipe takes in one piece (strace), so the reader
+        /// gets every line of both whole; a 16 KiB write to a full pipe was
+        /// split where the reader made room and the other run's lines went
+        /// inside one of ours.
+        @Test func twoRunsSharingAPipeGetEachOthersLinesWhole() throws {
+            let sandbox = try RunSandbox()
+            let strace = try RunSandbox.tool("strace")
+            let lines = 10_000
+            let first = try sandbox.write(workflow: """
+                tasks:
+                  chatty: {run: "yes aaaa-padding-padding-padding-padding-padding | head -n \(lines)"}
+                """)
+            let second = sandbox.file("second.yaml")
+            try String(contentsOfFile: first, encoding: .utf8).replacingOccurrences(of: "aaaa", with: "bbbb")
+                .write(toFile: second, atomically: true, encoding: .utf8)
+            let flowrun = try FlowrunBinary.path()
+            func run(_ workflow: String, _ folder: String) throws -> String {
+                try FileManager.default.createDirectory(atPath: sandbox.file(folder), withIntermediateDirectories: true)
+                let arguments = sandbox.arguments(workflow, ["--stream"]).map { $0.replacingOccurrences(of: sandbox.logDirectory, with: sandbox.file(folder)) }
+                return ([flowrun] + arguments).map(Self.quoted).joined(separator: " ")
+            }
+            let trace = sandbox.file("trace")
+            // The pipe's name (`pipe:[inode]`) tells flowrun's writes to it from its tasks' to theirs.
+            let both = "readlink /proc/$BASHPID/fd/1 > \(Self.quoted(sandbox.file("pipe"))); "
+                + "\(Self.quoted(strace)) -f -qq -y -x -s 20000 -e trace=write,writev -e signal=none -o \(Self.quoted(trace)) "
+                + "/bin/bash -c \(Self.quoted("\(try run(first, "a")) & \(try run(second, "b")); wait"))"
+            let command = "{ \(both); } | { sleep 1; cat; } > \(Self.quoted(sandbox.file("out")))"
+            let outcome = try ChildProcess.run(
+                executable: "/bin/bash", arguments: ["-c", command],
+                environment: Self.environment(sandbox), directory: sandbox.path,
+                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(120), launcher: nil)
+            #expect(!outcome.timedOut)
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            let pipe = try #require(sandbox.read("pipe")?.trimmingCharacters(in: .whitespacesAndNewlines))
+            let writes = (sandbox.read("trace") ?? "").split(separator: "\n").filter { $0.contains("(1<\(pipe)>, ") }
+            #expect(writes.count > 4, "no write to \(pipe) seen:\n\(sandbox.read("trace")?.prefix(2000) ?? "")")
+            let large = writes.filter { line in (line.firstMatch(of: #/, ([0-9]+)\) = /#).flatMap { Int($0.1) } ?? 0) > 4096 }
+            #expect(large.isEmpty, "\(large.count) of \(writes.count) writes to the pipe hand it more than 4096 bytes")
+            let cut = writes.filter { line in [#"\n", "#, #"\x0a", "#].allSatisfy { !line.contains($0) } }
+            #expect(cut.isEmpty, "\(cut.count) of \(writes.count) writes end inside a line, e.g. \(cut.first?.suffix(120) ?? "")")
+            let received = (sandbox.read("out") ?? "").split(separator: "\n")
+            let whole = received.filter { $0.wholeMatch(of: /chatty \| (aaaa|bbbb)-padding-padding-padding-padding-padding/) != nil }
+            let broken = received.filter { $0.contains("padding") && $0.wholeMatch(of: /chatty \| (aaaa|bbbb)-padding-padding-padding-padding-padding/) == nil }
+            #expect(broken.isEmpty && whole.count == 2 * lines, "\(whole.count) whole lines, \(broken.count) broken, e.g. \(broken.first ?? "")\n\(sandbox.read("stderr") ?? "")")
+        }
+
         /// Fan-out members named from items holding a newline, an ANSI escape,
         /// `::error::` and a bell; a description that would forge a line: no
         /// raw ESC, BEL or line starting with `::error::` reaches the console
