@@ -8,7 +8,7 @@
 # Why: a no-op run executed code on 820 different 4 KiB pages spread over
 # 13 MB of .text, and each 64 KiB window of it the process touched first was
 # a page fault (121 a run). Built with one section a function and this list,
-# flowrun's own functions that a no-op run executes lie in 18 windows, not 54;
+# flowrun's own functions that a no-op run executes lie in 19 windows, not 58;
 # a no-op run takes 353 page faults, not 404 (docs/BENCHMARKS.md, "Start-up
 # functions laid out together").
 #
