@@ -102,12 +102,7 @@ extension RunEndToEnd {
             let command = "\(Self.quoted(strace)) -f -qq -y -x -s 40000 -e trace=write,writev,pwritev2 -e signal=none -o \(Self.quoted(trace)) "
                 + "\(Self.quoted(try FlowrunBinary.path())) \(sandbox.arguments(workflow, ["--stream"]).map(Self.quoted).joined(separator: " "))"
                 + " >> \(Self.quoted(log))"
-            let outcome = try ChildProcess.run(
-                executable: "/bin/bash", arguments: ["-c", command],
-                environment: Self.environment(sandbox), directory: sandbox.path,
-                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(120), launcher: nil)
-            #expect(!outcome.timedOut)
-            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            try Self.bash(command, in: sandbox)
             // flowrun's own writes to the log that took bytes: `write(1</…/shared.log>, "c…\n", N) = N`.
             let writes = (sandbox.read("trace") ?? "").split(separator: "\n")
                 .filter { $0.contains("(1<\(log)>, ") && !$0.contains(") = -1 ") }
@@ -152,12 +147,7 @@ extension RunEndToEnd {
                 + "\(Self.quoted(strace)) -f -qq -y -x -s 20000 -e trace=write,writev -e signal=none -o \(Self.quoted(trace)) "
                 + "/bin/bash -c \(Self.quoted("\(try run(first, "a")) & \(try run(second, "b")); wait"))"
             let command = "{ \(both); } | { sleep 1; cat; } > \(Self.quoted(sandbox.file("out")))"
-            let outcome = try ChildProcess.run(
-                executable: "/bin/bash", arguments: ["-c", command],
-                environment: Self.environment(sandbox), directory: sandbox.path,
-                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(120), launcher: nil)
-            #expect(!outcome.timedOut)
-            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")")
+            try Self.bash(command, in: sandbox)
             let pipe = try #require(sandbox.read("pipe")?.trimmingCharacters(in: .whitespacesAndNewlines))
             let writes = (sandbox.read("trace") ?? "").split(separator: "\n").filter { $0.contains("(1<\(pipe)>, ") }
             #expect(writes.count > 4, "no write to \(pipe) seen:\n\(sandbox.read("trace")?.prefix(2000) ?? "")")
@@ -244,6 +234,16 @@ extension RunEndToEnd {
             let logPath = try #require(record.task("flood")?["log"] as? String)
             let attributes = try FileManager.default.attributesOfItem(atPath: logPath)
             #expect((attributes[.size] as? Int ?? 0) >= megabytes << 20, "the log has it all")
+        }
+
+        /// Runs `command` with bash in the sandbox (stdout and stderr to its files); it must end in time with 0.
+        static func bash(_ command: String, in sandbox: RunSandbox, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let outcome = try ChildProcess.run(
+                executable: "/bin/bash", arguments: ["-c", command],
+                environment: environment(sandbox), directory: sandbox.path,
+                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(120), launcher: nil)
+            #expect(!outcome.timedOut, sourceLocation: sourceLocation)
+            #expect(outcome.exitStatus == 0, "\(sandbox.read("stderr") ?? "")", sourceLocation: sourceLocation)
         }
 
         static func environment(_ sandbox: RunSandbox) -> [String] {
