@@ -23,6 +23,9 @@ enum RunLauncher {
         // skipped when no task can start: a process that guards nothing is a
         // fork, a socket pair and a wait at exit a no-op run pays for nothing.
         var identities = identities
+        // One snapshot file read for the state's files, if none changed since it was taken (a
+        // watch's later runs read the files: the snapshot's check holds for one run).
+        if !watch { reuse.store?.useSnapshot() }
         if let store = reuse.store, !watch, reuse.restored.isEmpty, plan.workflow.slurmExecutorLocations.isEmpty {
             let computed = identities ?? TaskIdentities.compute(for: plan)
             identities = computed
@@ -65,6 +68,7 @@ enum RunLauncher {
             }
         }
         let outcome = engine.run()
+        reuse.store?.saveSnapshot()
         // The console's last lines, waited for a bounded time only (a reader
         // that stalls must not hold the exit), and the count of lines dropped.
         ConsoleWriter.settle()

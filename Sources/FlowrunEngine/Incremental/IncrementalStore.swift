@@ -35,7 +35,8 @@ package final class IncrementalStore: Sendable {
             return .failure(Refusal(description: error.description))
         }
         defer { close(flowrun) }
-        if mkdirat(flowrun, "state", 0o700) != 0 && errno != EEXIST {
+        let made = mkdirat(flowrun, "state", 0o700) == 0
+        if !made && errno != EEXIST {
             return .failure(Refusal(description: "cannot create \(statePath): \(String(cString: strerror(errno)))"))
         }
         let descriptor = openat(flowrun, "state", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -56,6 +57,8 @@ package final class IncrementalStore: Sendable {
                 return .failure(Refusal(description: "\(statePath) is open to other users (mode 0\(String(info.st_mode & 0o7777, radix: 8)))"))
             }
         }
+        // With the state folder, so that a snapshot's first write needs no folder made (`StateSnapshot.write`).
+        if made { mkdirat(descriptor, StateSnapshot.folderName, 0o700) }
         var key = workflowFile
         if let resolved = realpath(workflowFile, nil) {
             key = String(cString: resolved)
@@ -103,9 +106,23 @@ package final class IncrementalStore: Sendable {
 
     /// The task's last successful run, if any and readable.
     package func read(task: String) -> IncrementalRecord? {
+        let name = fileName(task: task)
+        let bytes: [UInt8]?
+        if let found = snapshot.withLock({ $0.bytes(of: name) }) {
+            bytes = found
+        } else {
+            bytes = readFile(name)
+            snapshot.withLock { $0.read(name, bytes) }
+        }
+        guard let bytes else { return nil }
+        return entries.withLock { IncrementalRecord(bytes: bytes, task: task, pool: &$0) }
+    }
+
+    /// A state file's bytes, nil when there is none that is a readable plain file.
+    private func readFile(_ name: String) -> [UInt8]? {
         // O_NONBLOCK: a named pipe at the name (mkfifo) is opened without waiting for a
         // writer, then refused as no plain file; opening it blocked the run for good.
-        let file = openat(descriptor, fileName(task: task), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        let file = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { close(file) }
         // Sized by fstat and read into it unfilled: a 64 KiB chunk zeroed
@@ -135,12 +152,59 @@ package final class IncrementalStore: Sendable {
                 guard bytes.count <= 64 << 20 else { return nil }
             }
         }
-        return entries.withLock { IncrementalRecord(bytes: bytes, task: task, pool: &$0) }
+        return bytes
+    }
+
+    // MARK: Snapshot
+
+    /// This run's use of its workflow's snapshot (`StateSnapshot`).
+    private let snapshot = Mutex(SnapshotUse())
+
+    private var snapshotName: String {
+        var sha = SHA256()
+        sha.field(workflowKey)
+        return sha.finalize()
+    }
+
+    /// Reads the state through this workflow's snapshot from now on, if the
+    /// `state` folder is as the snapshot found it; and notes the folder's
+    /// stamp now, before any state file is read, for `saveSnapshot`. For
+    /// one run (a watch's later runs read the files).
+    package func useSnapshot() {
+        // The clock before the stat: a stamp settled by it was settled at the stat.
+        let now = FileStamp.coarseNow()
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return }
+        let stamp = FileStamp(info)
+        let found = StateSnapshot.read(in: descriptor, name: snapshotName)
+        snapshot.withLock { use in
+            use = SnapshotUse()
+            use.active = true
+            use.startStamp = stamp.isSettled(readStart: now) ? stamp : nil
+            if let found, found.folderStamp == stamp { use.found = found }
+        }
+    }
+
+    /// Writes this workflow's snapshot if this run read a state file the
+    /// snapshot did not hold, and the `state` folder did not change since
+    /// `useSnapshot` (this run wrote no state, nor did another) and was
+    /// settled then. Ends the snapshot's use.
+    package func saveSnapshot() {
+        guard let (stamp, files) = snapshot.withLock({ use -> (FileStamp, [String: [UInt8]?])? in
+            defer { use = SnapshotUse() }
+            guard use.active, let stamp = use.startStamp, !use.readFiles.isEmpty else { return nil }
+            return (stamp, (use.found?.files ?? [:]).merging(use.readFiles) { _, new in new })
+        }) else { return }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, FileStamp(info) == stamp else { return }
+        StateSnapshot(folderStamp: stamp, files: files).write(in: descriptor, name: snapshotName)
     }
 
     /// Writes the record under a fresh name, then renames it into place.
     package func write(_ record: IncrementalRecord, task: String) {
         let name = fileName(task: task)
+        // The snapshot no longer says what the folder holds (the rename changes its stamp too).
+        snapshot.withLock { $0 = SnapshotUse() }
         var generator = SystemRandomNumberGenerator()
         let temporary = name + ".tmp-" + String(generator.next() as UInt64, radix: 16)
         let file = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
