@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension RunEndToEndParallel {
+    /// The state read through one snapshot file (`StateSnapshot`): a run
+    /// that finds `.flowrun/state` as the snapshot found it opens no task's
+    /// state file; any new, replaced or removed state file changes the
+    /// folder, and the files are read again. Seen with strace: which state
+    /// files a run opened.
+    @Suite struct IncrementalSnapshotTests {
+        static let workflow = """
+            tasks:
+              a: { sources: [a.c], generates: [a.o], run: "cp a.c a.o" }
+              b: { sources: [b.c], generates: [b.o], run: "cp b.c b.o" }
+              link: { needs: [a, b], sources: [a.o, b.o], generates: [app], run: "cat a.o b.o > app" }
+            """
+
+        func project() throws -> (RunSandbox, String) {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: Self.workflow)
+            for name in ["a.c", "b.c"] { try "int \(name.first!);\n".write(toFile: sandbox.file(name), atomically: false, encoding: .utf8) }
+            return (sandbox, workflow)
+        }
+
+        var state: (RunSandbox) -> String { { $0.file(".flowrun/state") } }
+
+        /// One run under strace: its exit status, the tasks it started
+        /// (from the console), the task state files it opened, and whether
+        /// it opened a snapshot.
+        func tracedRun(_ sandbox: RunSandbox, _ workflow: String, sourceLocation: SourceLocation = #_sourceLocation) throws
+            -> (exitStatus: Int32?, upToDate: Int, stateFilesOpened: Int, snapshotsOpened: Int) {
+            let strace = try RunSandbox.tool("strace")
+            let trace = sandbox.file("trace-\(UUID().uuidString)")
+            let outcome = try ChildProcess.run(
+                executable: strace, arguments: ["-f", "-qq", "-e", "trace=open,openat,openat2", "-o", trace, try FlowrunBinary.path()]
+                    + sandbox.arguments(workflow, []),
+                environment: sandbox.environment.map { "\($0.key)=\($0.value)" } + ["PATH=/usr/bin:/bin"], directory: sandbox.path,
+                stdoutPath: sandbox.file("stdout"), stderrPath: sandbox.file("stderr"), timeout: .seconds(60), launcher: nil)
+            let stdout = sandbox.read("stdout") ?? ""
+            #expect(outcome.exitStatus == 0, "\(stdout) \(sandbox.read("stderr") ?? "")", sourceLocation: sourceLocation)
+            let upToDate = stdout.firstMatch(of: /\((\d+) up to date\)/).flatMap { Int($0.1) } ?? 0
+            let lines = ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").split(separator: "\n")
+            let stateFiles = lines.filter { $0.contains(/"[0-9a-f]{64}\.json"/) && !$0.contains("O_CREAT") }.count
+            let snapshots = lines.filter { $0.contains(/"[0-9a-f]{64}"/) && !$0.contains("O_CREAT") && !$0.contains("ENOENT") }.count
+            return (outcome.exitStatus, upToDate, stateFiles, snapshots)
+        }
+
+        /// Runs until a snapshot is written: the build, a run that keeps the
+        /// stamps of the outputs the build made (settled by then: a state
+        /// write), and a run with the state folder settled, which writes it.
+        func snapshotted(_ sandbox: RunSandbox, _ workflow: String) throws {
+            for round in 1...3 {
+                RunEndToEndParallel.IncrementalStampTests().waitUntilSettled(state(sandbox))
+                for name in ["a.o", "b.o", "app"] where FileManager.default.fileExists(atPath: sandbox.file(name)) {
+                    RunEndToEndParallel.IncrementalStampTests().waitUntilSettled(sandbox.file(name))
+                }
+                let run = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+                #expect(run.exitStatus == 0, "round \(round): \(run)")
+            }
+            let snapshots = try FileManager.default.contentsOfDirectory(atPath: state(sandbox) + "/snapshots")
+            #expect(snapshots.count == 1, "snapshots: \(snapshots)")
+        }
+
+        @Test func aRunOfAnUnchangedStateOpensOneSnapshotAndNoStateFile() throws {
+            let (sandbox, workflow) = try project()
+            try snapshotted(sandbox, workflow)
+            let run = try tracedRun(sandbox, workflow)
+            #expect(run.upToDate == 3)
+            #expect(run.stateFilesOpened == 0, "a run of an unchanged state opened \(run.stateFilesOpened) state files")
+            #expect(run.snapshotsOpened == 1)
+            // Without the snapshot: each of the three tasks' files.
+            try FileManager.default.removeItem(atPath: state(sandbox) + "/snapshots")
+            let without = try tracedRun(sandbox, workflow)
+            #expect(without.upToDate == 3)
+            #expect(without.stateFilesOpened == 3)
+        }
+
+        /// A state file removed, or one written by a run, changes the folder:
+        /// the next run reads the files, and decides as they say.
+        @Test func aStateFileRemovedOrRewrittenIsSeenByTheNextRun() throws {
+            let (sandbox, workflow) = try project()
+            try snapshotted(sandbox, workflow)
+            let files = try FileManager.default.contentsOfDirectory(atPath: state(sandbox)).filter { $0.hasSuffix(".json") }
+            #expect(files.count == 3)
+            // Removed: which task it was is not known here; exactly one runs again, and what needs it.
+            try FileManager.default.removeItem(atPath: state(sandbox) + "/" + files[0])
+            let removed = try tracedRun(sandbox, workflow)
+            #expect(removed.stateFilesOpened >= 1)
+            #expect(removed.upToDate < 3, "a task whose state was removed was still up to date")
+            // A source edited: its task runs (the check), and writes its state (the folder changes again).
+            try "int a2;\n".write(toFile: sandbox.file("a.c"), atomically: false, encoding: .utf8)
+            let edited = try tracedRun(sandbox, workflow)
+            #expect(edited.upToDate < 3)
+            #expect(try String(contentsOfFile: sandbox.file("app"), encoding: .utf8).contains("a2"))
+            let again = try tracedRun(sandbox, workflow)
+            #expect(again.upToDate == 3)
+            #expect(again.stateFilesOpened == 3, "a run after state was written read \(again.stateFilesOpened) state files, not each")
+        }
+
+        /// A run that writes state writes no snapshot (the folder changed
+        /// under it); a snapshot at its name that is a link or a named pipe
+        /// is not read, and the run decides from the files.
+        @Test func aRunThatWritesStateOrFindsNoPlainSnapshotReadsTheFiles() throws {
+            let (sandbox, workflow) = try project()
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: state(sandbox) + "/snapshots") == [])
+            try snapshotted(sandbox, workflow)
+            let folder = state(sandbox) + "/snapshots"
+            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: folder).first)
+            let copy = sandbox.file("snapshot-copy")
+            try FileManager.default.moveItem(atPath: folder + "/" + name, toPath: copy)
+            #expect(symlink(copy, folder + "/" + name) == 0)
+            let linked = try tracedRun(sandbox, workflow)
+            #expect(linked.upToDate == 3)
+            #expect(linked.stateFilesOpened == 3)
+            try FileManager.default.removeItem(atPath: folder + "/" + name)
+            #expect(mkfifo(folder + "/" + name, 0o600) == 0)
+            let piped = try tracedRun(sandbox, workflow)
+            #expect(piped.upToDate == 3)
+            #expect(piped.stateFilesOpened == 3)
+        }
+    }
+}
