@@ -69,5 +69,36 @@ extension RunEndToEnd {
             let reads = lines.filter { $0.contains("events.jsonl") && $0.contains(second) }
             #expect(reads.isEmpty, "the no-op run opened other runs' events.jsonl:\n\(reads.joined(separator: "\n"))")
         }
+
+        /// The run starts at the instant its id names: `run_started`'s
+        /// `time` minus its `elapsed` is the id's local time and
+        /// microseconds (within the milliseconds the two are written to).
+        @Test func aRunStartsAtTheInstantItsIdNames() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: "tasks:\n  a: { run: 'true' }\n")
+            let run = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment, timeout: .seconds(60))
+            #expect(run.exitStatus == 0, "\(run)")
+            let id = try #require(runFolders(in: sandbox.logDirectory).first)
+            #expect(isMicrosecondRunID(id), "\(id)")
+            let started = try #require(try RunRecordFiles(directory: sandbox.logDirectory + "/" + id).events("run_started").first)
+            let time = try #require(started["time"] as? String)
+            let elapsed = try #require(started["elapsed"] as? Double)
+            let parser = ISO8601DateFormatter()
+            parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let wall = try #require(parser.date(from: time), "\(time)").timeIntervalSince1970
+            // The id's date and time are local (the test and the run share the time zone).
+            var parts = tm()
+            let digits = Array(id.utf8).map { Int32($0) - 48 }
+            func number(_ range: Range<Int>) -> Int32 { range.reduce(0) { $0 * 10 + digits[$1] } }
+            parts.tm_year = number(0..<4) - 1900
+            parts.tm_mon = number(4..<6) - 1
+            parts.tm_mday = number(6..<8)
+            parts.tm_hour = number(9..<11)
+            parts.tm_min = number(11..<13)
+            parts.tm_sec = number(13..<15)
+            parts.tm_isdst = -1
+            let instant = Double(mktime(&parts)) + Double(number(16..<22)) / 1e6
+            #expect(abs(wall - elapsed - instant) < 0.002, "run_started at \(time), elapsed \(elapsed); the id says \(instant)")
+        }
     }
 }
