@@ -38,10 +38,12 @@ package final class RunEngine: @unchecked Sendable {
     /// The run's record and reporters; `flowrun watch` gives each of its runs new ones (RunEngine+Watch.swift).
     var record: RunRecord
     var reporters: [any RunReporter]
-    /// CLOCK_MONOTONIC at the start, in seconds (of this run, under `watch`).
+    /// CLOCK_MONOTONIC at the start, in seconds (of this run, under `watch`):
+    /// when its record was made, the instant its id names (`RunStart`).
     var startSeconds: Double
-    /// The wall-clock time then (CLOCK_REALTIME): an event's time is this
-    /// plus its `elapsed`, one clock read per event instead of two.
+    /// The wall-clock time then (CLOCK_REALTIME, the id's instant): an
+    /// event's time is this plus its `elapsed`, one clock read per event
+    /// instead of two.
     var startWallSeconds: Double
     /// Set for `flowrun watch`: the watch between runs.
     var watchState: WatchState?
@@ -292,10 +294,9 @@ package final class RunEngine: @unchecked Sendable {
         self.streamsOutput = streamsOutput
         self.record = record
         self.reporters = [record] + reporters
-        startSeconds = Self.monotonicSeconds()
-        var wall = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        startWallSeconds = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
+        // The run starts when its id says (`RunStart`): `run_started`'s time minus its elapsed is the id's instant.
+        startSeconds = record.start.monotonicSeconds
+        startWallSeconds = record.start.wallSeconds
         let (pool, semaphores, groups) = Self.slotPool(for: plan)
         resourceOfGroup = groups
         scheduler = Scheduler(

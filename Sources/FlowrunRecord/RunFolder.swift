@@ -16,6 +16,8 @@ import Glibc
 package final class RunFolder: Sendable {
     /// The run's id, the folder's name.
     let runID: String
+    /// The instant the id names (`RunStart`).
+    let start: RunStart
     /// The folder as the user named it: `BASE/RUN_ID`.
     let path: String
     /// The run folder. Held with an exclusive `flock` for the whole run:
@@ -58,15 +60,17 @@ package final class RunFolder: Sendable {
 
     /// Makes `BASE/RUN_ID` (a new id if one is taken); `logs/`, its shards
     /// (`logs/000/`) and `outputs/` come as tasks need them. `base` nil
-    /// means `.flowrun/runs` under the current directory.
-    init(base: String?, makeRunID: () -> String) throws(Refusal) {
+    /// means `.flowrun/runs` under the current directory. Each id tried is
+    /// drawn afresh, from a clock reading of its own (`makeRunID`).
+    init(base: String?, makeRunID: (RunStart) -> String) throws(Refusal) {
         let baseDescriptor = try Self.openBase(base)
         let base = base ?? ".flowrun/runs"
-        var made: (id: String, descriptor: Int32)?
+        var made: (id: String, start: RunStart, descriptor: Int32)?
         var umaskNarrowsModes = false
         var lastError: Int32 = 0
         for _ in 0..<8 {
-            let id = makeRunID()
+            let start = RunStart.now()
+            let id = makeRunID(start)
             guard Self.takeSpare(in: baseDescriptor, as: id) || mkdirat(baseDescriptor, id, 0o700) == 0 else {
                 lastError = errno
                 if lastError == EEXIST { continue }  // taken (or planted): another id
@@ -81,7 +85,7 @@ package final class RunFolder: Sendable {
             }
             // Live from here on: the lock goes when this process does, whatever ends it.
             flock(opened.descriptor, LOCK_EX | LOCK_NB)
-            made = (id, opened.descriptor)
+            made = (id, start, opened.descriptor)
             umaskNarrowsModes = opened.narrowed
             break
         }
@@ -90,6 +94,7 @@ package final class RunFolder: Sendable {
             throw Refusal(description: "cannot create a run folder in \(base): \(String(cString: strerror(lastError)))")
         }
         runID = made.id
+        start = made.start
         self.umaskNarrowsModes = umaskNarrowsModes
         path = base + "/" + made.id
         descriptor = made.descriptor

@@ -69,17 +69,44 @@ package final class RunHistory {
 
     deinit { close(descriptor) }
 
-    /// `20261122-140307-4f1c09a2b7d3e865`: eight digits, a dash, six
-    /// digits, a dash, sixteen lowercase hex digits. Only such names are
-    /// runs: nothing else in the folder is read, listed or pruned.
+    /// A run id: `20261122-140307.482915-4f1c09a2b7d3` (`RunRecord.makeRunID`):
+    /// eight digits, a dash, six digits, a dot, six digits (microseconds),
+    /// a dash, twelve lowercase hex digits; 35 characters. Or one from
+    /// before microseconds, `20261122-140307-4f1c09a2b7d3e865`: eight
+    /// digits, a dash, six digits, a dash, sixteen lowercase hex digits; 32
+    /// characters (users keep such records). Only such names are runs:
+    /// nothing else in the folder is read, listed or pruned.
     package static func isRunID(_ name: some StringProtocol) -> Bool {
-        let bytes = Array(name.utf8)
-        guard bytes.count == 32, bytes[8] == UInt8(ascii: "-"), bytes[15] == UInt8(ascii: "-") else { return false }
-        for (offset, byte) in bytes.enumerated() where offset != 8 && offset != 15 {
-            let digit = (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-            if offset < 15 ? !digit : !(digit || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)) { return false }
+        var bytes = name.utf8.makeIterator()
+        func next(_ count: Int, _ accepts: (UInt8) -> Bool) -> Bool {
+            for _ in 0..<count {
+                guard let byte = bytes.next(), accepts(byte) else { return false }
+            }
+            return true
         }
-        return true
+        let digit = { (byte: UInt8) in byte &- UInt8(ascii: "0") < 10 }
+        let hex = { (byte: UInt8) in digit(byte) || byte &- UInt8(ascii: "a") < 6 }
+        let dash = { (byte: UInt8) in byte == UInt8(ascii: "-") }
+        guard next(8, digit), next(1, dash), next(6, digit) else { return false }
+        switch bytes.next() {
+        case UInt8(ascii: "-"):
+            guard next(16, hex) else { return false }
+        case UInt8(ascii: "."):
+            guard next(6, digit), next(1, dash), next(12, hex) else { return false }
+        default:
+            return false
+        }
+        return bytes.next() == nil
+    }
+
+    /// How long a run id is (`RunRecord.makeRunID`).
+    package static let runIDLength = 35
+
+    /// Whether run id `id` names its start to the microsecond (the
+    /// 35-character shape): such ids sort by name in the order their runs
+    /// started, within one second too.
+    static func namesMicroseconds(_ id: String) -> Bool {
+        id.utf8.count > 15 && id.utf8[id.utf8.index(id.utf8.startIndex, offsetBy: 15)] == UInt8(ascii: ".")
     }
 
     /// Every run's id, oldest first (ids start with their local start time).
@@ -114,10 +141,13 @@ package final class RunHistory {
         return ids
     }
 
-    /// The `count` oldest of `ids`: by the start second in the id, and only
-    /// the runs of the second that straddles the cut by their `run_started`
-    /// time (one record's first line each, where `chronological` reads every
-    /// second's that has two runs: a run prunes one record most times).
+    /// The `count` oldest of `ids`: by name (ids start with their local
+    /// start time, to the microsecond), except in a second that has a run
+    /// id from before microseconds (the second flowrun was upgraded in):
+    /// that second's runs go by their `run_started` time, read only when the
+    /// cut falls inside it (one record's first line each, where
+    /// `chronological` reads every such second's: a run prunes one record
+    /// most times).
     static func oldest(_ count: Int, of ids: [String], in folder: Int32) -> [String] {
         guard count > 0 else { return [] }
         var sorted = ids.sorted()
@@ -127,13 +157,13 @@ package final class RunHistory {
         let start = sorted.firstIndex { sameSecond($0, cut) } ?? count
         var end = count
         while end < sorted.count, sameSecond(sorted[end], cut) { end += 1 }
-        sorted.replaceSubrange(start..<end, with: chronological(Array(sorted[start..<end]), in: folder))
+        sorted.replaceSubrange(start..<end, with: chronological(second: sorted[start..<end], in: folder))
         return Array(sorted.prefix(count))
     }
 
-    /// `ids` oldest first: by the start second in the id, and runs started
-    /// in the same second by their `run_started` time (to the millisecond),
-    /// read only for those.
+    /// `ids` oldest first: by name, and in a second that has a run id from
+    /// before microseconds, all of that second's runs by their
+    /// `run_started` time (to the millisecond), read only for those.
     static func chronological(_ ids: [String], in folder: Int32) -> [String] {
         var sorted = ids.sorted()
         var start = 0
@@ -141,12 +171,20 @@ package final class RunHistory {
             var end = start + 1
             while end < sorted.count, sameSecond(sorted[end], sorted[start]) { end += 1 }
             if end - start > 1 {
-                let times = sorted[start..<end].map { id in (id, startTime(of: id, in: folder) ?? 0) }
-                sorted.replaceSubrange(start..<end, with: times.sorted { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }.map(\.0))
+                sorted.replaceSubrange(start..<end, with: chronological(second: sorted[start..<end], in: folder))
             }
             start = end
         }
         return sorted
+    }
+
+    /// The runs of one second (`ids`, sorted by name), oldest first: as
+    /// they are when every id names its microseconds (no record is
+    /// opened); else every one by its `run_started` time, ties by name.
+    private static func chronological(second ids: ArraySlice<String>, in folder: Int32) -> [String] {
+        guard !ids.allSatisfy(namesMicroseconds) else { return Array(ids) }
+        let times = ids.map { id in (id, startTime(of: id, in: folder) ?? 0) }
+        return times.sorted { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }.map(\.0)
     }
 
     /// Whether two run ids name the same second (`YYYYMMDD-HHMMSS`), byte by

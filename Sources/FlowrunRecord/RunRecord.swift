@@ -33,6 +33,8 @@ package import FlowrunEvents
 package final class RunRecord: RunReporter, @unchecked Sendable {
     // @unchecked: every method runs on the engine's serial queue.
     package let runID: String
+    /// When the run started: the instant its id names, the engine's `elapsed` 0.
+    package var start: RunStart { folder.start }
     /// The folder as the user named it: `BASE/RUN_ID`.
     package let directory: String
     package let folder: RunFolder
@@ -47,7 +49,8 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
 
     /// Makes a fresh run folder in `baseDirectory` (nil: `.flowrun/runs`
     /// under the current directory), with a new id if one is taken.
-    package init(baseDirectory: String?, makeRunID: () -> String = RunRecord.makeRunID) throws(Failure) {
+    /// `makeRunID` names a run starting at the instant it is given.
+    package init(baseDirectory: String?, makeRunID: (RunStart) -> String = RunRecord.makeRunID(startingAt:)) throws(Failure) {
         do throws(RunFolder.Refusal) {
             folder = try RunFolder(base: baseDirectory, makeRunID: makeRunID)
         } catch {
@@ -72,18 +75,48 @@ package final class RunRecord: RunReporter, @unchecked Sendable {
         if eventsDescriptor >= 0 { close(eventsDescriptor) }
     }
 
-    /// `20261122-025301-4f1c09a2b7d3e865`: sortable by the local time it
-    /// started, and 64 random bits from the system's generator (getrandom),
-    /// so no one can guess the next one.
-    package static func makeRunID() -> String {
-        var now = time(nil)
+    /// `20261122-025301.482915-4f1c09a2b7d3`: the local date and time the
+    /// run started, to the microsecond (one `CLOCK_REALTIME` reading,
+    /// `RunStart`), and 48 random bits from the system's generator
+    /// (getrandom), so no one can guess the next one. Runs sort by name in
+    /// the order they started, within one second too, so ordering them
+    /// opens no record (`RunHistory.chronological`).
+    package static func makeRunID(startingAt start: RunStart) -> String {
+        var now = time_t(start.seconds)
         var parts = tm()
         localtime_r(&now, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(RunHistory.runIDLength)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        digits(Int(parts.tm_year) + 1900, 4)
+        digits(Int(parts.tm_mon) + 1, 2)
+        digits(Int(parts.tm_mday), 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_hour), 2)
+        digits(Int(parts.tm_min), 2)
+        digits(Int(parts.tm_sec), 2)
+        bytes.append(UInt8(ascii: "."))
+        digits(start.microseconds, 6)
+        bytes.append(UInt8(ascii: "-"))
         var generator = SystemRandomNumberGenerator()
-        let random = String(generator.next() as UInt64, radix: 16)
-        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))-\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))-"
-            + String(repeating: "0", count: 16 - random.count) + random
+        let random = generator.next() as UInt64
+        for shift in stride(from: 44, through: 0, by: -4) {
+            let nibble = UInt8(truncatingIfNeeded: random >> UInt64(shift)) & 0xF
+            bytes.append(nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A run id for a run starting now.
+    package static func makeRunID() -> String {
+        makeRunID(startingAt: .now())
     }
 
     /// The first record file that could not be written ("cannot write PATH: REASON").

@@ -10,11 +10,11 @@ import FlowrunValues
 /// Every name and every line a task printed is escaped (TerminalText): a
 /// record holds what tasks printed, and that must not steer the terminal.
 ///
-///     run       20261125-153252-4f1c09a2b7d3e865
+///     run       20261125-153252.204816-4f1c09a2b7d3
 ///     workflow  ci (ci.yaml)
 ///     started   2026-11-25 15:32:52, ran 3.21s
 ///     outcome   failed, exit 1: 3 succeeded, 1 failed
-///     record    .flowrun/runs/20261125-153252-4f1c09a2b7d3e865
+///     record    .flowrun/runs/20261125-153252.204816-4f1c09a2b7d3
 ///
 ///       ✓ build   succeeded  1.20s
 ///       ✗ test    failed     0.50s  exit 3

@@ -2,8 +2,8 @@ package import FlowrunRecord
 import FlowrunValues
 /// `flowrun runs`: recent runs, newest first, one line each, or a JSON array.
 ///
-///     RUN                               STARTED              DURATION  OUTCOME    WORKFLOW  TASKS
-///     20261125-153252-4f1c09a2b7d3e865  2026-11-25 15:32:52  3.21s     failed     ci        3 succeeded, 1 failed
+///     RUN                                  STARTED              DURATION  OUTCOME    WORKFLOW  TASKS
+///     20261125-153252.204816-4f1c09a2b7d3  2026-11-25 15:32:52  3.21s     failed     ci        3 succeeded, 1 failed
 package enum RunListView {
     package static func text(_ runs: [RecordedRun]) -> String {
         let rows = runs.map { run -> [String] in

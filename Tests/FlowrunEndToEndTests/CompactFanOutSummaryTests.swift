@@ -57,7 +57,7 @@ extension RunEndToEndParallel {
             _ = FileManager.default.createFile(atPath: sandbox.file("marker"), contents: Data())
             let resumed = try FlowrunBinary.run(["resume", "--log-dir", sandbox.logDirectory, "--output", "plain"], in: sandbox.path, environment: sandbox.environment, timeout: .seconds(300))
             #expect(resumed.exitStatus == 0, "\(resumed)")
-            let runs = runFolders(in: sandbox.logDirectory).filter { $0.count == 32 }
+            let runs = runFolders(in: sandbox.logDirectory).filter(isRunID)
             let newest = try runs.map { try RunRecordFiles(directory: sandbox.logDirectory + "/" + $0) }.first { !$0.events("run_started").isEmpty && $0.summary["resumed_from"] != nil }
             let resumedRecord = try #require(newest, "no resumed record among \(runs)")
             let started = resumedRecord.names("task_started")

@@ -158,6 +158,19 @@ extension RunEndToEndParallel {
             #expect(problems.map(\.line) == [1, 2, 3, 5, 6, 7], "\(problems)")
         }
 
+        /// A run id to the microsecond (what flowrun writes) and one from
+        /// before microseconds (records users keep) pass; nothing else does.
+        @Test func theSchemaTakesRunIdsOfBothShapes() throws {
+            let line = { (id: String) in
+                #"{"event":"run_started","time":"2026-11-22T14:03:07.250Z","elapsed":0,"run_id":""# + id + #"","workflow":"w","max_parallel":4,"path":"p","members":1}"#
+            }
+            let problems = try Self.validate([
+                line("20261122-140307.482915-4f1c09a2b7d3"), line("20261122-140307-4f1c09a2b7d3e865"),
+                line("20261122-140307.482915-4f1c09a2b7d3e865"), line("20261122-140307-4f1c09a2b7d3"), line("20261122-140307.48291-4f1c09a2b7d3"),
+            ])
+            #expect(problems.map(\.line) == [3, 4, 5], "\(problems)")
+        }
+
         /// `task_started`'s applied deadlines and `limits` (issue 21): the
         /// shapes the engine writes pass, anything else is refused.
         @Test func theSchemaChecksTheAppliedLimitsOfTaskStarted() throws {

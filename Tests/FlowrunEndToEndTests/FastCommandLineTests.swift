@@ -77,7 +77,7 @@ import Glibc
     /// so does the order of its slowest tasks.
     static func normalized(_ text: String) -> String {
         text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("    slowest: ") }.joined(separator: "\n")
-            .replacing(/[0-9a-f]{16}/, with: "ID").replacing(/[0-9]+/, with: "N")
+            .replacing(runIDPattern, with: "ID").replacing(/[0-9a-f]{16}/, with: "ID").replacing(/[0-9]+/, with: "N")
     }
 
     /// The subcommands flowrun reads without argument-parser's tree

@@ -30,7 +30,7 @@ extension RunEndToEndParallel {
             let run = try FlowrunBinary.run(
                 [sandbox.file("flowrun.yaml"), "--log-dir", sandbox.logDirectory, "--output", "plain"] + extra, in: sandbox.path,
                 environment: sandbox.environment, timeout: .seconds(60))
-            let runs = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)) ?? []).filter { $0.count == 32 }
+            let runs = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)) ?? []).filter(isRunID)
             let records = try runs.map { try RunRecordFiles(directory: sandbox.logDirectory + "/" + $0) }.sorted { first, second in
                 (first.events("run_started").first?["time"] as? String ?? "") < (second.events("run_started").first?["time"] as? String ?? "")
             }

@@ -38,8 +38,8 @@ extension RunEndToEndParallel {
 
         /// The run folders under `--log-dir`, oldest first.
         static func records(_ sandbox: RunSandbox) throws -> [RunRecordFiles] {
-            let runs = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)) ?? []).filter { $0.count == 32 }
-            // By the time each started (ids started in one second sort at random).
+            let runs = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.logDirectory)) ?? []).filter(isRunID)
+            // By the time each started.
             return try runs.map { try RunRecordFiles(directory: sandbox.logDirectory + "/" + $0) }.sorted { first, second in
                 (first.events("run_started").first?["time"] as? String ?? "") < (second.events("run_started").first?["time"] as? String ?? "")
             }

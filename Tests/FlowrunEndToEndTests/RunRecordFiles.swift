@@ -11,9 +11,23 @@ import Darwin
 /// The run folders in a record folder, by name: `latest` (the link to the
 /// latest run) and anything else not named like a run id left out.
 func runFolders(in directory: String) -> [String] {
-    ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
-        $0.wholeMatch(of: #/\d{8}-\d{6}-[0-9a-f]{16}/#) != nil
-    }.sorted()
+    ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(isRunID).sorted()
+}
+
+/// Whether `name` is a run id as flowrun makes them now
+/// (`20261130-012345.678901-4f1c09a2b7d3`: the start to the microsecond, 48
+/// random bits) or made them before (`20261125-133648-e5ff3a90c4d1b827`).
+func isRunID(_ name: String) -> Bool {
+    name.wholeMatch(of: runIDPattern) != nil
+}
+
+/// A run id of either shape (`isRunID`), to find in text.
+var runIDPattern: Regex<Substring> { #/\d{8}-\d{6}(?:\.\d{6}-[0-9a-f]{12}|-[0-9a-f]{16})/# }
+
+/// Whether `name` is a run id as flowrun makes them now: 35 characters,
+/// the start to the microsecond.
+func isMicrosecondRunID(_ name: String) -> Bool {
+    name.wholeMatch(of: #/\d{8}-\d{6}\.\d{6}-[0-9a-f]{12}/#) != nil
 }
 
 /// A run's folder as the test reads it: `events.jsonl` parsed line by line,

@@ -3,7 +3,8 @@ import Foundation
 /// Compares what a document shows a command printing with what it printed.
 ///
 /// Both sides are normalised the same way first: a run id
-/// (`20261125-133648-e5ff3a90c4d1b827`) reads `RUN_ID`, a clock time
+/// (`20261125-133648.321470-e5ff3a90c4d1`, or one from before microseconds,
+/// `20261125-133648-e5ff3a90c4d1b827`) reads `RUN_ID`, a clock time
 /// (`13:36:48.321`) `HH:MM:SS.mmm`, a measured duration with a decimal point
 /// (`0.03s`, `2.0s`) `N.NNs`, and trailing spaces go. Then `…` in the shown
 /// text stands for anything: within a line, any characters; a line that is
@@ -20,7 +21,7 @@ enum ShownOutput {
     }
 
     private static let replacements: [(NSRegularExpression, String)] = [
-        (#"\b\d{8}-\d{6}-[0-9a-f]{16}\b"#, "RUN_ID"),
+        (#"\b\d{8}-\d{6}(?:\.\d{6}-[0-9a-f]{12}|-[0-9a-f]{16})\b"#, "RUN_ID"),
         (#"\b\d{2}:\d{2}:\d{2}\.\d{3}\b"#, "HH:MM:SS.mmm"),
         (#"\b\d+\.\d+s\b"#, "N.NNs"),
     ].map { (try! NSRegularExpression(pattern: $0.0), $0.1) }

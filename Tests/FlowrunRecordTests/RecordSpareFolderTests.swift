@@ -27,9 +27,9 @@ import Glibc
         return lstat(path, &info) == 0 ? UInt64(info.st_ino) : nil
     }
 
-    private static func ids(_ list: [String]) -> () -> String {
+    private static func ids(_ list: [String]) -> (RunStart) -> String {
         var iterator = list.makeIterator()
-        return { iterator.next()! }
+        return { _ in iterator.next()! }
     }
 
     /// A run as pruning sees it: started (events.jsonl says when), ended (summary.json).

@@ -5,9 +5,11 @@ import Testing
 import Glibc
 #endif
 
-/// `RunHistory.oldest`, what pruning removes: the oldest runs by the second
-/// in their id, and within the second that the cut falls in, by their
-/// `run_started` time — read from that second's records only.
+/// `RunHistory.oldest`, what pruning removes, for run ids from before
+/// microseconds (32 characters, records users keep): the oldest runs by the
+/// second in their id, and within the second that the cut falls in, by their
+/// `run_started` time — read from that second's records only. Ids named to
+/// the microsecond: `RunHistoryMicrosecondOrderTests`.
 @Suite struct RunHistoryOldestTests {
     /// Runs named for one second, whose `run_started` times run the other
     /// way round from their random parts; one earlier, one later second.

@@ -33,6 +33,16 @@ import Glibc
         ("2026112a-155801-ee105dddb27682a7", false),
         ("latest", false),
         (".latest-20261125-155801-ee105dddb27682a7", false),
+        // Named to the microsecond (35 characters), as runs are now.
+        ("20261125-155801.000417-ee105dddb276", true),
+        ("20261125-155801.000417-EE105DDDB276", false),
+        ("20261125-155801.000417-ee105dddb27", false),
+        ("20261125-155801.000417-ee105dddb2768", false),
+        ("20261125-155801.00041a-ee105dddb276", false),
+        ("20261125-155801-000417-ee105dddb276", false),
+        ("20261125-155801.000417.ee105dddb276", false),
+        ("20261125-155801.000417-ee105dddb276/", false),
+        (".latest-20261125-155801.000417-ee105dddb276", false),
     ])
     func onlyNamesShapedLikeRunIDsAreRuns(_ name: String, _ isRun: Bool) {
         #expect(RunHistory.isRunID(name) == isRun)
@@ -52,6 +62,26 @@ import Glibc
         #expect(try history.resolve("20261125-0959") == "20261125-095959-8888888888888888")
         #expect(throws: RunHistory.Problem.self) { try history.resolve("20261125-1000") }
         #expect(throws: RunHistory.Problem.self) { try history.resolve("") }
+    }
+
+    /// Ids named to the microsecond sort by name, within one second too,
+    /// whatever their first event says (it is not read); one from before
+    /// microseconds sorts with them by name when its second is another. A
+    /// prefix up to the microseconds names one run.
+    @Test func runsNamedToTheMicrosecondAreOrderedByName() throws {
+        let folder = try Folder([
+            ("20261125-100000.250000-000000000001", "2026-11-25T09:00:00.900Z"),
+            ("20261125-100000.750000-000000000000", "2026-11-25T09:00:00.100Z"),
+            ("20261125-095959-8888888888888888", "2026-11-25T09:00:00.999Z"),
+        ])
+        let history = try RunHistory(path: folder.path)
+        #expect(history.runIDs() == ["20261125-095959-8888888888888888", "20261125-100000.250000-000000000001", "20261125-100000.750000-000000000000"])
+        #expect(history.latestID() == "20261125-100000.750000-000000000000")
+        #expect(try history.resolve(nil) == "20261125-100000.750000-000000000000")
+        #expect(try history.resolve("20261125-100000.2") == "20261125-100000.250000-000000000001")
+        #expect(try history.resolve("20261125-100000.750000-000000000000") == "20261125-100000.750000-000000000000")
+        #expect(try history.resolve("20261125-0959") == "20261125-095959-8888888888888888")
+        #expect(throws: RunHistory.Problem.self) { try history.resolve("20261125-100000") }
     }
 
     @Test func epochSecondsReadTheEventsTime() {

@@ -313,8 +313,8 @@ extension RunEngine {
         record = next.record
         Self.attach(record, queue: queue, loop: loop)
         reporters = [next.record] + next.reporters
-        startSeconds = Self.monotonicSeconds()
-        startWallSeconds = startSeconds.wallClock
+        startSeconds = record.start.monotonicSeconds
+        startWallSeconds = record.start.wallSeconds
         finished = false
         finalExitCode = nil
         finallyStarted = false
@@ -451,14 +451,5 @@ extension RunEngine {
     private static func exists(_ folder: String) -> Bool {
         var info = stat()
         return stat(folder.isEmpty ? "." : folder, &info) == 0
-    }
-}
-
-extension Double {
-    /// CLOCK_REALTIME now, seen from this CLOCK_MONOTONIC reading taken just before.
-    var wallClock: Double {
-        var wall = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        return Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
     }
 }
