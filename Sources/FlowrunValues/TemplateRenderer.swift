@@ -37,7 +37,7 @@ package enum TemplateRenderer {
         for segment in segments {
             switch segment {
             case .text(let text):
-                guard !text.utf8.contains(0) else {
+                guard !text.containsNUL else {
                     throw TemplateRenderError(location: template.location, message: "the text contains a NUL byte, which cannot be passed to a process")
                 }
                 result += text
@@ -45,7 +45,7 @@ package enum TemplateRenderer {
                 try ValueLimit.check(expression, at: location, in: context)
                 let value = try ExpressionEvaluator.evaluate(expression, at: location, in: context).text
                 try ValueLimit.check(value: value, of: expression, at: location)
-                guard !value.utf8.contains(0) else {
+                guard !value.containsNUL else {
                     throw TemplateRenderError(
                         location: location,
                         message: "the value of ${{ \(expression) }} contains a NUL byte, which cannot be passed to a process")

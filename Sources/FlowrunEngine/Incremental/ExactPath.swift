@@ -1,3 +1,5 @@
+import FlowrunValues
+
 /// A path (or any text) that equals another only byte for byte. Swift's
 /// `String` compares and hashes by canonical equivalence: `café` with U+00E9
 /// and with e + U+0301 are one `String`, but two names, two files, on Linux.
@@ -11,7 +13,7 @@ struct ExactPath: Hashable {
     }
 
     static func == (first: ExactPath, second: ExactPath) -> Bool {
-        first.text.utf8.elementsEqual(second.text.utf8)
+        first.text.hasSameBytes(as: second.text)
     }
 
     func hash(into hasher: inout Hasher) {

@@ -18,7 +18,7 @@ package enum GlobExpansion {
         walk(pattern.segments[...], directory: root, shown: pattern.isAbsolute ? "/" : "", into: &found)
         // By bytes: `String`'s order and `Set<String>` take `café` (U+00E9) and `café` (e, U+0301)
         // for one name, and kept one of the two files (an edit to the other went unseen).
-        return found.map(\.text).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return found.map(\.text).sorted { $0.bytesPrecede($1) }
     }
 
     /// A pattern without wildcards (`src/main.c`): the path it names as

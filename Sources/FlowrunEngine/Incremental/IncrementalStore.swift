@@ -258,7 +258,7 @@ package struct IncrementalRecord: Sendable, Equatable {
         /// Paths by their bytes: Swift's `==` finds `café` (U+00E9) and `café` (e, U+0301)
         /// equal, but they name two files, and a source renamed from one to the other is a change.
         package static func == (first: PathHash, second: PathHash) -> Bool {
-            first.path.utf8.elementsEqual(second.path.utf8) && first.hash == second.hash
+            first.path.hasSameBytes(as: second.path) && first.hash == second.hash
         }
     }
 
