@@ -53,8 +53,8 @@ import Glibc
         #expect(same(scanned(old), IncrementalRecord(json: old, task: "t")))
     }
 
-    /// Escapes (a newline in stdout, a quote in a path, a NUL as `\u0000`)
-    /// are the general reader's: the scanner gives up, and the record read is its.
+    /// A `\u` escape (a NUL as `\u0000`, DEL, a C1 control) and an escaped
+    /// task name are the general reader's: the scanner gives up, and the record read is its.
     @Test func escapedTextIsLeftToTheGeneralReader() throws {
         var record = Self.record
         record.stdout = "line one\nline two \"quoted\" \\ tab\t"
@@ -63,6 +63,37 @@ import Glibc
         let text = record.json(task: "task \"two\"")
         #expect(scanned(text, task: "task \"two\"") == nil)
         #expect(same(IncrementalRecord(bytes: Array(text.utf8), task: "task \"two\""), record))
+    }
+
+    /// The writer's two-character escapes (a fan-out's list task keeps its
+    /// lines in stdout) are read by the scanner, to the record the general
+    /// reader reads; an entry with an escape read twice through one pool is
+    /// the same entry both times.
+    @Test func theWritersTwoCharacterEscapesAreReadByTheScanner() throws {
+        var record = Self.record
+        record.stdout = "unit1\nunit2\n\"q\" \\ /\t\r\u{8}\u{C}"
+        record.sources.append(.init(path: "dir/odd\"name\\.h", hash: "h"))
+        record.outputs = [.init(key: "k\n", value: "v\tw")]
+        let text = record.json(task: "t")
+        #expect(text.contains("\\n") && text.contains("\\\""))
+        let fast = try #require(scanned(text), "\(text)")
+        #expect(same(fast, record))
+        #expect(same(fast, IncrementalRecord(json: text, task: "t")))
+        var pool = StateEntryPool()
+        for _ in 0..<2 {
+            let again = Array(text.utf8).withUnsafeBufferPointer { bytes in
+                var scanner = StateFileScanner(bytes)
+                return scanner.record(task: "t", pool: &pool)
+            }
+            #expect(same(again, record))
+        }
+        // Other escapes, `\/` of another writer included: read as that writer meant them.
+        let other = #"{"version":1,"task":"t","identity":"i","sources":[["a\/b.c","h"]],"generates":[],"stdout":"x\u0041y","exit_code":0,"outputs":[]}"#
+        #expect(scanned(other) == nil)
+        #expect(IncrementalRecord(bytes: Array(other.utf8), task: "t")?.stdout == "xAy")
+        let slash = #"{"version":1,"task":"t","identity":"i","sources":[["a\/b.c","h"]],"generates":[],"stdout":"","exit_code":0,"outputs":[]}"#
+        #expect(same(scanned(slash), IncrementalRecord(json: slash, task: "t")))
+        #expect(scanned(slash)?.sources.first?.path == "a/b.c")
     }
 
     /// Files the writer never makes: each read exactly as the general reader reads it.

@@ -9,8 +9,9 @@ import Glibc
 /// trees and converted them, a fifth of the run.
 ///
 /// It takes only the writer's own shape: the keys in its order, no spaces,
-/// strings without escapes, valid UTF-8, numbers as the writer writes them.
-/// Anything else (a file from another writer, an escaped path, a hostile
+/// strings with no escape but the writer's two-character ones (`\n`, `\"`,
+/// …), valid UTF-8, numbers as the writer writes them.
+/// Anything else (a file from another writer, a `\u` escape, a hostile
 /// one) makes it give up (`nil`), and the caller reads the file with the
 /// general JSON reader, which decides as it always did: this is a shortcut
 /// to the same record, never a second idea of what a state file may hold.
@@ -88,9 +89,46 @@ struct StateFileScanner {
 
     /// A string, when its bytes are valid UTF-8 (else the general reader repairs them).
     private mutating func string() -> String? {
-        guard let range = stringRange() else { return nil }
+        let start = index
+        guard let range = stringRange() else {
+            index = start
+            return escapedString()
+        }
         let slice = UnsafeBufferPointer(rebasing: bytes[range])
         return String(validating: slice, as: UTF8.self)
+    }
+
+    /// A string with the escapes the writer makes of a task's stdout
+    /// (`\n`, `\t`, `\"`, …) decoded: a fan-out's list task keeps lines,
+    /// and its file went to the general reader, 230,000 instructions for
+    /// 700 bytes. `\u` and anything else that is not the writer's
+    /// two-character escapes is nil (the general reader decides).
+    private mutating func escapedString() -> String? {
+        guard skip(UInt8(ascii: "\"")) else { return nil }
+        var decoded: [UInt8] = []
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            if byte == UInt8(ascii: "\"") { return String(validating: decoded, as: UTF8.self) }
+            guard byte >= 0x20 else { return nil }
+            guard byte == UInt8(ascii: "\\") else {
+                decoded.append(byte)
+                continue
+            }
+            guard index < bytes.count else { return nil }
+            let escaped = bytes[index]
+            index += 1
+            switch escaped {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded.append(escaped)
+            case UInt8(ascii: "n"): decoded.append(0x0A)
+            case UInt8(ascii: "r"): decoded.append(0x0D)
+            case UInt8(ascii: "t"): decoded.append(0x09)
+            case UInt8(ascii: "b"): decoded.append(0x08)
+            case UInt8(ascii: "f"): decoded.append(0x0C)
+            default: return nil
+            }
+        }
+        return nil
     }
 
     /// `[[path, hash], [path, hash, stamp], …]`; a stamp that does not read is none.
@@ -115,7 +153,11 @@ struct StateFileScanner {
             }
             guard skip(UInt8(ascii: "]")) else { return nil }
             let entry = IncrementalRecord.PathHash(path: path, hash: hash, stamp: stamp)
-            pool.keep(entry, readFrom: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            // Only bytes without an escape: `entryEnd` finds an entry by its quotes alone.
+            let entryBytes = UnsafeBufferPointer(rebasing: bytes[start..<index])
+            if memchr(entryBytes.baseAddress!, Int32(UInt8(ascii: "\\")), entryBytes.count) == nil {
+                pool.keep(entry, readFrom: entryBytes)
+            }
             result.append(entry)
         } while skip(UInt8(ascii: ","))
         return skip(UInt8(ascii: "]")) ? result : nil
