@@ -48,14 +48,29 @@ fi
 # loading and relocating them was a sixth of `flowrun --version`'s CPU and a
 # fifth of its page faults (docs/BENCHMARKS.md, "The no-op run"). The
 # runtime's link line names -lstdc++; a folder holding only the static
-# archive, searched first (-L), makes that the archive.
+# archive, searched first (-L), makes that the archive. libyaml the same
+# way (CYaml names -lyaml): one library fewer to find, map and relocate.
 static_cxx_flags=()
+static_yaml=false
+mkdir -p .build/static-libs
 archive=$(c++ -print-file-name=libstdc++.a 2>/dev/null || true)
 if [ -f "$archive" ]; then
-  mkdir -p .build/static-libstdcxx
-  ln -sf "$archive" .build/static-libstdcxx/libstdc++.a
-  static_cxx_flags=(-Xswiftc "-L$PWD/.build/static-libstdcxx" -Xswiftc -Xclang-linker -Xswiftc -static-libgcc)
+  ln -sf "$archive" .build/static-libs/libstdc++.a
+  static_cxx_flags=(-Xswiftc -Xclang-linker -Xswiftc -static-libgcc)
 fi
+archive=$(c++ -print-file-name=libyaml.a 2>/dev/null || true)
+if [ -f "$archive" ]; then
+  ln -sf "$archive" .build/static-libs/libyaml.a
+  static_yaml=true
+fi
+static_cxx_flags+=(-Xswiftc "-L$PWD/.build/static-libs")
+
+# No symbol exported: SwiftPM links executables with --export-dynamic, which
+# put 5,663 of flowrun's own symbols in the dynamic symbol table. The Swift
+# runtime looks its own path up with dladdr at every start, which walks that
+# table (200,000 instructions), and the loader's lookups for libc probe it.
+# Nothing looks a symbol of flowrun up by name; .symtab keeps them all.
+export_flags=(-Xlinker "--version-script=$PWD/scripts/no-exports.map")
 
 # The functions flowrun's everyday commands run, laid out together: one
 # section a function, ordered by scripts/startup-order.txt (gold's
@@ -72,12 +87,13 @@ echo "install.sh: building a static release binary (commit ${commit:-unknown})"
 # --disable-local-rpath: no RUNPATH $ORIGIN — the binary needs no library of
 # its own, and the loader searched 11 folders beside it for libyaml and libm
 # (22 failed system calls) at every start, `--version` and completion included.
-swift build -c release --static-swift-stdlib --disable-local-rpath --product flowrun -Xcc "-DFLOWRUN_COMMIT=\"$commit\"" "${static_cxx_flags[@]}" "${order_flags[@]}"
+swift build -c release --static-swift-stdlib --disable-local-rpath --product flowrun -Xcc "-DFLOWRUN_COMMIT=\"$commit\"" "${static_cxx_flags[@]}" "${order_flags[@]}" "${export_flags[@]}"
 binary="$(swift build -c release --static-swift-stdlib --show-bin-path)/flowrun"
 
 # What ldd lists must be the system's C libraries only.
 needless='libswift|libFoundation|libdispatch|libBlocksRuntime|lib_FoundationICU'
-[ ${#static_cxx_flags[@]} -gt 0 ] && needless="$needless|libstdc\+\+|libgcc_s"
+[ -e .build/static-libs/libstdc++.a ] && needless="$needless|libstdc\+\+|libgcc_s"
+"$static_yaml" && needless="$needless|libyaml"
 if swift_libraries=$(ldd "$binary" | grep -E "$needless"); then
   echo "install.sh: $binary still needs Swift libraries:" >&2
   echo "$swift_libraries" >&2
