@@ -61,6 +61,11 @@ fi
 archive=$(c++ -print-file-name=libyaml.a 2>/dev/null || true)
 if [ -f "$archive" ]; then
   ln -sf "$archive" .build/static-libs/libyaml.a
+  # CYaml finds libyaml through pkg-config, whose -L comes first on the link
+  # line: a yaml-0.1.pc of our own names the folder with the archive.
+  printf '%s\n' "Name: LibYAML" "Description: libyaml, linked in by install.sh" "Version: 0" \
+    "Cflags: -I/usr/include" "Libs: -L$PWD/.build/static-libs -lyaml" > .build/static-libs/yaml-0.1.pc
+  static_cxx_flags+=(--pkg-config-path "$PWD/.build/static-libs")
   static_yaml=true
 fi
 static_cxx_flags+=(-Xswiftc "-L$PWD/.build/static-libs")

@@ -44,6 +44,15 @@ import Testing
         // Linked in by install.sh: loading them was a sixth of `--version`'s CPU.
         let cxxLibraries = ldd.stdout.split(separator: "\n").filter { $0.contains("libstdc++") || $0.contains("libgcc_s") }
         #expect(cxxLibraries.isEmpty, "the installed binary loads libstdc++/libgcc_s: \(cxxLibraries)")
+        // libyaml linked in too (CI installs libyaml-dev, which has the archive).
+        #expect(!ldd.stdout.contains("libyaml"), "the installed binary loads libyaml: \(ldd.stdout)")
+        // No symbol exported: the runtime's dladdr at every start walked 5,663 of them.
+        let symbols = try Self.shell(try RunSandbox.tool("readelf"), ["--dyn-syms", "-W", binary])
+        let exported = symbols.stdout.split(separator: "\n").filter { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            return fields.count >= 8 && fields[0].hasSuffix(":") && fields[6] != "UND" && fields[4] != "LOCAL"
+        }
+        #expect(symbols.status == 0 && exported.count <= 8, "the installed binary exports \(exported.count) symbols: \(exported.prefix(10))")
         // No RUNPATH: the loader would search folders beside the binary for each library at every start.
         let dynamic = try Self.shell(try RunSandbox.tool("readelf"), ["-d", binary])
         #expect(dynamic.status == 0 && !dynamic.stdout.contains("RUNPATH") && !dynamic.stdout.contains("RPATH"), "\(dynamic.stdout)")
