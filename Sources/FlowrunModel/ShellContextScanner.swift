@@ -25,7 +25,11 @@ public struct ShellContextScanner {
         var bytes: [UInt8] = []
         for segment in segments {
             switch segment {
-            case .text(let text): bytes += text.utf8.map { $0 == marker ? 0x20 : $0 }
+            case .text(let text):
+                // Appended whole, then any NUL of the text made a space (`map` made an array and called a closure a byte).
+                let start = bytes.count
+                bytes += text.utf8
+                for index in start..<bytes.count where bytes[index] == marker { bytes[index] = 0x20 }
             case .expression: bytes.append(marker)
             }
         }
