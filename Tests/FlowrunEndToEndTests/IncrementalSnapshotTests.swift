@@ -51,7 +51,7 @@ extension RunEndToEndParallel {
         /// Runs until a snapshot is written: the build, a run that keeps the
         /// stamps of the outputs the build made (settled by then: a state
         /// write), and a run with the state folder settled, which writes it.
-        func snapshotted(_ sandbox: RunSandbox, _ workflow: String) throws {
+        func snapshotted(_ sandbox: RunSandbox, _ workflow: String, checkingOne: Bool = true) throws {
             for round in 1...3 {
                 RunEndToEndParallel.IncrementalStampTests().waitUntilSettled(state(sandbox))
                 for name in ["a.o", "b.o", "app"] where FileManager.default.fileExists(atPath: sandbox.file(name)) {
@@ -60,6 +60,7 @@ extension RunEndToEndParallel {
                 let run = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
                 #expect(run.exitStatus == 0, "round \(round): \(run)")
             }
+            guard checkingOne else { return }
             let snapshots = try FileManager.default.contentsOfDirectory(atPath: state(sandbox) + "/snapshots")
             #expect(snapshots.count == 1, "snapshots: \(snapshots)")
         }
@@ -98,6 +99,31 @@ extension RunEndToEndParallel {
             let again = try tracedRun(sandbox, workflow)
             #expect(again.upToDate == 3)
             #expect(again.stateFilesOpened == 3, "a run after state was written read \(again.stateFilesOpened) state files, not each")
+        }
+
+        /// A writer killed between making its temporary and renaming it
+        /// (kill -9, a crash) leaves `KEY.tmp-HEX` behind, up to 32 MiB
+        /// each; nothing else lists the folder, so they piled up, one a
+        /// kill. The next snapshot written removes those older than a
+        /// minute, and nothing else there.
+        @Test func aSnapshotWrittenRemovesTemporariesAKilledWriterLeft() throws {
+            let (sandbox, workflow) = try project()
+            try snapshotted(sandbox, workflow)
+            let folder = state(sandbox) + "/snapshots"
+            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: folder).first)
+            let other = String(repeating: "ab", count: 32)
+            let stale = [name + ".tmp-9f3c2a7d1e5b4c68", other + ".tmp-1"]
+            let kept = [name + ".tmp-77aa", "notes.txt", other + ".tmp-XYZ"]
+            for file in stale + kept { try "half a snapshot".write(toFile: folder + "/" + file, atomically: false, encoding: .utf8) }
+            // The killed writers' an hour ago; `name.tmp-77aa` is a writer at work now.
+            var old = [timeval(tv_sec: time(nil) - 3600, tv_usec: 0), timeval(tv_sec: time(nil) - 3600, tv_usec: 0)]
+            for file in stale + ["notes.txt", other + ".tmp-XYZ"] { #expect(utimes(folder + "/" + file, &old) == 0) }
+            // The next snapshot: the state changed (its file removed), read again, then settled.
+            let files = try FileManager.default.contentsOfDirectory(atPath: state(sandbox)).filter { $0.hasSuffix(".json") }
+            try FileManager.default.removeItem(atPath: state(sandbox) + "/" + files[0])
+            try snapshotted(sandbox, workflow, checkingOne: false)
+            let left = Set(try FileManager.default.contentsOfDirectory(atPath: folder))
+            #expect(left == Set([name] + kept), "left in snapshots/: \(left.sorted())")
         }
 
         /// A run that writes state writes no snapshot (the folder changed
