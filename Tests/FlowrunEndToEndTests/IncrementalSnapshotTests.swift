@@ -126,6 +126,29 @@ extension RunEndToEndParallel {
             #expect(left == Set([name] + kept), "left in snapshots/: \(left.sorted())")
         }
 
+        /// A task that printed 120,000 lines keeps them in its state file,
+        /// one `\\n` escape a line: reading them back (snapshot or file) was
+        /// quadratic, 15 s and more for a run that starts nothing. Now a
+        /// fraction of a second; the bound leaves a loaded machine room.
+        @Test func aStateKeepingManyLinesOfStdoutReadsInLinearTime() throws {
+            let sandbox = try RunSandbox()
+            let workflow = try sandbox.write(workflow: """
+                tasks:
+                  report: { sources: [in.txt], run: "seq 1 120000" }
+                """)
+            try "x\n".write(toFile: sandbox.file("in.txt"), atomically: false, encoding: .utf8)
+            let first = try FlowrunBinary.run(sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment)
+            #expect(first.exitStatus == 0, "\(first)")
+            for round in 1...2 {
+                RunEndToEndParallel.IncrementalStampTests().waitUntilSettled(state(sandbox))
+                let again = try FlowrunBinary.run(
+                    sandbox.arguments(workflow, []), in: sandbox.path, environment: sandbox.environment, timeout: .seconds(60))
+                #expect(again.exitStatus == 0, "round \(round): \(again)")
+                #expect(again.stdout.contains("1 up to date"), "round \(round): \(again.stdout)")
+                #expect(again.wallSeconds < 5, "round \(round): a no-op run took \(again.wallSeconds) s")
+            }
+        }
+
         /// A run that writes state writes no snapshot (the folder changed
         /// under it); a snapshot at its name that is a link or a named pipe
         /// is not read, and the run decides from the files.
