@@ -149,6 +149,55 @@ extension RunEndToEndParallel {
             }
         }
 
+        /// Whether this machine lets the test loop-mount an ext2 image
+        /// (128-byte inodes: times in whole seconds) in a mount namespace of its own.
+        static let canMountExt2: Bool = {
+            guard geteuid() == 0, let unshare = try? RunSandbox.tool("unshare"), let mkfs = try? RunSandbox.tool("mkfs.ext2"),
+                  let scratch = try? TemporaryDirectory(prefix: "flowrun-ext2") else { return false }
+            let script = "\"$0\" -q -F -I 128 \"$1/img\" 4096 && mkdir \"$1/mnt\" && \"$2\" -m sh -c 'mount -o loop \"$0/img\" \"$0/mnt\"' \"$1\""
+            let outcome = try? ChildProcess.run(
+                executable: "/bin/sh", arguments: ["-c", script, mkfs, scratch.path, unshare],
+                environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], directory: "/",
+                stdoutPath: "/dev/null", stderrPath: "/dev/null", timeout: .seconds(20), launcher: nil)
+            return outcome?.exitStatus == 0
+        }()
+
+        /// On a file system that keeps whole seconds (ext2 here; FAT, ext3,
+        /// some NFS servers), a clock set back into the second of the state
+        /// folder's last change let a removed state file leave the folder's
+        /// stamp as the snapshot held it: the task stayed up to date (seen
+        /// with `date -s` by hand; a test does not set the clock). No
+        /// snapshot is written or read there: every run reads the files.
+        @Test(.enabled(if: canMountExt2)) func aStateFolderWithWholeSecondTimesIsReadFileByFile() throws {
+            let folder = try TemporaryDirectory(prefix: "flowrun-ext2")
+            let mkfs = try RunSandbox.tool("mkfs.ext2")
+            let made = try ChildProcess.run(
+                executable: mkfs, arguments: ["-q", "-F", "-I", "128", folder.path + "/img", "4096"], environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
+                directory: folder.path, stdoutPath: "/dev/null", stderrPath: folder.path + "/mkfs.err", timeout: .seconds(20), launcher: nil)
+            try #require(made.exitStatus == 0)
+            #expect(mkdir(folder.path + "/mnt", 0o700) == 0)
+            _ = try folder.write("tasks:\n  a: { sources: [a.c], run: \"echo built\" }\n", to: "wf.yaml")
+            // In the namespace: the project copied onto the image, a build, then
+            // three runs 2.2 s apart (the folder settled, as a snapshot needs);
+            // prints the snapshots made and what the last run said.
+            let script = """
+                mount -o loop "$0/img" "$0/mnt" || exit 3
+                cd "$0/mnt" && cp "$0/wf.yaml" . && echo 'int a;' > a.c || exit 4
+                "$1" wf.yaml --output plain > /dev/null || exit 5
+                for round in 1 2 3; do sleep 2.2; "$1" wf.yaml --output plain > "$0/last" || exit 6; done
+                ls .flowrun/state/snapshots | wc -l
+                """
+            let outcome = try ChildProcess.run(
+                executable: try RunSandbox.tool("unshare"), arguments: ["-m", "sh", "-c", script, folder.path, try FlowrunBinary.path()],
+                environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], directory: folder.path,
+                stdoutPath: folder.path + "/out", stderrPath: folder.path + "/err", timeout: .seconds(60), launcher: nil)
+            let out = (try? String(contentsOfFile: folder.path + "/out", encoding: .utf8)) ?? ""
+            let last = (try? String(contentsOfFile: folder.path + "/last", encoding: .utf8)) ?? ""
+            #expect(outcome.exitStatus == 0, "\(out) \((try? String(contentsOfFile: folder.path + "/err", encoding: .utf8)) ?? "")")
+            #expect(last.contains("1 up to date"), "\(last)")
+            #expect(out.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "snapshots written on a whole-second file system: \(out)")
+        }
+
         /// A run that writes state writes no snapshot (the folder changed
         /// under it); a snapshot at its name that is a link or a named pipe
         /// is not read, and the run decides from the files.
