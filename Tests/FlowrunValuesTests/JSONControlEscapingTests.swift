@@ -30,3 +30,34 @@ import Testing
         #expect(JSONText.escapingControls("{\"a\":\"¢\"}") == "{\"a\":\"¢\"}")
     }
 }
+
+/// Strings with escapes are read into one byte buffer (linear in their
+/// length): what they decode to, invalid UTF-8 beside an escape included,
+/// is as when each run between escapes was decoded on its own.
+@Suite struct JSONStringEscapeReadingTests {
+    @Test(arguments: [
+        ([0x22, 0x61, 0x5C, 0x75, 0x30, 0x30, 0x65, 0x39, 0x5C, 0x6E, 0x5C, 0x75, 0x64, 0x38, 0x33, 0x64, 0x5C, 0x75, 0x64, 0x65, 0x30, 0x30, 0x62, 0x22] as [UInt8], "a\u{E9}\n\u{1F600}b"),
+        ([0x22, 0xE2, 0x5C, 0x6E, 0x82, 0x22], "\u{FFFD}\n\u{FFFD}"),  // a cut sequence, an escape, a lone continuation
+        ([0x22, 0xE2, 0x82, 0x5C, 0x75, 0x30, 0x30, 0x38, 0x32, 0x22], "\u{FFFD}\u{82}"),
+        ([0x22, 0x5C, 0x5C, 0x5C, 0x22, 0x22], "\\\""),
+    ])
+    func escapesAndInvalidBytesReadAsBefore(_ bytes: [UInt8], _ expected: String) {
+        guard case .string(let read)? = JSONValue.parse(bytes: bytes) else {
+            Issue.record("\(bytes) does not parse as a JSON string")
+            return
+        }
+        #expect(Array(read.unicodeScalars) == Array(expected.unicodeScalars))
+    }
+
+    @Test func aLongStringOfEscapesReadsWhole() {
+        var text = "\""
+        for line in 1...200_000 { text += "\(line)\\n" }
+        text += "\""
+        guard case .string(let read)? = JSONValue.parse(text) else {
+            Issue.record("does not parse")
+            return
+        }
+        #expect(read.utf8.count == text.utf8.count - 2 - 200_000)
+        #expect(read.hasSuffix("199999\n200000\n"))
+    }
+}

@@ -61,6 +61,14 @@ package struct FileStamp: Sendable, Hashable {
         max(modified, changed) <= readStart - Self.settledMargin
     }
 
+    /// Whether the file system keeps this file's times finer than whole
+    /// seconds (ext2/ext3 with 128-byte inodes, FAT and some NFS servers do
+    /// not): there, a clock set back into the second of the last change
+    /// lets a later change leave mtime and ctime, hence the stamp, as they were.
+    var hasSubsecondTimes: Bool {
+        modified % 1_000_000_000 != 0 || changed % 1_000_000_000 != 0
+    }
+
     /// The kernel's coarse wall clock, the one it stamps writes with, in nanoseconds.
     package static func coarseNow() -> Int64 {
         var now = timespec()

@@ -176,6 +176,14 @@ package final class IncrementalStore: Sendable {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return }
         let stamp = FileStamp(info)
+        // Times in whole seconds: a clock set back into the second of the
+        // folder's last change, then a state file removed, and the folder's
+        // stamp is the one the snapshot holds (a removed state stayed up to
+        // date). Such a folder is read file by file, as before snapshots.
+        guard stamp.hasSubsecondTimes else {
+            snapshot.withLock { $0 = SnapshotUse() }
+            return
+        }
         let found = StateSnapshot.read(in: descriptor, name: snapshotName)
         snapshot.withLock { use in
             use = SnapshotUse()

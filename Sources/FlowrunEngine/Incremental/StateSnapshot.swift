@@ -169,7 +169,52 @@ extension StateSnapshot {
         close(file)
         if offset != bytes.count || renameat(folder, temporary, folder, name) != 0 {
             unlinkat(folder, temporary, 0)
+            return
         }
+        Self.removeLeftovers(in: folder)
+    }
+
+    /// How old a temporary must be to be a leftover: a writer renames its
+    /// own within milliseconds.
+    static let leftoverAge: time_t = 60
+
+    /// Removes the temporaries (`KEY.tmp-HEX`) a writer killed between
+    /// making one and renaming it left in the snapshot folder: nothing
+    /// else lists the folder, and each could be a whole snapshot (up to
+    /// `bytesAtMost`), one more each time. Done after a snapshot is
+    /// written, which is rare (once after the state changed), and only to
+    /// ours older than `leftoverAge`: a writer at work keeps its own. Not
+    /// followed through a link, nor anything else touched.
+    static func removeLeftovers(in folder: Int32) {
+        let copy = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard copy >= 0, let listing = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return
+        }
+        var names: [String] = []
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if isTemporaryName(name) { names.append(name) }
+        }
+        closedir(listing)
+        let now = time(nil)
+        for name in names {
+            var info = stat()
+            guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG,
+                  info.st_uid == geteuid(), now - info.st_mtim.tv_sec >= leftoverAge else { continue }
+            unlinkat(folder, name, 0)
+        }
+    }
+
+    /// A snapshot's temporary name as `write` makes it: 64 lowercase hex
+    /// digits, `.tmp-`, one to 16 lowercase hex digits.
+    static func isTemporaryName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard bytes.count > 69, bytes.count <= 85 else { return false }
+        let hex = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte) }
+        return bytes[0..<64].allSatisfy(hex) && bytes[64..<69].elementsEqual(".tmp-".utf8) && bytes[69...].allSatisfy(hex)
     }
 }
 
