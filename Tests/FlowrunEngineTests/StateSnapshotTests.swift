@@ -1,5 +1,9 @@
 @testable import FlowrunEngine
+import CFlowrunSystem
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `StateSnapshot`'s layout: what it writes it reads back, and anything
 /// else is not a snapshot (each state file is then read as before).
@@ -33,5 +37,27 @@ import Testing
     ])
     func anythingElseIsNoSnapshot(text: String) {
         #expect(StateSnapshot(bytes: Array(text.utf8)) == nil)
+    }
+}
+
+/// Where a snapshot is not used: a network or shared file system, whose
+/// clients may see a folder's cached stamp after another host wrote in it.
+@Suite struct StateSnapshotFileSystemTests {
+    @Test(arguments: [0x6969, 0xFF53_4D42, 0xFE53_4D42, 0x517B, 0x6573_5546, 0x00C3_6400])
+    func aNetworkFileSystemsFolderStampIsNotTrusted(type: Int) {
+        #expect(!StateSnapshot.trustsFolderStamps(ofFileSystem: type))
+    }
+
+    @Test(arguments: [0xEF53, 0x0102_1994, 0x5846_5342, 0x9123_683E])  // ext4, tmpfs, XFS, Btrfs
+    func aLocalFileSystemsFolderStampIsTrusted(type: Int) {
+        #expect(StateSnapshot.trustsFolderStamps(ofFileSystem: type))
+    }
+
+    @Test func theFolderTheTestsRunInIsLocal() {
+        let folder = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { close(folder) }
+        let type = flowrun_file_system_type(folder)
+        #expect(type > 0)
+        #expect(StateSnapshot.trustsFolderStamps(of: folder) == !StateSnapshot.sharedFileSystems.contains(type))
     }
 }

@@ -193,4 +193,9 @@ int flowrun_signal_is_echo(int signal, const siginfo_t *info);
 /// In C: memmem is a GNU extension the Glibc overlay hides (glibc's two-way search, not one of our own).
 const void *flowrun_memmem(const void *haystack, size_t haystack_length, const void *needle, size_t needle_length);
 
+/// The type (`f_type`, the file system's magic number) of the file system
+/// `descriptor` is on, or -1 with errno.
+/// In C: the Glibc overlay does not bring in <sys/statfs.h>.
+long flowrun_file_system_type(int descriptor);
+
 #endif

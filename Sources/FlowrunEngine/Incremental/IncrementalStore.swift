@@ -180,7 +180,8 @@ package final class IncrementalStore: Sendable {
         // folder's last change, then a state file removed, and the folder's
         // stamp is the one the snapshot holds (a removed state stayed up to
         // date). Such a folder is read file by file, as before snapshots.
-        guard stamp.hasSubsecondTimes else {
+        // A network file system: the folder's stamp may be a cached one (`StateSnapshot.sharedFileSystems`).
+        guard stamp.hasSubsecondTimes, StateSnapshot.trustsFolderStamps(of: descriptor) else {
             snapshot.withLock { $0 = SnapshotUse() }
             return
         }

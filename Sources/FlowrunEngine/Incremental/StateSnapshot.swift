@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CFlowrunSystem
 
 /// The state files one workflow's run read, copied into one file
 /// (`.flowrun/state/snapshots/KEY`) with the stamp the `state` folder had
@@ -24,8 +25,30 @@ import Glibc
 /// snapshot is not used: each file is read as before.
 struct StateSnapshot: Equatable {
     static let folderName = "snapshots"
-    /// Larger snapshots are not written (a state that big is read file by file).
-    static let bytesAtMost = 32 << 20
+    /// Larger snapshots are not written (a state that big is read file by
+    /// file): a run reads the whole snapshot, whichever tasks it runs, and a
+    /// narrow target of a 27 MB state took 60 MB where it took 12.
+    static let bytesAtMost = 8 << 20
+
+    /// File systems whose clients cache a folder's attributes (NFS for up
+    /// to a minute) or that another host changes: there the folder's stamp
+    /// can be stale while a state file is new, so such a state is read file
+    /// by file (an open by name revalidates). NFS, SMB/CIFS (three magics),
+    /// FUSE (sshfs and the like), Ceph, AFS, 9P, GFS2, OCFS2, Lustre.
+    static let sharedFileSystems: Set<Int> = [
+        0x6969, 0x517B, 0xFF53_4D42, 0xFE53_4D42, 0x6573_5546, 0x00C3_6400, 0x5346_414F, 0x0102_1997,
+        0x0116_1970, 0x7461_636F, 0x0BD0_0BD0,
+    ]
+
+    /// Whether `folder` is on a file system whose folder stamps this host can trust (`sharedFileSystems`).
+    static func trustsFolderStamps(of folder: Int32) -> Bool {
+        let type = flowrun_file_system_type(folder)
+        return type >= 0 && trustsFolderStamps(ofFileSystem: type)
+    }
+
+    static func trustsFolderStamps(ofFileSystem type: Int) -> Bool {
+        !sharedFileSystems.contains(type)
+    }
     private static let header = "flowrun state snapshot 1\n"
 
     /// The `state` folder's stamp before the files were read.
