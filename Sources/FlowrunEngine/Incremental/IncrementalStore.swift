@@ -107,13 +107,13 @@ package final class IncrementalStore: Sendable {
     /// The task's last successful run, if any and readable.
     package func read(task: String) -> IncrementalRecord? {
         let name = fileName(task: task)
-        let bytes: [UInt8]?
-        if let found = snapshot.withLock({ $0.bytes(of: name) }) {
-            bytes = found
-        } else {
-            bytes = readFile(name)
-            snapshot.withLock { $0.read(name, bytes) }
+        // Held outside the lock: the mapping is immutable, and lives while referenced.
+        if let found = snapshot.withLock({ $0.found }), let entry = found.entry(name) {
+            guard let range = entry else { return nil }
+            return found.withBytes(range) { bytes in entries.withLock { IncrementalRecord(buffer: bytes, task: task, pool: &$0) } }
         }
+        let bytes = readFile(name)
+        snapshot.withLock { $0.read(name, bytes) }
         guard let bytes else { return nil }
         return entries.withLock { IncrementalRecord(bytes: bytes, task: task, pool: &$0) }
     }
@@ -185,7 +185,7 @@ package final class IncrementalStore: Sendable {
             snapshot.withLock { $0 = SnapshotUse() }
             return
         }
-        let found = StateSnapshot.read(in: descriptor, name: snapshotName)
+        let found = MappedStateSnapshot.read(in: descriptor, name: snapshotName)
         snapshot.withLock { use in
             use = SnapshotUse()
             use.active = true
@@ -202,7 +202,7 @@ package final class IncrementalStore: Sendable {
         guard let (stamp, files) = snapshot.withLock({ use -> (FileStamp, [String: [UInt8]?])? in
             defer { use = SnapshotUse() }
             guard use.active, let stamp = use.startStamp, !use.readFiles.isEmpty else { return nil }
-            return (stamp, (use.found?.files ?? [:]).merging(use.readFiles) { _, new in new })
+            return (stamp, (use.found?.copiedFiles() ?? [:]).merging(use.readFiles) { _, new in new })
         }) else { return }
         var info = stat()
         guard fstat(descriptor, &info) == 0, FileStamp(info) == stamp else { return }
@@ -324,14 +324,18 @@ package struct IncrementalRecord: Sendable, Equatable {
 
     /// The same, entries read before found in `pool` (`StateEntryPool`).
     init?(bytes: [UInt8], task: String, pool: inout StateEntryPool) {
-        if let record = bytes.withUnsafeBufferPointer({ bytes in
-            var scanner = StateFileScanner(bytes)
-            return scanner.record(task: task, pool: &pool)
-        }) {
+        guard let record = bytes.withUnsafeBufferPointer({ IncrementalRecord(buffer: $0, task: task, pool: &pool) }) else { return nil }
+        self = record
+    }
+
+    /// The same from bytes in place (a mapped snapshot's).
+    init?(buffer: UnsafeBufferPointer<UInt8>, task: String, pool: inout StateEntryPool) {
+        var scanner = StateFileScanner(buffer)
+        if let record = scanner.record(task: task, pool: &pool) {
             self = record
             return
         }
-        self.init(parsed: JSONValue.parse(bytes: bytes), task: task)
+        self.init(parsed: JSONValue.parse(bytes: Array(buffer)), task: task)
     }
 
     init?(json: String, task: String) {
