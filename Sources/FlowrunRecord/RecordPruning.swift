@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FlowrunValues
 
 /// Old run records go at the start of each run (RUNNING.md, "Day two"):
 /// the `keep` newest records in the folder stay, this run's included; an
@@ -81,18 +82,9 @@ package enum RecordPruning {
     /// removed, so the listing never changes under `readdir`.
     private static func removeContents(of folder: Int32, shownAs path: String, depth: Int) -> String? {
         guard depth < 64 else { return "cannot remove \(path): folders nested too deep" }
-        var names: [String] = []
-        let copy = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard copy >= 0, let listing = fdopendir(copy) else {
+        guard let names = FolderListing.names(in: folder) else {
             return "cannot list \(path): \(String(cString: strerror(errno)))"
         }
-        while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        closedir(listing)
         for name in names {
             var info = stat()
             guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }

@@ -124,14 +124,8 @@ package final class RunHistory {
 
     /// The same folders in no particular order (no record is opened).
     static func unorderedRunIDs(in folder: Int32, ownedBy owner: uid_t) -> [String] {
-        let copy = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard copy >= 0, let directory = fdopendir(copy) else { return [] }
-        defer { closedir(directory) }
         var ids: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+        for name in FolderListing.names(in: folder) ?? [] {
             guard isRunID(name) else { continue }
             var info = stat()
             if fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == owner {

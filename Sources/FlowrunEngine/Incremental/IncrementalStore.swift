@@ -18,6 +18,8 @@ package final class IncrementalStore: Sendable {
     package let path: String
     private let descriptor: Int32
     private let workflowKey: String
+    /// This workflow's snapshot in `state/snapshots/` (`StateSnapshot`): a hash of its path.
+    private let snapshotName: String
     /// This run's content hashes, shared by every task's check.
     package let hashes = ContentHashCache()
 
@@ -75,6 +77,9 @@ package final class IncrementalStore: Sendable {
         self.path = path
         self.descriptor = descriptor
         self.workflowKey = workflowKey
+        var sha = SHA256()
+        sha.field(workflowKey)
+        snapshotName = sha.finalize()
     }
 
     deinit { close(descriptor) }
@@ -160,11 +165,6 @@ package final class IncrementalStore: Sendable {
     /// This run's use of its workflow's snapshot (`StateSnapshot`).
     private let snapshot = Mutex(SnapshotUse())
 
-    private var snapshotName: String {
-        var sha = SHA256()
-        sha.field(workflowKey)
-        return sha.finalize()
-    }
 
     /// Reads the state through this workflow's snapshot from now on, if the
     /// `state` folder is as the snapshot found it; and notes the folder's

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CFlowrunSystem
+import FlowrunValues
 
 /// The state files one workflow's run read, copied into one file
 /// (`.flowrun/state/snapshots/KEY`) with the stamp the `state` folder had
@@ -60,7 +61,11 @@ struct StateSnapshot: Equatable {
     /// A state file's name: 64 lowercase hex digits and `.json`.
     static func isStateFileName(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         guard name.count == 69, name.suffix(5).elementsEqual(".json".utf8) else { return false }
-        return name.prefix(64).allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+        return name.prefix(64).allSatisfy(isLowercaseHex)
+    }
+
+    private static func isLowercaseHex(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
     }
 
     func encoded() -> [UInt8] {
@@ -185,21 +190,8 @@ extension StateSnapshot {
     /// ours older than `leftoverAge`: a writer at work keeps its own. Not
     /// followed through a link, nor anything else touched.
     static func removeLeftovers(in folder: Int32) {
-        let copy = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard copy >= 0, let listing = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            return
-        }
-        var names: [String] = []
-        while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if isTemporaryName(name) { names.append(name) }
-        }
-        closedir(listing)
         let now = time(nil)
-        for name in names {
+        for name in (FolderListing.names(in: folder) ?? []).filter(isTemporaryName) {
             var info = stat()
             guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG,
                   info.st_uid == geteuid(), now - info.st_mtim.tv_sec >= leftoverAge else { continue }
@@ -212,7 +204,6 @@ extension StateSnapshot {
     static func isTemporaryName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         guard bytes.count > 69, bytes.count <= 85 else { return false }
-        let hex = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte) }
-        return bytes[0..<64].allSatisfy(hex) && bytes[64..<69].elementsEqual(".tmp-".utf8) && bytes[69...].allSatisfy(hex)
+        return bytes[0..<64].allSatisfy(isLowercaseHex) && bytes[64..<69].elementsEqual(".tmp-".utf8) && bytes[69...].allSatisfy(isLowercaseHex)
     }
 }
